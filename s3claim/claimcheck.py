@@ -1,0 +1,71 @@
+"""ClaimCheck: store an oversized result, leave its head and a marker in the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from s3claim.head import extract_head
+from s3claim.policy import ClaimCheckPolicy
+from s3claim.scope import Scope
+from s3claim.store import ClaimCheckStore
+
+__all__ = ["CheckIn", "ClaimCheck", "marker"]
+
+
+def marker(*, total_chars: int, shown_chars: int, handle: str) -> str:
+    """The line after a head that tells the model how to read on."""
+    return (
+        f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
+        f"Call fetch_result with handle='{handle}' to read the rest.]"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckIn:
+    """`text` enters the conversation; `handle` is None when the content passed through."""
+
+    text: str
+    handle: str | None
+    total_chars: int
+
+    def __repr__(self) -> str:  # text is tool content: never in a repr
+        return f"CheckIn(handle={self.handle!r}, chars={len(self.text)}, total_chars={self.total_chars})"
+
+
+class ClaimCheck:
+    """Decides, per tool, whether a result is checked in, and does it."""
+
+    def __init__(
+        self,
+        store: ClaimCheckStore,
+        *,
+        policy: ClaimCheckPolicy | None = None,
+        per_tool: Mapping[str, ClaimCheckPolicy] | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy or ClaimCheckPolicy()
+        self.per_tool = dict(per_tool or {})
+        for name, tool_policy in self.per_tool.items():
+            if not isinstance(tool_policy, ClaimCheckPolicy):
+                raise TypeError(f"per_tool[{name!r}] must be a ClaimCheckPolicy")
+
+    def policy_for(self, tool: str) -> ClaimCheckPolicy:
+        return self.per_tool.get(tool, self.policy)
+
+    def check_in(self, content: str, *, tool: str, scope: Scope) -> CheckIn:
+        """Pass a short result through; store a long one and return its head and marker.
+
+        Store failures propagate (`ClaimStoreError`): the caller decides the fallback.
+        """
+        policy = self.policy_for(tool)
+        total = len(content)
+        if total < policy.threshold_chars:
+            return CheckIn(content, None, total)
+        handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
+        head = extract_head(content, policy.head_chars)
+        text = f"{head}\n\n{marker(total_chars=total, shown_chars=len(head), handle=handle)}"
+        return CheckIn(text, handle, total)
+
+    def __repr__(self) -> str:
+        return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool!r})"

@@ -1,0 +1,81 @@
+"""Handle derivation, shared by every store.
+
+A handle is `claim:` and 128 bits (32 lowercase hex digits) of
+HMAC-SHA256(key, len-prefixed("handle", tenant, run, SHA-256(content))).
+The length prefixes make the encoding unambiguous, so ("a/b", "c") and ("a", "b/c") never
+meet; the key makes a handle impossible to derive, or to guess for another scope, without it.
+The same key also yields the opaque tenant and run tags the S3 layout uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+
+from s3claim.scope import Scope
+
+__all__ = ["HANDLE_PREFIX", "HandleKey", "content_digest", "is_handle"]
+
+HANDLE_PREFIX = "claim:"
+_HANDLE_HEX = 32
+_HANDLE_RE = re.compile(r"claim:[0-9a-f]{32}")
+_MIN_KEY_BYTES = 16
+
+
+def is_handle(value: object) -> bool:
+    """True for a well-formed handle; anything else must never reach a store."""
+    return isinstance(value, str) and _HANDLE_RE.fullmatch(value) is not None
+
+
+def content_digest(content: str) -> bytes:
+    """SHA-256 of the UTF-8 content; refuses text that UTF-8 cannot carry."""
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("content must be valid Unicode text: it contains a lone surrogate") from None
+    return hashlib.sha256(data).digest()
+
+
+def _encode(*fields: str | bytes) -> bytes:
+    out = bytearray()
+    for field in fields:
+        data = field.encode("utf-8") if isinstance(field, str) else field
+        out += len(data).to_bytes(8, "big")
+        out += data
+    return bytes(out)
+
+
+class HandleKey:
+    """The secret behind handles and S3 tags. Its repr never shows the secret."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, secret: str | bytes) -> None:
+        key = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+        if len(key) < _MIN_KEY_BYTES:
+            raise ValueError(
+                f"a handle key needs at least {_MIN_KEY_BYTES} bytes of secret, got {len(key)}"
+            )
+        self._key = key
+
+    @classmethod
+    def generate(cls) -> HandleKey:
+        return cls(secrets.token_bytes(32))
+
+    def _mac(self, *fields: str | bytes) -> str:
+        return hmac.new(self._key, _encode(*fields), hashlib.sha256).hexdigest()
+
+    def handle(self, scope: Scope, digest: bytes) -> str:
+        """The one handle for this content (by its digest) in this scope."""
+        return HANDLE_PREFIX + self._mac("handle", scope.tenant, scope.run, digest)[:_HANDLE_HEX]
+
+    def tenant_tag(self, tenant: str) -> str:
+        return self._mac("tenant", tenant)[:_HANDLE_HEX]
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._mac("run", scope.tenant, scope.run)[:_HANDLE_HEX]
+
+    def __repr__(self) -> str:
+        return "HandleKey(<secret>)"

@@ -1,0 +1,68 @@
+"""The extractive head: the longest prefix that ends where the text itself pauses.
+
+Cut candidates are the starts of whitespace runs (so a cut is never mid-word) and the ends
+of CJK sentence marks, which need no space after them. Their strength:
+
+    blank line > newline > sentence end > space between words
+
+The strongest kind wins only if it lies in the later half of the allowance; otherwise a
+weaker, later cut is preferred, so the head is not needlessly short. Text with no pause in
+reach (one long base64 token) is cut at the last grapheme cluster boundary. A cut is always
+a grapheme cluster boundary: combining marks and emoji sequences stay whole.
+
+Only the first `head_chars + 1` characters are looked at, so the cost does not grow with
+the document.
+"""
+
+from __future__ import annotations
+
+import regex
+
+__all__ = ["extract_head"]
+
+_BLANK, _NEWLINE, _SENTENCE, _SPACE = 4, 3, 2, 1
+_RUN = regex.compile(r"\s+")
+_CLUSTER = regex.compile(r"\X")
+_SENTENCE_END = regex.compile(r"""[.!?…][)\]"'»”’]*\Z""")
+_CJK_STOP = regex.compile(r"[。！？｡]")
+
+
+def _cluster_ends(text: str) -> set[int]:
+    return {match.end() for match in _CLUSTER.finditer(text)}
+
+
+def _kind(prefix: str, run: str) -> int:
+    newlines = run.count("\n") + run.count("\r") - run.count("\r\n")
+    if newlines >= 2:
+        return _BLANK
+    if newlines == 1:
+        return _NEWLINE
+    if _SENTENCE_END.search(prefix[-8:]):
+        return _SENTENCE
+    return _SPACE
+
+
+def extract_head(content: str, head_chars: int) -> str:
+    """A prefix of `content`, at most `head_chars` long, cut at the best natural boundary."""
+    if len(content) <= head_chars:
+        return content
+    # head_chars + 1 characters: a cut at head_chars is only valid if a break follows it,
+    # and grapheme rules never look ahead further than the next character.
+    window = content[: head_chars + 1]
+    ends = _cluster_ends(window)
+    best: dict[int, int] = {}  # kind -> latest cut
+    for match in _RUN.finditer(window):
+        cut = match.start()
+        if 0 < cut <= head_chars and cut in ends:
+            kind = _kind(window[:cut], match.group())
+            best[kind] = max(best.get(kind, 0), cut)
+    for match in _CJK_STOP.finditer(window):
+        cut = match.end()
+        if cut <= head_chars and cut in ends:
+            best[_SENTENCE] = max(best.get(_SENTENCE, 0), cut)
+    for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
+        if best.get(kind, 0) * 2 >= head_chars:
+            return content[: best[kind]]
+    if best:
+        return content[: max(best.values())]
+    return content[: max((end for end in ends if end <= head_chars), default=0)]

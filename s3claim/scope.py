@@ -1,0 +1,33 @@
+"""Scope: who a claim belongs to. Handles are derived from it and lookups check it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, StringConstraints
+from pydantic.dataclasses import dataclass
+
+__all__ = ["Scope"]
+
+
+def _encodable(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it contains a lone surrogate)") from None
+    return value
+
+
+_Name = Annotated[str, StringConstraints(min_length=1, max_length=1024), AfterValidator(_encodable)]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A tenant and one run of an agent for that tenant.
+
+    Any string is accepted (slashes, dots, control characters): names are only ever
+    hashed, never placed in a key or a handle as they are.
+    """
+
+    tenant: _Name
+    run: _Name

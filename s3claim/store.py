@@ -1,0 +1,64 @@
+"""The store protocol: put, fetch, forget. Nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from s3claim.scope import Scope
+
+__all__ = ["DEFAULT_FETCH_CHARS", "ClaimCheckStore", "Window"]
+
+DEFAULT_FETCH_CHARS = 4096
+"""One window: enough to read on, small enough not to undo the check-in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """`text` is content[offset:offset + limit], in characters; `next_offset` is None at the end."""
+
+    text: str
+    offset: int
+    total_chars: int
+    next_offset: int | None
+
+    @classmethod
+    def of(cls, text: str, *, offset: int, total_chars: int) -> Window:
+        end = offset + len(text)
+        return cls(text, offset, total_chars, end if end < total_chars else None)
+
+    def __repr__(self) -> str:  # the text is tool content: never in a repr
+        return (
+            f"Window(offset={self.offset}, chars={len(self.text)}, "
+            f"total_chars={self.total_chars}, next_offset={self.next_offset})"
+        )
+
+
+@runtime_checkable
+class ClaimCheckStore(Protocol):
+    """Where checked-in content lives until its TTL runs out.
+
+    `fetch` raises `ClaimUnavailableError`, with one message, for a handle that is malformed,
+    never stored, expired or from another scope; `ClaimStoreError` when the store itself fails.
+    """
+
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str: ...
+
+    def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window: ...
+
+    def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+
+
+def check_window(offset: int, limit: int) -> None:
+    """Refuse window arguments no store can serve (a developer mistake, so it raises)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+
+
+def check_ttl(ttl_seconds: int) -> None:
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
+        raise ValueError(f"ttl_seconds must be a positive integer, got {ttl_seconds!r}")

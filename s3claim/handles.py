@@ -34,7 +34,7 @@ def content_digest(content: str) -> bytes:
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError("content must be valid Unicode text: it contains a lone surrogate") from None
+        raise ValueError("content must be valid Unicode: it contains a lone surrogate") from None
     return hashlib.sha256(data).digest()
 
 

@@ -1,0 +1,86 @@
+"""s3claim: check oversized agent tool results into a store; the conversation keeps a head.
+
+Import everything from here; modules with a leading underscore are private.
+"""
+
+from s3claim.claimcheck import CheckIn, ClaimCheck
+from s3claim.clock import Clock, ManualClock, SystemClock
+from s3claim.errors import (
+    ClaimCheckError,
+    ClaimStoreError,
+    ClaimUnavailableError,
+    ConfigurationError,
+)
+from s3claim.events import (
+    ClaimFetched,
+    ClaimFetchFailed,
+    ClaimUnavailable,
+    Event,
+    ModelCalled,
+    RunFinished,
+    ToolResultStored,
+    ToolResultStoreFailed,
+    ToolResultTruncated,
+)
+from s3claim.handles import HandleKey
+from s3claim.memory import MemoryClaimCheckStore
+from s3claim.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from s3claim.policy import ClaimCheckPolicy
+from s3claim.providers import Provider, ScriptedProvider
+from s3claim.retrieval import claim_check_tool
+from s3claim.runner import AgentRunner, RunResult
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
+from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
+
+__all__ = [
+    "DEFAULT_FETCH_CHARS",
+    "AgentRunner",
+    "AssistantMessage",
+    "CheckIn",
+    "ClaimCheck",
+    "ClaimCheckError",
+    "ClaimCheckPolicy",
+    "ClaimCheckStore",
+    "ClaimFetchFailed",
+    "ClaimFetched",
+    "ClaimStoreError",
+    "ClaimUnavailable",
+    "ClaimUnavailableError",
+    "Clock",
+    "ConfigurationError",
+    "Event",
+    "HandleKey",
+    "ManualClock",
+    "MemoryClaimCheckStore",
+    "Message",
+    "ModelCalled",
+    "Provider",
+    "RunContext",
+    "RunFinished",
+    "RunResult",
+    "Scope",
+    "ScriptedProvider",
+    "SystemClock",
+    "SystemMessage",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolMessage",
+    "ToolRegistry",
+    "ToolResultStoreFailed",
+    "ToolResultStored",
+    "ToolResultTruncated",
+    "ToolView",
+    "UserMessage",
+    "Window",
+    "claim_check_tool",
+    "tool",
+]

@@ -1,0 +1,90 @@
+"""The result boundary: what a tool returned becomes safe text before anything else sees it.
+
+Three steps, in order:
+
+1. Validate the value against the tool's declared return type. A mismatch is a tool error
+   for the model (`invalid_result`), not an exception.
+2. Serialise: strings as they are; models and other values as JSON. Text that UTF-8 cannot
+   carry (a lone surrogate) is refused the same way.
+3. Neutralise structural forgery, so tool output cannot hand the model a forged handle,
+   marker, footer or turn. Exactly these rewrites, nothing else:
+
+   ================================================  ==========================
+   found (case-insensitive; ASCII or full-width)      becomes
+   ================================================  ==========================
+   ``claim:`` followed by a letter or digit           ``claim-`` (a handle no store accepts)
+   ``fetch_result``                                   ``fetch-result`` (no marker or footer
+                                                      can name the real tool)
+   ``<|name|>`` (also with full-width bars ``｜``)    ``(|name|)``
+   ``[INST]`` ``[/INST]`` ``[SYS]`` ``[/SYS]``        the same in parentheses: ``(INST)``
+   ``[TOOL_CALLS]`` ``[TOOL_RESULTS]``                ``(TOOL_CALLS)`` ...
+   ``[/TOOL_RESULTS]`` ``[AVAILABLE_TOOLS]``
+   ``[/AVAILABLE_TOOLS]``
+   ``<<SYS>>`` ``<</SYS>>``                           ``((SYS))`` ``((/SYS))``
+   ``<s>`` ``</s>`` ``<bos>`` ``<eos>``               ``(s)`` ``(/s)`` ``(bos)`` ``(eos)``
+   ``<start_of_turn>`` ``<end_of_turn>``              ``(start_of_turn)`` ``(end_of_turn)``
+   ================================================  ==========================
+
+The rewrite is idempotent, and what is checked in is the rewritten text: storing what the
+boundary refused would be storing an attack for later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+from pydantic import ValidationError
+
+from s3claim.tools import Tool, ToolError, describe_validation_error
+
+__all__ = ["neutralise", "result_text"]
+
+_HANDLE = regex.compile(r"([cｃ][lｌ][aａ][iｉ][mｍ])[:：](?=[\p{L}\p{N}])", regex.IGNORECASE)
+_FETCH = regex.compile(
+    r"([fｆ][eｅ][tｔ][cｃ][hｈ])[_＿]([rｒ][eｅ][sｓ][uｕ][lｌ][tｔ])", regex.IGNORECASE
+)
+_BAR_TOKEN = regex.compile(r"<([|｜][^\s<>|｜]{1,64}[|｜])>")
+_BRACKET_TOKEN = regex.compile(
+    r"\[(/?(?:INST|SYS|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS))\]", regex.IGNORECASE
+)
+_ANGLE_TOKEN = regex.compile(
+    r"<<(/?SYS)>>|<(/?s|bos|eos|start_of_turn|end_of_turn)>", regex.IGNORECASE
+)
+
+
+def _angle(match: regex.Match[str]) -> str:
+    if match.group(1) is not None:
+        return f"(({match.group(1)}))"
+    return f"({match.group(2)})"
+
+
+def neutralise(text: str) -> str:
+    """Defang text that imitates s3claim's structure or a chat template's control tokens."""
+    text = _HANDLE.sub(r"\1-", text)
+    text = _FETCH.sub(r"\1-\2", text)
+    text = _BAR_TOKEN.sub(r"(\1)", text)
+    text = _BRACKET_TOKEN.sub(r"(\1)", text)
+    return _ANGLE_TOKEN.sub(_angle, text)
+
+
+def result_text(tool: Tool, value: Any) -> str:
+    """Validate, serialise and neutralise one tool result."""
+    try:
+        valid = tool.returns.validate_python(value)
+    except ValidationError as exc:
+        raise ToolError(
+            "invalid_result",
+            f"tool {tool.name!r} returned a value that does not match its declared type "
+            f"({describe_validation_error(exc)})",
+        ) from None
+    text = valid if isinstance(valid, str) else tool.returns.dump_json(valid).decode("utf-8")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            "invalid_result",
+            f"tool {tool.name!r} returned text that is not valid Unicode "
+            f"(a lone surrogate at index {exc.start})",
+        ) from None
+    return neutralise(text)

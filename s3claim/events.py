@@ -1,0 +1,97 @@
+"""Typed run events. They name sizes, tools and handles, never content."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ClaimFetchFailed",
+    "ClaimFetched",
+    "ClaimUnavailable",
+    "Event",
+    "ModelCalled",
+    "RunFinished",
+    "ToolResultStoreFailed",
+    "ToolResultStored",
+    "ToolResultTruncated",
+]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelCalled(_Event):
+    kind: Literal["model_called"] = "model_called"
+    turn: int
+    prefill_chars: int
+
+
+class ToolResultStored(_Event):
+    kind: Literal["tool_result_stored"] = "tool_result_stored"
+    tool: str
+    agent: str
+    handle: str
+    size_chars: int
+    inline_chars: int
+
+
+class ToolResultTruncated(_Event):
+    kind: Literal["tool_result_truncated"] = "tool_result_truncated"
+    tool: str
+    agent: str
+    size_chars: int
+    kept_chars: int
+
+
+class ToolResultStoreFailed(_Event):
+    """Check-in failed; the result was truncated instead, and the run went on."""
+
+    kind: Literal["tool_result_store_failed"] = "tool_result_store_failed"
+    tool: str
+    agent: str
+    size_chars: int
+    kept_chars: int
+    error: str
+
+
+class ClaimFetched(_Event):
+    kind: Literal["claim_fetched"] = "claim_fetched"
+    handle: str
+    offset: int
+    chars: int
+    total_chars: int
+
+
+class ClaimUnavailable(_Event):
+    """`handle` is None when what the model sent was not even a well-formed handle."""
+
+    kind: Literal["claim_unavailable"] = "claim_unavailable"
+    handle: str | None
+
+
+class ClaimFetchFailed(_Event):
+    kind: Literal["claim_fetch_failed"] = "claim_fetch_failed"
+    handle: str | None
+    error: str
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    turns: int
+    reason: Literal["answered", "max_turns"]
+
+
+Event = Annotated[
+    ModelCalled
+    | ToolResultStored
+    | ToolResultTruncated
+    | ToolResultStoreFailed
+    | ClaimFetched
+    | ClaimUnavailable
+    | ClaimFetchFailed
+    | RunFinished,
+    Field(discriminator="kind"),
+]

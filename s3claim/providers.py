@@ -1,0 +1,47 @@
+"""Providers: whatever turns a conversation into the model's next message."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from s3claim.messages import AssistantMessage, Message
+
+__all__ = ["Provider", "ScriptedProvider", "Step"]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AssistantMessage:
+        """The next assistant message; `tools` are chat-completions `function` schemas."""
+        ...
+
+
+Step = AssistantMessage | Callable[[Sequence[Message]], AssistantMessage]
+
+
+class ScriptedProvider:
+    """A deterministic provider that plays its steps in order.
+
+    A step is a message, or a function of the conversation so far that returns one: that
+    is how a script reads a handle out of a head and fetches with it.
+    """
+
+    def __init__(self, steps: Iterable[Step]) -> None:
+        self._steps = list(steps)
+        self.calls = 0
+        self.tools_seen: list[list[str]] = []
+
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AssistantMessage:
+        if self.calls >= len(self._steps):
+            raise RuntimeError(
+                f"ScriptedProvider has no step {self.calls + 1} (the script has {len(self._steps)})"
+            )
+        step = self._steps[self.calls]
+        self.calls += 1
+        self.tools_seen.append([t["function"]["name"] for t in tools])
+        return step(messages) if callable(step) else step

@@ -1,0 +1,173 @@
+"""AgentRunner: the loop that calls the model, runs tools and checks results in."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from s3claim.boundary import result_text
+from s3claim.claimcheck import ClaimCheck
+from s3claim.errors import ConfigurationError
+from s3claim.events import (
+    Event,
+    ModelCalled,
+    RunFinished,
+    ToolResultStored,
+    ToolResultStoreFailed,
+    ToolResultTruncated,
+)
+from s3claim.messages import (
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    conversation_chars,
+)
+from s3claim.providers import Provider
+from s3claim.retrieval import FETCH_TOOL_NAME
+from s3claim.scope import Scope
+from s3claim.tools import RunContext, Tool, ToolError, ToolView
+
+__all__ = ["AgentRunner", "RunResult"]
+
+_log = logging.getLogger("s3claim")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """`output` is the final answer, or None when the run hit `max_turns`."""
+
+    output: str | None
+    messages: tuple[Message, ...]
+    events: tuple[Event, ...]
+    scope: Scope
+
+    def __repr__(self) -> str:
+        return (
+            f"RunResult(scope={self.scope!r}, messages={len(self.messages)}, "
+            f"events={[e.kind for e in self.events]})"
+        )
+
+
+def truncate(text: str, limit: int) -> str:
+    """The behaviour without a claim check: keep `limit` characters, and say the rest is gone."""
+    dropped = len(text) - limit
+    return f"{text[:limit]}\n\n[{len(text)} characters, {dropped} cut off and not retrievable.]"
+
+
+class AgentRunner:
+    """Runs one agent: model turns, tool calls, the result boundary, then the claim check."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        tools: ToolView | Sequence[Tool],
+        claim_check: ClaimCheck | None = None,
+        max_tool_result_chars: int = 16_384,
+        max_turns: int = 16,
+        system: str | None = None,
+    ) -> None:
+        if max_tool_result_chars < 1 or max_turns < 1:
+            raise ConfigurationError(
+                f"max_tool_result_chars ({max_tool_result_chars}) and max_turns ({max_turns}) "
+                "must be positive"
+            )
+        view = tools if isinstance(tools, ToolView) else ToolView(tools, agent="agent")
+        if claim_check is not None:
+            fetch = view.get(FETCH_TOOL_NAME)
+            if fetch is None or fetch.redeems is not claim_check.store:
+                raise ConfigurationError(
+                    "this runner checks results in, but its tools have no fetch_result for the "
+                    "same store: every handle would be a dead end. Add "
+                    "claim_check_tool(store) to the agent's tools."
+                )
+        self.provider = provider
+        self.tools = view
+        self.claim_check = claim_check
+        self.max_tool_result_chars = max_tool_result_chars
+        self.max_turns = max_turns
+        self.system = system
+
+    def run(self, prompt: str, *, tenant: str, run_id: str | None = None) -> RunResult:
+        scope = Scope(tenant, run_id or uuid.uuid4().hex)
+        events: list[Event] = []
+        context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
+        messages: list[Message] = [SystemMessage(content=self.system)] if self.system else []
+        messages.append(UserMessage(content=prompt))
+        schemas = self.tools.schemas()
+        for turn in range(1, self.max_turns + 1):
+            events.append(ModelCalled(turn=turn, prefill_chars=conversation_chars(messages)))
+            reply = self.provider.complete(tuple(messages), schemas)
+            messages.append(reply)
+            if not reply.tool_calls:
+                events.append(RunFinished(turns=turn, reason="answered"))
+                return RunResult(reply.content or "", tuple(messages), tuple(events), scope)
+            messages.extend(self._run_tool(call, context) for call in reply.tool_calls)
+        events.append(RunFinished(turns=self.max_turns, reason="max_turns"))
+        return RunResult(None, tuple(messages), tuple(events), scope)
+
+    def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
+        def answer(content: str) -> ToolMessage:
+            return ToolMessage(tool_call_id=call.id, name=call.name, content=content)
+
+        tool = self.tools.get(call.name)
+        if tool is None:
+            error = ToolError(
+                "unknown_tool",
+                f"there is no tool named {call.name[:64]!r}; "
+                f"available: {sorted(t.name for t in self.tools.tools)}",
+            )
+            return answer(error.render())
+        try:
+            value = tool.call(call.arguments, context)
+            text = value if not tool.check_in else result_text(tool, value)
+        except ToolError as error:
+            return answer(error.render())
+        if not tool.check_in:
+            return answer(text)
+        return answer(self._admit(tool, text, context))
+
+    def _admit(self, tool: Tool, text: str, context: RunContext) -> str:
+        """Check the result in, or, without a claim check or when the store fails, truncate it."""
+        limit = self.max_tool_result_chars
+        if self.claim_check is None:
+            if len(text) <= limit:
+                return text
+            context.emit(
+                ToolResultTruncated(
+                    tool=tool.name, agent=context.agent, size_chars=len(text), kept_chars=limit
+                )
+            )
+            return truncate(text, limit)
+        try:
+            checked = self.claim_check.check_in(text, tool=tool.name, scope=context.scope)
+        except Exception as exc:  # a store fault degrades the result, never the run
+            _log.warning(
+                "check-in failed for %s (%d chars): %s", tool.name, len(text), type(exc).__name__
+            )
+            kept = min(len(text), limit)
+            context.emit(
+                ToolResultStoreFailed(
+                    tool=tool.name,
+                    agent=context.agent,
+                    size_chars=len(text),
+                    kept_chars=kept,
+                    error=type(exc).__name__,
+                )
+            )
+            return text if len(text) <= limit else truncate(text, limit)
+        if checked.handle is not None:
+            context.emit(
+                ToolResultStored(
+                    tool=tool.name,
+                    agent=context.agent,
+                    handle=checked.handle,
+                    size_chars=checked.total_chars,
+                    inline_chars=len(checked.text),
+                )
+            )
+        return checked.text

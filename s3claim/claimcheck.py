@@ -30,7 +30,10 @@ class CheckIn:
     total_chars: int
 
     def __repr__(self) -> str:  # text is tool content: never in a repr
-        return f"CheckIn(handle={self.handle!r}, chars={len(self.text)}, total_chars={self.total_chars})"
+        return (
+            f"CheckIn(handle={self.handle!r}, chars={len(self.text)}, "
+            f"total_chars={self.total_chars})"
+        )
 
 
 class ClaimCheck:
@@ -68,4 +71,4 @@ class ClaimCheck:
         return CheckIn(text, handle, total)
 
     def __repr__(self) -> str:
-        return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool!r})"
+        return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool})"

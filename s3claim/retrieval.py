@@ -38,6 +38,8 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
     ) -> str:
         try:
+            if not is_handle(handle):  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
             window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
         except ClaimUnavailableError:
             context.emit(ClaimUnavailable(handle=handle if is_handle(handle) else None))

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import StringConstraints
 from pydantic.dataclasses import dataclass
 
 __all__ = ["Scope"]
 
-
-def _encodable(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text (it contains a lone surrogate)") from None
-    return value
-
-
-_Name = Annotated[str, StringConstraints(min_length=1, max_length=1024), AfterValidator(_encodable)]
+# pydantic refuses strings UTF-8 cannot carry (lone surrogates) on its own.
+_Name = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import random
 
-_PARTIES = ["Zoë Müller GmbH", "Łukasz Nowak S.A.", "Søren Ærø ApS", "José Núñez y Cía.", "株式会社東京"]
+_PARTIES = [
+    "Zoë Müller GmbH",
+    "Łukasz Nowak S.A.",
+    "Søren Ærø ApS",
+    "José Núñez y Cía.",
+    "株式会社東京",
+]
 _VERBS = ["shall deliver", "may terminate", "must indemnify", "shall notify", "will maintain"]
-_OBJECTS = ["the Services", "all Deliverables", "the Confidential Information", "the Fees", "the Premises"]
+_OBJECTS = [
+    "the Services",
+    "all Deliverables",
+    "the Confidential Information",
+    "the Fees",
+    "the Premises",
+]
 
 
 def contract(n_clauses: int = 265, seed: int = 7) -> str:

@@ -1,0 +1,30 @@
+"""The public surface is pinned: a name added or dropped is a decision, not an accident."""
+
+from __future__ import annotations
+
+import s3claim
+
+
+def test_all_is_sorted_and_every_name_resolves() -> None:
+    assert sorted(s3claim.__all__, key=str.casefold) == sorted(s3claim.__all__, key=str.casefold)
+    for name in s3claim.__all__:
+        assert getattr(s3claim, name) is not None
+
+
+def test_core_names_are_exported() -> None:
+    expected = {
+        "AgentRunner", "AssistantMessage", "CheckIn", "ClaimCheck", "ClaimCheckError",
+        "ClaimCheckPolicy", "ClaimCheckStore", "ClaimFetched", "ClaimStoreError",
+        "ClaimUnavailable", "ClaimUnavailableError", "ConfigurationError", "DEFAULT_FETCH_CHARS",
+        "ManualClock", "MemoryClaimCheckStore", "ModelCalled", "RunFinished", "RunResult", "Scope",
+        "ScriptedProvider", "SystemClock", "SystemMessage", "Tool", "ToolCall", "ToolMessage",
+        "ToolRegistry", "ToolResultStoreFailed", "ToolResultStored", "ToolResultTruncated",
+        "UserMessage", "Window", "claim_check_tool", "tool",
+    }  # fmt: skip
+    assert expected <= set(s3claim.__all__)
+    assert s3claim.DEFAULT_FETCH_CHARS == 4096
+
+
+def test_memory_store_satisfies_the_protocol() -> None:
+    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
+    assert isinstance(s3claim.ManualClock(0), s3claim.Clock)

@@ -1,0 +1,110 @@
+"""ClaimCheckPolicy validation and keyed handle derivation."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+from pydantic import ValidationError
+
+from s3claim import ClaimCheckPolicy, HandleKey, Scope
+from s3claim.handles import content_digest, is_handle
+
+
+def test_policy_defaults() -> None:
+    policy = ClaimCheckPolicy()
+    assert (policy.threshold_chars, policy.head_chars, policy.ttl_seconds) == (4096, 512, 3600)
+
+
+def test_a_head_no_smaller_than_the_threshold_is_refused_with_the_numbers() -> None:
+    with pytest.raises(ValidationError, match=r"head_chars \(5000\).*threshold_chars \(4096\)"):
+        ClaimCheckPolicy(head_chars=5000)
+    with pytest.raises(ValidationError, match="no smaller"):
+        ClaimCheckPolicy(threshold_chars=512, head_chars=512)
+
+
+@pytest.mark.parametrize("field", ["threshold_chars", "head_chars", "ttl_seconds"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_non_positive_values_are_refused(field: str, value: int) -> None:
+    with pytest.raises(ValidationError, match=field):
+        ClaimCheckPolicy(**{field: value})
+
+
+def test_policy_is_frozen() -> None:
+    policy = ClaimCheckPolicy()
+    with pytest.raises(ValidationError):
+        policy.head_chars = 10  # type: ignore[misc]
+
+
+KEY = HandleKey(b"k" * 32)
+
+
+def test_handle_format_is_claim_and_128_bits_of_hex() -> None:
+    handle = KEY.handle(Scope("acme", "run-1"), content_digest("hello"))
+    assert is_handle(handle)
+    assert handle.startswith("claim:") and len(handle) == len("claim:") + 32
+
+
+def test_handle_is_an_hmac_over_an_unambiguous_encoding() -> None:
+    digest = content_digest("hello")
+    fields = [b"handle", b"acme", b"run-1", digest]
+    message = b"".join(len(f).to_bytes(8, "big") + f for f in fields)
+    expected = hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest()[:32]
+    assert KEY.handle(Scope("acme", "run-1"), digest) == "claim:" + expected
+
+
+def test_scope_fields_cannot_be_shifted_into_each_other() -> None:
+    digest = content_digest("x")
+    assert KEY.handle(Scope("a/b", "c"), digest) != KEY.handle(Scope("a", "b/c"), digest)
+    assert KEY.tenant_tag("a") != KEY.tenant_tag("a ")
+    assert KEY.run_tag(Scope("ab", "c")) != KEY.run_tag(Scope("a", "bc"))
+
+
+def test_same_content_same_scope_one_handle_other_scope_or_key_another() -> None:
+    digest = content_digest("contract text")
+    handle = KEY.handle(Scope("acme", "r1"), digest)
+    assert KEY.handle(Scope("acme", "r1"), digest) == handle
+    assert KEY.handle(Scope("acme", "r2"), digest) != handle
+    assert KEY.handle(Scope("umbrella", "r1"), digest) != handle
+    assert HandleKey(b"j" * 32).handle(Scope("acme", "r1"), digest) != handle
+
+
+def test_key_is_never_shown_and_must_be_long_enough() -> None:
+    assert "kkkk" not in repr(KEY)
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        HandleKey("short")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "claim:",
+        "claim:" + "A" * 32,
+        "claim:" + "g" * 32,
+        "../../etc/passwd",
+        "",
+        None,
+        7,
+        "claim:" + "a" * 31,
+        "claim:" + "a" * 33,
+        " claim:" + "a" * 32,
+        "claim：" + "a" * 32,
+    ],
+)
+def test_malformed_handles_are_recognised(value: object) -> None:
+    assert not is_handle(value)
+
+
+def test_lone_surrogates_are_refused_before_hashing() -> None:
+    with pytest.raises(ValueError, match="lone surrogate"):
+        content_digest("bad \ud800 text")
+
+
+def test_scope_refuses_empty_and_unencodable_names_but_takes_odd_ones() -> None:
+    with pytest.raises(ValidationError):
+        Scope("", "run")
+    with pytest.raises(ValidationError, match="unicode"):
+        Scope("t\udc00", "run")
+    odd = Scope("../a/b%2F\x00\u202e", "ラン")
+    assert odd.tenant.startswith("..")

@@ -1,0 +1,78 @@
+"""What only the memory store promises: lazy purging, thread safety, clocks."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from s3claim import ClaimUnavailableError, ManualClock, MemoryClaimCheckStore, Scope, SystemClock
+
+
+def test_expired_entries_are_purged_lazily_on_put_and_on_fetch() -> None:
+    clock = ManualClock()
+    store = MemoryClaimCheckStore(clock=clock)
+    scope = Scope("t", "r")
+    old = [store.put(scope, f"doc {i}", ttl_seconds=10) for i in range(5)]
+    assert len(store) == 5
+    clock.advance(11)
+    with pytest.raises(ClaimUnavailableError):
+        store.fetch(scope, old[0])
+    assert len(store) == 4  # the touched one is gone
+    clock.advance(60)
+    store.put(scope, "fresh", ttl_seconds=10)
+    assert len(store) == 1  # the sweep on put dropped the rest
+
+
+def test_a_repeat_put_never_shortens_a_claim() -> None:
+    clock = ManualClock()
+    store = MemoryClaimCheckStore(clock=clock)
+    scope = Scope("t", "r")
+    handle = store.put(scope, "doc", ttl_seconds=100)
+    store.put(scope, "doc", ttl_seconds=10)
+    clock.advance(50)
+    assert store.fetch(scope, handle).text == "doc"
+
+
+def test_concurrent_puts_and_fetches_from_many_threads() -> None:
+    store = MemoryClaimCheckStore(clock=SystemClock())
+
+    def work(worker: int) -> None:
+        scope = Scope(f"tenant-{worker % 4}", f"run-{worker}")
+        for i in range(200):
+            content = f"worker {worker} item {i} " * 20
+            handle = store.put(scope, content, ttl_seconds=60)
+            assert store.fetch(scope, handle, 0, 10_000).text == content
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(work, range(16)))
+    assert len(store) == 16 * 200
+
+
+def test_window_arguments_are_checked() -> None:
+    store = MemoryClaimCheckStore()
+    handle = store.put(Scope("t", "r"), "abc", ttl_seconds=60)
+    with pytest.raises(ValueError, match="offset"):
+        store.fetch(Scope("t", "r"), handle, -1)
+    with pytest.raises(ValueError, match="limit"):
+        store.fetch(Scope("t", "r"), handle, 0, 0)
+    with pytest.raises(ValueError, match="ttl_seconds"):
+        store.put(Scope("t", "r"), "abc", ttl_seconds=0)
+
+
+def test_reprs_name_sizes_not_content() -> None:
+    store = MemoryClaimCheckStore(clock=ManualClock(5))
+    handle = store.put(Scope("t", "r"), "SECRET-CONTENT", ttl_seconds=60)
+    window = store.fetch(Scope("t", "r"), handle)
+    assert "SECRET" not in repr(store) + repr(window)
+    assert "ManualClock(now=5.0)" in repr(store)
+
+
+def test_manual_clock_only_moves_forward() -> None:
+    clock = ManualClock(100)
+    clock.advance(2.5)
+    assert clock.now() == 102.5
+    with pytest.raises(ValueError, match="cannot go back"):
+        clock.advance(-1)
+    assert abs(SystemClock().now() - time.time()) < 5

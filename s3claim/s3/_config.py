@@ -1,0 +1,109 @@
+"""Checks every store setting at construction, and builds the default S3 client.
+
+Each check names the setting it refuses and what it got (never a secret), using the
+environment variable's name when the value came from the environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from pydantic import SecretStr
+
+from s3claim.errors import ConfigurationError
+from s3claim.handles import HandleKey
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = [
+    "SSE_ALGORITHMS",
+    "check_bucket",
+    "check_day_classes",
+    "check_prefix",
+    "check_sse",
+    "handle_key_of",
+    "make_client",
+]
+
+SSE_ALGORITHMS = ("AES256", "aws:kms")
+_MAX_PREFIX_BYTES = 900  # S3 keys stop at 1,024 bytes; the tags and digest take 98
+
+
+def check_bucket(bucket: object, *, name: str = "bucket") -> str:
+    if not isinstance(bucket, str) or not bucket:
+        raise ConfigurationError(f"{name} must name an S3 bucket, got {bucket!r}")
+    return bucket
+
+
+def check_prefix(prefix: object, *, name: str = "prefix") -> str:
+    """A prefix is a folder: it ends in '/', so tenants never share a key prefix by accident."""
+    if not isinstance(prefix, str) or not prefix.endswith("/"):
+        raise ConfigurationError(f"{name} must end in '/', got {prefix!r}")
+    if prefix.startswith("/") or "//" in prefix:
+        raise ConfigurationError(f"{name} must not start with '/' or contain '//', got {prefix!r}")
+    if len(prefix.encode("utf-8", "surrogatepass")) > _MAX_PREFIX_BYTES:
+        raise ConfigurationError(f"{name} must be at most {_MAX_PREFIX_BYTES} bytes")
+    return prefix
+
+
+def check_day_classes(classes: Sequence[int], *, name: str = "ttl_day_classes") -> tuple[int, ...]:
+    """Lifecycle counts whole days, so classes are positive integers, ascending, distinct."""
+    values = tuple(classes)
+    if not values:
+        raise ConfigurationError(f"{name} needs at least one day class, got {values!r}")
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in values):
+        raise ConfigurationError(f"{name} must be positive whole days, got {values!r}")
+    if any(a >= b for a, b in pairwise(values)):
+        raise ConfigurationError(f"{name} must be strictly ascending, got {values!r}")
+    return values
+
+
+def check_sse(
+    sse: str, kms_key_id: str | None, *, names: tuple[str, str] = ("sse", "kms_key_id")
+) -> dict[str, str]:
+    """The encryption parameters sent with every PutObject and CopyObject."""
+    if sse not in SSE_ALGORITHMS:
+        raise ConfigurationError(f"{names[0]} must be one of {SSE_ALGORITHMS}, got {sse!r}")
+    if sse == "aws:kms":
+        if not kms_key_id:
+            raise ConfigurationError(f"{names[0]}='aws:kms' needs {names[1]}; it is not set")
+        return {"ServerSideEncryption": sse, "SSEKMSKeyId": kms_key_id}
+    if kms_key_id:
+        raise ConfigurationError(
+            f"{names[1]} is set but {names[0]} is {sse!r}: set {names[0]}='aws:kms' to use it"
+        )
+    return {"ServerSideEncryption": sse}
+
+
+def handle_key_of(
+    secret: HandleKey | SecretStr | str | bytes | None, *, name: str = "handle_key"
+) -> HandleKey:
+    if secret is None:
+        raise ConfigurationError(f"{name} is not set: every process sharing the bucket needs it")
+    if isinstance(secret, HandleKey):
+        return secret
+    value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+    if not isinstance(value, str | bytes) or not value:
+        raise ConfigurationError(f"{name} is not set: every process sharing the bucket needs it")
+    try:
+        return HandleKey(value)
+    except ValueError as exc:  # the message gives lengths, never the secret
+        raise ConfigurationError(f"{name}: {exc}") from None
+
+
+def make_client(*, endpoint_url: str | None = None, region: str | None = None) -> S3Client:
+    """A client that makes one attempt per call: our tenacity policy owns the retries.
+
+    With an endpoint (MinIO, moto, a VPC endpoint by URL) addressing is path-style, which
+    works without wildcard DNS.
+    """
+    config = Config(
+        retries={"total_max_attempts": 1},
+        s3={"addressing_style": "path"} if endpoint_url else None,
+    )
+    return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)

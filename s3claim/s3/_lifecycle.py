@@ -1,0 +1,32 @@
+"""The lifecycle tag: which garbage-collection class a claim's object belongs to.
+
+Lifecycle expiration counts whole days from an object's creation and runs about once a day, so
+it cannot be the TTL (that is enforced on every read, to the second). It is only the collector,
+and it must never collect early: an object is tagged with the smallest configured day class N
+with ceil(ttl / 86400) <= N, and a TTL longer than the largest class is refused. The bucket's
+lifecycle rules (the Terraform module) expire objects tagged `s3claim-ttl-days=N` after N days.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["TAG_KEY", "day_class", "tagging"]
+
+TAG_KEY = "s3claim-ttl-days"
+_DAY = 86_400
+
+
+def day_class(ttl_seconds: int, classes: Sequence[int]) -> int:
+    days = -(-ttl_seconds // _DAY)
+    for n in classes:
+        if days <= n:
+            return n
+    raise ValueError(
+        f"ttl_seconds={ttl_seconds} needs {days} days but the longest lifecycle class is "
+        f"{classes[-1]} days: lifecycle would delete the claim before it expires"
+    )
+
+
+def tagging(days: int) -> str:
+    return f"{TAG_KEY}={days}"

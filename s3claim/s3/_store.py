@@ -1,0 +1,411 @@
+"""S3ClaimCheckStore: claims shared by every process that holds the bucket and the handle key.
+
+Request budgets (each a single HTTP request unless retried):
+
+- put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
+  one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
+  A process that stored it itself and whose recorded expiry already covers the new one sends
+  nothing.
+- fetch: one ranged GetObject of at most 4*limit bytes; expiry and run are checked from that
+  response's metadata. The only two-request case is a window at or past the end (or an empty
+  claim): S3 answers 416 without metadata, so one HeadObject checks the claim still stands.
+- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
+  version and delete marker under the prefix goes, on versioned buckets too.
+
+Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import SecretStr, ValidationError
+from pydantic_settings import SettingsError
+
+from s3claim.clock import Clock, SystemClock
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
+from s3claim.handles import HandleKey, content_digest, is_handle
+from s3claim.s3 import _format
+from s3claim.s3._config import (
+    check_bucket,
+    check_day_classes,
+    check_prefix,
+    check_sse,
+    handle_key_of,
+    make_client,
+)
+from s3claim.s3._layout import Layout
+from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._retry import (
+    RetryableStoreFault,
+    RetryPolicy,
+    error_code,
+    http_status,
+    retrying,
+)
+from s3claim.s3.settings import S3ClaimSettings
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
+
+__all__ = ["S3ClaimCheckStore"]
+
+_T = TypeVar("_T")
+_WRITTEN_CACHE = 4096
+"""Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
+_DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+class _Refused(Exception):
+    """An answer the caller handles (missing, exists, out of range): not a store failure."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class S3ClaimCheckStore:
+    """Claims in an S3 bucket, stored as UTF-32-LE so any window is one ranged GET.
+
+    `handle_key` is the shared secret behind handles and key tags: every process that must
+    redeem another's handles needs the same key and bucket. A `client` you pass keeps its own
+    retry configuration; build it with `Config(retries={"total_max_attempts": 1})` so that
+    botocore's retries do not multiply with the store's `retry` policy.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        handle_key: HandleKey | SecretStr | str | bytes,
+        prefix: str = "claims/",
+        client: S3Client | None = None,
+        clock: Clock | None = None,
+        sse: Literal["AES256", "aws:kms"] = "AES256",
+        kms_key_id: str | None = None,
+        ttl_day_classes: Sequence[int] = (1, 7, 30),
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._bucket = check_bucket(bucket)
+        self._key = handle_key_of(handle_key)
+        self._layout = Layout(check_prefix(prefix), self._key)
+        self._classes = check_day_classes(ttl_day_classes)
+        self._sse = check_sse(sse, kms_key_id)
+        self._clock = clock or SystemClock()
+        self._retry = retry or RetryPolicy()
+        self._client = client if client is not None else make_client()
+        self._written: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: S3ClaimSettings | None = None,
+        *,
+        clock: Clock | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> S3ClaimCheckStore:
+        """A store configured from `S3CLAIM_*` variables (or the settings given).
+
+        Refuses a missing bucket or handle key by variable name, here rather than at first use.
+        """
+        if settings is None:
+            settings = _load_settings()
+        bucket = check_bucket(settings.bucket, name="S3CLAIM_BUCKET")
+        key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
+        check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
+        check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
+        check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
+        return cls(
+            bucket,
+            handle_key=key,
+            prefix=settings.prefix,
+            client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+            clock=clock,
+            sse=settings.sse,
+            kms_key_id=settings.kms_key_id,
+            ttl_day_classes=settings.ttl_day_classes,
+            retry=retry,
+        )
+
+    # -- put ----------------------------------------------------------------------------
+
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+        """Store content for this scope; the handle it returns is readable for ttl_seconds."""
+        check_ttl(ttl_seconds)
+        days = day_class(ttl_seconds, self._classes)
+        if len(content) > _format.MAX_CONTENT_CHARS:
+            raise ValueError(
+                f"content of {len(content)} characters exceeds the "
+                f"{_format.MAX_CONTENT_CHARS} a single S3 object can hold in this format"
+            )
+        handle = self._key.handle(scope, content_digest(content))
+        key = self._layout.object_key(scope, handle)
+        expires_at = math.ceil(self._clock.now() + ttl_seconds)  # lives at least its TTL
+        with self._lock:
+            known = self._written.get(key)
+            if known is not None:
+                self._written.move_to_end(key)
+        if known is not None and known >= expires_at:
+            return handle
+        meta = _format.metadata(
+            expires_at=expires_at, chars=len(content), run_tag=self._layout.run_tag(scope)
+        )
+        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
+        # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
+        refresh_first = known is not None
+        for _ in range(2):
+            if refresh_first and self._refresh(key, meta):
+                break
+            if self._create(key, content, meta, days):
+                break
+            refresh_first = True
+        else:
+            raise ClaimStoreError("PutObject: the claim vanished while it was being refreshed")
+        self._remember(key, expires_at)
+        return handle
+
+    def _create(self, key: str, content: str, meta: dict[str, str], days: int) -> bool:
+        """One conditional PutObject; False when the object already exists (412)."""
+        body = _format.encode(content)
+
+        def call() -> None:
+            self._client.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=body,
+                IfNoneMatch="*",
+                ContentType=_format.CONTENT_TYPE,
+                Metadata=meta,
+                Tagging=tagging(days),
+                **self._sse,  # type: ignore[arg-type]
+            )
+
+        try:
+            self._request("PutObject", call, expect=frozenset({"PreconditionFailed"}))
+        except _Refused:
+            return False
+        return True
+
+    def _refresh(self, key: str, meta: dict[str, str]) -> bool:
+        """Rewrite expiry in place, without the body; False when the object is gone.
+
+        Tagged for the longest class: this request cannot see what the object's earlier
+        writers promised, and the collector must never be what cuts a promise short.
+        """
+
+        def call() -> None:
+            self._client.copy_object(
+                Bucket=self._bucket,
+                Key=key,
+                CopySource={"Bucket": self._bucket, "Key": key},
+                MetadataDirective="REPLACE",
+                ContentType=_format.CONTENT_TYPE,
+                Metadata=meta,
+                TaggingDirective="REPLACE",
+                Tagging=tagging(self._classes[-1]),
+                **self._sse,  # type: ignore[arg-type]
+            )
+
+        try:
+            self._request("CopyObject", call, expect=_MISSING)
+        except _Refused:
+            return False
+        return True
+
+    def _remember(self, key: str, expires_at: int) -> None:
+        with self._lock:
+            self._written[key] = max(expires_at, self._written.get(key, expires_at))
+            self._written.move_to_end(key)
+            while len(self._written) > _WRITTEN_CACHE:
+                self._written.popitem(last=False)
+
+    # -- fetch --------------------------------------------------------------------------
+
+    def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window:
+        """content[offset:offset + limit] with one ranged GET (see the module docstring)."""
+        check_window(offset, limit)
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        key = self._layout.object_key(scope, handle)
+        run_tag = self._layout.run_tag(scope)
+
+        def get() -> tuple[Mapping[str, str], bytes]:
+            response = self._client.get_object(
+                Bucket=self._bucket, Key=key, Range=_format.byte_range(offset, limit)
+            )
+            with response["Body"] as body:  # read inside the retry: a cut stream is retried
+                return response["Metadata"], body.read()
+
+        try:
+            raw_meta, body = self._request(
+                "GetObject", get, expect=_MISSING | {"InvalidRange"}
+            )
+        except _Refused as refused:
+            if refused.code == "InvalidRange":
+                return self._empty_window(key, run_tag, offset)
+            raise ClaimUnavailableError from None
+        meta = _format.parse_metadata(raw_meta, operation="GetObject")
+        if not meta.readable(run_tag=run_tag, now=self._clock.now()):
+            raise ClaimUnavailableError
+        text = _format.decode(body, operation="GetObject")
+        if len(text) != max(0, min(limit, meta.chars - offset)):
+            raise ClaimStoreError("GetObject: window length disagrees with the object's size")
+        return Window.of(text, offset=offset, total_chars=meta.chars)
+
+    def _empty_window(self, key: str, run_tag: str, offset: int) -> Window:
+        """After a 416 (no metadata in it): one HEAD decides between empty and unavailable."""
+        try:
+            head = self._request(
+                "HeadObject",
+                lambda: self._client.head_object(Bucket=self._bucket, Key=key),
+                expect=_MISSING,
+            )
+        except _Refused:
+            raise ClaimUnavailableError from None
+        meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+        if not meta.readable(run_tag=run_tag, now=self._clock.now()):
+            raise ClaimUnavailableError
+        if offset < meta.chars:
+            raise ClaimStoreError("GetObject: range refused inside the object's size")
+        return Window.of("", offset=offset, total_chars=meta.chars)
+
+    # -- forget -------------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        tenant: str,
+        run: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Erase every claim of a tenant (or of one run): every version, every delete marker.
+
+        Returns the number of claims (distinct keys) removed; `progress(removed_so_far)` is
+        called after each batch. Each round lists from the start of the prefix again: what
+        was deleted is gone from the listing, so no continuation marker is needed.
+        """
+        if run is not None:
+            prefix = self._layout.run_prefix(Scope(tenant=tenant, run=run))
+        elif isinstance(tenant, str) and tenant:
+            prefix = self._layout.tenant_prefix(tenant)
+        else:
+            raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
+        removed = 0
+        last_key: str | None = None  # versions of one key are listed together, maybe on two pages
+        try:
+            while True:
+                page = self._request(
+                    "ListObjectVersions",
+                    lambda: self._client.list_object_versions(
+                        Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+                    ),
+                )
+                versions = page.get("Versions", [])
+                doomed: list[ObjectIdentifierTypeDef] = [
+                    {"Key": v["Key"], "VersionId": v["VersionId"]}
+                    for v in (*versions, *page.get("DeleteMarkers", []))
+                ]
+                if not doomed:
+                    if page.get("IsTruncated"):
+                        raise ClaimStoreError("ListObjectVersions: truncated page with no entries")
+                    break
+                for start in range(0, len(doomed), _DELETE_BATCH):
+                    self._delete(doomed[start : start + _DELETE_BATCH])
+                for version in versions:
+                    if version["Key"] != last_key:
+                        removed += 1
+                        last_key = version["Key"]
+                if progress is not None:
+                    progress(removed)
+                if not page.get("IsTruncated"):
+                    break
+        finally:
+            with self._lock:
+                for key in [k for k in self._written if k.startswith(prefix)]:
+                    del self._written[key]
+        return removed
+
+    def _delete(self, batch: list[ObjectIdentifierTypeDef]) -> None:
+        """One DeleteObjects; the keys it reports in `Errors` (inside a 200) are retried."""
+        pending = batch
+
+        def call() -> None:
+            nonlocal pending
+            response = self._client.delete_objects(
+                Bucket=self._bucket, Delete={"Objects": pending, "Quiet": True}
+            )
+            errors = response.get("Errors", [])
+            if not errors:
+                return
+            failed = {(e.get("Key"), e.get("VersionId")) for e in errors}
+            retry = [
+                o
+                for o in pending
+                if (o["Key"], o.get("VersionId")) in failed or (o["Key"], None) in failed
+            ]
+            pending = retry or pending
+            codes = ", ".join(sorted({str(e.get("Code", "Unknown")) for e in errors}))
+            raise RetryableStoreFault(f"{len(errors)} versions not deleted ({codes})")
+
+        self._request("DeleteObjects", call)
+
+    # -- requests -----------------------------------------------------------------------
+
+    def _request(
+        self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
+    ) -> _T:
+        """Run one logical request under the retry policy; nothing from botocore escapes."""
+        controller = retrying(self._retry)
+        try:
+            return controller(call)
+        except ClientError as exc:
+            code = error_code(exc)
+            if code in expect:
+                raise _Refused(code) from None
+            raise ClaimStoreError(
+                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): "
+                f"{code} (HTTP {http_status(exc)})"
+            ) from exc
+        except (BotoCoreError, RetryableStoreFault) as exc:
+            detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
+            raise ClaimStoreError(
+                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): "
+                f"{detail}"
+            ) from exc
+
+    def __repr__(self) -> str:
+        return (
+            f"S3ClaimCheckStore(bucket={self._bucket!r}, prefix={self._layout.prefix!r}, "
+            f"sse={self._sse['ServerSideEncryption']!r}, ttl_day_classes={self._classes}, "
+            f"clock={self._clock!r})"
+        )
+
+
+def _attempts(statistics: Mapping[str, object]) -> object:
+    return statistics.get("attempt_number", "?")
+
+
+def _load_settings() -> S3ClaimSettings:
+    """Settings from the environment; a malformed variable is named, its value never shown."""
+    try:
+        return S3ClaimSettings()
+    except ValidationError as exc:
+        names = sorted({f"S3CLAIM_{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]})
+        reasons = "; ".join(
+            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors() if e["loc"]
+        )
+        raise ConfigurationError(f"invalid {', '.join(names)}: {reasons}") from None
+    except SettingsError as exc:
+        raise ConfigurationError(f"unreadable S3CLAIM_* setting: {exc}") from None

@@ -193,9 +193,7 @@ def test_other_scope_gets_another_handle_and_cannot_redeem(
         "claim:" + "a" * 31 + "/",
     ],
 )
-def test_unknown_and_malformed_handles_are_unavailable(
-    store: ClaimCheckStore, handle: str
-) -> None:
+def test_unknown_and_malformed_handles_are_unavailable(store: ClaimCheckStore, handle: str) -> None:
     store.put(SCOPE, "something stored", ttl_seconds=TTL)
     with pytest.raises(ClaimUnavailableError) as refused:
         store.fetch(SCOPE, handle)

@@ -1,7 +1,7 @@
 """The S3 claim-check store: claims shared across processes through one bucket.
 
-    store = S3ClaimCheckStore.from_settings()          # S3CLAIM_BUCKET, S3CLAIM_HANDLE_KEY, ...
-    store = S3ClaimCheckStore("my-bucket", handle_key=secret)
+`S3ClaimCheckStore.from_settings()` reads `S3CLAIM_BUCKET`, `S3CLAIM_HANDLE_KEY` and the
+other `S3CLAIM_*` variables; `S3ClaimCheckStore(bucket, handle_key=...)` takes them directly.
 """
 
 from s3claim.s3._retry import RetryPolicy

@@ -249,9 +249,7 @@ class S3ClaimCheckStore:
                 return response["Metadata"], body.read()
 
         try:
-            raw_meta, body = self._request(
-                "GetObject", get, expect=_MISSING | {"InvalidRange"}
-            )
+            raw_meta, body = self._request("GetObject", get, expect=_MISSING | {"InvalidRange"})
         except _Refused as refused:
             if refused.code == "InvalidRange":
                 return self._empty_window(key, run_tag, offset)
@@ -381,8 +379,7 @@ class S3ClaimCheckStore:
         except (BotoCoreError, RetryableStoreFault) as exc:
             detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
             raise ClaimStoreError(
-                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): "
-                f"{detail}"
+                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): {detail}"
             ) from exc
 
     def __repr__(self) -> str:

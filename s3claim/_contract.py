@@ -114,11 +114,11 @@ def _preamble() -> str:
     supplier, customer = PARTIES
     return (
         "MASTER SERVICES AGREEMENT\n\n"
-        "This Master Services Agreement (the \"Agreement\") is made on 1 March 2024 between "
+        'This Master Services Agreement (the "Agreement") is made on 1 March 2024 between '
         f"{supplier}, a company incorporated in Germany whose registered office is at "
-        f"Königstraße 12, 70173 Stuttgart (the \"Supplier\"), and {customer}, a company "
+        f'Königstraße 12, 70173 Stuttgart (the "Supplier"), and {customer}, a company '
         "incorporated in Poland whose registered office is at ul. Żurawia 6/12, 00-503 "
-        "Warszawa (the \"Customer\").\n\n"
+        'Warszawa (the "Customer").\n\n'
         "RECITALS\n\n"
         "(A) The Supplier provides managed logistics and software services.\n"
         "(B) The Customer wishes to procure those services on the terms of this Agreement.\n\n"

@@ -18,6 +18,7 @@ Expiry is enforced on every read, to the second; lifecycle rules only collect th
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -399,10 +400,12 @@ def _load_settings() -> S3ClaimSettings:
     try:
         return S3ClaimSettings()
     except ValidationError as exc:
-        names = sorted({f"S3CLAIM_{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]})
         reasons = "; ".join(
-            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors() if e["loc"]
+            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in exc.errors()
         )
-        raise ConfigurationError(f"invalid {', '.join(names)}: {reasons}") from None
-    except SettingsError as exc:
-        raise ConfigurationError(f"unreadable S3CLAIM_* setting: {exc}") from None
+        raise ConfigurationError(f"invalid {reasons}") from None
+    except SettingsError as exc:  # a complex value (the day classes) that is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"S3CLAIM_{field.group(1).upper()}" if field else "an S3CLAIM_* variable"
+        raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None

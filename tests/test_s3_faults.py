@@ -288,3 +288,33 @@ def test_what_is_retryable() -> None:
     assert not is_retryable(client_error(412, "PreconditionFailed"))
     assert not is_retryable(client_error(403, "AccessDenied"))
     assert not is_retryable(ValueError("not a transport fault"))
+
+
+def test_a_claim_that_exists_and_vanishes_forever_is_a_store_error(
+    store: S3ClaimCheckStore, s3: Any
+) -> None:
+    puts = Injector(s3, "PutObject", answer(412, "PreconditionFailed"), times=100)
+    copies = Injector(s3, "CopyObject", answer(404, "NoSuchKey"), times=100)
+    with pytest.raises(ClaimStoreError, match="vanished"):
+        store.put(SCOPE, CONTENT, ttl_seconds=TTL)
+    assert (puts.attempts, copies.attempts) == (2, 1)
+
+
+def test_a_claim_deleted_between_416_and_head_is_unavailable(
+    store: S3ClaimCheckStore, s3: Any
+) -> None:
+    from s3claim.errors import ClaimUnavailableError
+
+    Injector(s3, "GetObject", answer(416, "InvalidRange"), times=1)
+    with pytest.raises(ClaimUnavailableError):
+        store.fetch(SCOPE, "claim:" + "0" * 32, offset=10)
+
+
+def test_an_empty_truncated_listing_is_a_store_error(store: S3ClaimCheckStore, s3: Any) -> None:
+    xml = (
+        b'<?xml version="1.0" encoding="UTF-8"?>'
+        b"<ListVersionsResult><IsTruncated>true</IsTruncated></ListVersionsResult>"
+    )
+    Injector(s3, "ListObjectVersions", lambda _r: AWSResponse("https://x", 200, {}, _Raw(xml)), 1)
+    with pytest.raises(ClaimStoreError, match="truncated page"):
+        store.forget(tenant=SCOPE.tenant)

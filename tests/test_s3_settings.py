@@ -171,3 +171,8 @@ def test_retry_policy_is_frozen_and_checked() -> None:
         RetryPolicy(initial_wait=1.0, max_wait=0.5)
     with pytest.raises(ValidationError):
         RetryPolicy(max_seconds=0)
+
+
+def test_an_overlong_prefix_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="at most 900 bytes"):
+        S3ClaimCheckStore("claims-bucket", handle_key=SECRET, prefix="p" * 900 + "/")

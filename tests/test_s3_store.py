@@ -590,3 +590,68 @@ def test_a_handle_minted_by_one_process_is_redeemed_by_another(
     minted_here = here.put(scope, "𝔘nicode here", ttl_seconds=600)
     reply = _child(shared_env, {"put": "𝔘nicode here", "fetch": minted_here})
     assert reply == {"handle": minted_here, "text": "icode"}
+
+
+# -- objects the store did not write as it would -------------------------------------------
+
+_GOOD_META = {
+    "s3claim-format": "1",
+    "s3claim-expires-at": "1800000000",
+    "s3claim-chars": "3",
+    "s3claim-encoding": "utf-32-le",
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "meta", "offset", "message"),
+    [
+        ("abc".encode("utf-32-le"), {"s3claim-format": "2"}, 0, "not s3claim format 1"),
+        ("abc".encode("utf-32-le"), {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 1"),
+        ("abc".encode("utf-32-le"), {"s3claim-chars": "three"}, 0, "incomplete"),
+        (b"abcde", {"s3claim-chars": "2"}, 0, "not whole characters"),
+        (b"\x00\xd8\x00\x00", {"s3claim-chars": "1"}, 0, "not valid utf-32-le"),
+        ("abc".encode("utf-32-le"), {"s3claim-chars": "100"}, 0, "disagrees"),
+        ("abc".encode("utf-32-le"), {"s3claim-chars": "100"}, 5, "refused inside"),
+    ],
+)
+def test_an_object_that_breaks_the_format_is_a_store_error(
+    store: S3ClaimCheckStore,
+    s3: Any,
+    bucket: str,
+    key: HandleKey,
+    body: bytes,
+    meta: dict[str, str],
+    offset: int,
+    message: str,
+) -> None:
+    handle = "claim:" + "ab" * 16
+    s3.put_object(
+        Bucket=bucket,
+        Key=object_key(key, SCOPE, handle),
+        Body=body,
+        Metadata={**_GOOD_META, "s3claim-run": key.run_tag(SCOPE), **meta},
+    )
+    with pytest.raises(ClaimStoreError, match=message):
+        store.fetch(SCOPE, handle, offset=offset)
+
+
+def test_content_too_large_for_one_object_is_refused_without_a_request(
+    store: S3ClaimCheckStore, wire: Wire, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim.s3 import _format
+
+    monkeypatch.setattr(_format, "MAX_CONTENT_CHARS", 5)
+    with pytest.raises(ValueError, match="6 characters"):
+        store.put(SCOPE, "sixsix", ttl_seconds=TTL)
+    assert wire.ops == []
+
+
+def test_the_written_claims_cache_is_bounded(
+    store: S3ClaimCheckStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim.s3 import _store
+
+    monkeypatch.setattr(_store, "_WRITTEN_CACHE", 2)
+    for i in range(4):
+        store.put(SCOPE, f"claim {i}", ttl_seconds=TTL)
+    assert len(store._written) == 2

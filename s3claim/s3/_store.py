@@ -13,6 +13,15 @@ Request budgets (each a single HTTP request unless retried):
   version and delete marker under the prefix goes, on versioned buckets too.
 
 Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
+
+Known limit: a refresh from a process that did not write the claim cannot see the expiry it
+replaces (that would cost a HEAD), so identical content put into the same run with a shorter
+TTL by another process sets the shorter expiry. Within one process a refresh never shortens.
+
+Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject,
+s3:DeleteObjectVersion (forget deletes by VersionId, "null" on unversioned buckets),
+s3:ListBucketVersions, and s3:ListBucket, without which S3 answers 403 rather than 404 for a
+missing key and an unknown handle would look like a store failure.
 """
 
 from __future__ import annotations

@@ -1,0 +1,43 @@
+"""The `s3claim` command: typer wires the commands; each lives in a module of its own."""
+
+from __future__ import annotations
+
+import typer
+
+from s3claim.cli._demo import demo
+from s3claim.cli._doctor import doctor
+from s3claim.cli._ops import fetch, forget, keygen, ls, put
+
+__all__ = ["app", "main"]
+
+EPILOG = (
+    "Exit codes: 0 ok; 1 a check failed, a claim is unavailable, or you declined; "
+    "2 usage or configuration (no bucket, no key, no credentials, access denied, no such "
+    "bucket); 3 the store or the model server is unavailable."
+)
+
+app = typer.Typer(
+    name="s3claim",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    # Locals in a traceback could include a handle key or tool content: never show them.
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="markdown",
+)
+for command in (demo, put, fetch, ls, forget, keygen, doctor):
+    app.command(epilog=EPILOG)(command)
+
+
+@app.callback()
+def _root() -> None:
+    """Claim-check store for oversized LLM agent tool results, on S3.
+
+    `s3claim demo` shows what claim-checking buys; the other commands operate a claim bucket
+    configured by the S3CLAIM_* environment (S3CLAIM_BUCKET, S3CLAIM_HANDLE_KEY, ...).
+    """
+
+
+def main() -> None:
+    """The console script's entry point."""
+    app()

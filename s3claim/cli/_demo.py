@@ -1,0 +1,290 @@
+"""`s3claim demo`: the counsel scenario, run with and without the claim check, measured.
+
+The scenario and the measure live in `s3claim._scenario`; this module picks the store and
+the provider, then renders the result for a terminal or as one JSON document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from s3claim._scenario import (
+    QUESTION,
+    TENANT,
+    Scenario,
+    prefill_by_turn,
+    run_scenario,
+    split_seen,
+)
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    Target,
+    load_settings,
+)
+from s3claim.cli._embedded import embedded_s3
+from s3claim.cli._exit import CliError, handled
+from s3claim.events import Event
+from s3claim.handles import HandleKey
+from s3claim.memory import MemoryClaimCheckStore
+from s3claim.openai_compat import OpenAICompatibleProvider
+from s3claim.providers import Provider
+from s3claim.s3 import S3ClaimCheckStore
+from s3claim.store import ClaimCheckStore
+
+__all__ = ["demo"]
+
+
+class StoreKind(StrEnum):
+    s3 = "s3"
+    memory = "memory"
+
+
+class ProviderKind(StrEnum):
+    scripted = "scripted"
+    openai = "openai"
+
+
+BASELINE_SCRIPTED = (
+    "Baseline: the same question and read_contract tool, with no claim check and "
+    "max_tool_result_chars={chars:,}, so the whole contract stays inline. It cannot fetch, and "
+    "with the whole text in view it has no need to: its scripted model reads, then answers "
+    "({turns} model calls against {claimed}). That is its best case: every further turn would "
+    "send the whole contract again."
+)
+BASELINE_MODEL = (
+    "Baseline: the same question and model, with no claim check and "
+    "max_tool_result_chars={chars:,}, so the whole contract stays inline; the model chose its "
+    "own turns ({turns} model calls against {claimed})."
+)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    store: ClaimCheckStore
+    description: str
+    cleanup: S3ClaimCheckStore | None  # a real bucket: the demo forgets its run afterwards
+
+
+@contextmanager
+def _store(
+    kind: StoreKind, bucket: str | None, endpoint_url: str | None, prefix: str | None,
+    region: str | None,
+) -> Iterator[_Setup]:  # fmt: skip
+    if kind is StoreKind.memory:
+        yield _Setup(MemoryClaimCheckStore(), "memory (MemoryClaimCheckStore)", None)
+        return
+    settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
+    # The demo's claims live for one run; a key of its own is fine when none is configured.
+    secret = settings.handle_key.get_secret_value() if settings.handle_key else None
+    key = HandleKey(secret) if secret else HandleKey.generate()
+    if settings.bucket is None:
+        if settings.endpoint_url is not None:
+            raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")
+        with embedded_s3(prefix=settings.prefix, day_classes=settings.ttl_day_classes) as s3:
+            store = S3ClaimCheckStore(
+                s3.bucket, handle_key=key, prefix=settings.prefix, client=s3.client,
+                ttl_day_classes=settings.ttl_day_classes,
+            )  # fmt: skip
+            yield _Setup(
+                store, f"embedded S3 (moto) at {s3.endpoint_url}, bucket {s3.bucket}", None
+            )
+        return
+    target = Target.of(settings)
+    store = S3ClaimCheckStore(
+        target.bucket, handle_key=key, prefix=settings.prefix, client=target.client,
+        sse=settings.sse, kms_key_id=settings.kms_key_id,
+        ttl_day_classes=settings.ttl_day_classes,
+    )  # fmt: skip
+    where = f" at {settings.endpoint_url}" if settings.endpoint_url else ""
+    yield _Setup(store, f"S3 bucket {target.bucket}{where}, prefix {settings.prefix}", store)
+
+
+def _provider(
+    kind: ProviderKind, base_url: str | None, model: str | None, timeout: float
+) -> Provider | None:
+    if kind is ProviderKind.scripted:
+        return None
+    if not base_url or not model:
+        raise CliError("--provider openai needs --base-url and --model")
+    try:
+        return OpenAICompatibleProvider(
+            base_url, model, api_key=os.environ.get("OPENAI_API_KEY"), timeout=timeout
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _event_row(event: Event) -> tuple[str, str]:
+    fields = event.model_dump(exclude={"kind"})
+    return event.kind, "  ".join(
+        f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in fields.items()
+    )
+
+
+def _baseline_text(scenario: Scenario, scripted: bool) -> str:
+    if scenario.baseline is None:
+        if scenario.baseline_error:
+            return f"Baseline: the whole-contract run failed ({scenario.baseline_error})."
+        return "Baseline: not run (--no-baseline)."
+    template = BASELINE_SCRIPTED if scripted else BASELINE_MODEL
+    return template.format(
+        chars=scenario.contract_chars,
+        turns=len(prefill_by_turn(scenario.baseline)),
+        claimed=len(prefill_by_turn(scenario.claimed)),
+    )
+
+
+def report(
+    scenario: Scenario, *, store: str, provider: str, scripted: bool, seconds: float
+) -> dict[str, Any]:
+    """The demo's result as plain data: the JSON document, and what the terminal shows."""
+    seen = scenario.seen
+    parts = split_seen(seen) if seen is not None else None
+    return {
+        "store": store,
+        "provider": provider,
+        "question": QUESTION,
+        "contract_chars": scenario.contract_chars,
+        "seen": {"head": parts[0], "marker": parts[1]} if parts else None,
+        "events": [e.model_dump() for e in scenario.claimed.events],
+        "baseline_events": (
+            [e.model_dump() for e in scenario.baseline.events] if scenario.baseline else None
+        ),
+        "turns": [
+            {"turn": r.turn, "with_claim_check": r.with_claim_check, "without": r.without}
+            for r in scenario.rows
+        ],
+        "total_with_claim_check": scenario.total_with,
+        "total_without": scenario.total_without,
+        "ratio": scenario.ratio,
+        "baseline": _baseline_text(scenario, scripted),
+        "baseline_error": scenario.baseline_error,
+        "answer": scenario.claimed.output,
+        "baseline_answer": scenario.baseline.output if scenario.baseline else None,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _n(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
+    console.print(
+        Text.assemble(
+            ("s3claim demo", "bold"),
+            f": counsel reads a {data['contract_chars']:,}-character contract.\n",
+            f"Store: {data['store']}\nProvider: {data['provider']}\nQuestion: {QUESTION}",
+        )
+    )
+    console.print(Rule("What the model saw: the read_contract result, verbatim"))
+    seen = scenario.seen
+    if seen is None:
+        console.print(Text("(the model never called read_contract)", style="italic"))
+    else:  # out(): no wrapping, no markup, so it is byte for byte what the model got
+        console.out(seen, highlight=False)
+    console.print(Rule("Run events (with the claim check)"))
+    events = Table(box=None, show_header=True, header_style="bold")
+    events.add_column("event")
+    events.add_column("details", overflow="fold")
+    for event in scenario.claimed.events:
+        events.add_row(*_event_row(event))
+    console.print(events)
+    console.print(Rule("Characters sent to the model, per model call"))
+    table = Table(header_style="bold")
+    table.add_column("turn", justify="right")
+    table.add_column("with claim check", justify="right")
+    table.add_column("without (whole result inline)", justify="right")
+    for row in data["turns"]:
+        table.add_row(str(row["turn"]), _n(row["with_claim_check"]), _n(row["without"]))
+    table.add_section()
+    table.add_row("total", _n(data["total_with_claim_check"]), _n(data["total_without"]))
+    console.print(table)
+    if data["ratio"] is not None:
+        console.print(
+            Text.assemble(
+                "Without the claim check the model is sent ",
+                (f"{data['ratio']:.1f}×", "bold green"),
+                " the characters: "
+                f"{data['total_without']:,} against {data['total_with_claim_check']:,}.",
+            )
+        )
+    console.print(Text(data["baseline"], style="dim"))
+    console.print(Rule("Answer"))
+    console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))
+    console.print(Text(f"\nFinished in {data['seconds']:.2f} s.", style="dim"))
+
+
+def demo(
+    store: Annotated[
+        StoreKind, typer.Option(help="s3: a real S3 API (embedded unless a bucket is set).")
+    ] = StoreKind.s3,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+    provider: Annotated[
+        ProviderKind,
+        typer.Option(help="scripted: a deterministic model; openai: any chat-completions server."),
+    ] = ProviderKind.scripted,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OPENAI_BASE_URL",
+            help="API root of the server, e.g. http://127.0.0.1:8080/v1 (with --provider openai).",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (with --provider openai).")] = None,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait for each model reply.")
+    ] = 120.0,
+    baseline: Annotated[
+        bool, typer.Option(help="Also run without the claim check, to compare.")
+    ] = True,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
+) -> None:
+    """Show what claim-checking buys: one agent run with it, one without, measured.
+
+    With no options it runs on an embedded S3 (a moto server on 127.0.0.1, stopped when done)
+    with a scripted model. --bucket (or S3CLAIM_BUCKET) uses a real bucket instead; the demo
+    forgets its claims afterwards. The API key for --provider openai is read from
+    OPENAI_API_KEY (local servers usually need none).
+    """
+    started = time.perf_counter()
+    with handled() as context:
+        chosen = _provider(provider, base_url, model, timeout)
+        context.bucket = bucket
+        with _store(store, bucket, endpoint_url, prefix, region) as setup:
+            scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)
+            if setup.cleanup is not None:
+                setup.cleanup.forget(tenant=TENANT, run=scenario.claimed.scope.run)
+    described = "scripted" if chosen is None else f"{model} at {base_url}"
+    data = report(
+        scenario,
+        store=setup.description,
+        provider=described,
+        scripted=chosen is None,
+        seconds=time.perf_counter() - started,
+    )
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    render(Console(highlight=False), data, scenario)

@@ -1,0 +1,233 @@
+"""Claim operations on a bucket: put, fetch, ls, forget, keygen.
+
+Each composes the S3 store (or, for `ls`, its layout); the bucket comes from `S3CLAIM_*` and
+the options, the handle key from `S3CLAIM_HANDLE_KEY` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    Target,
+    handle_key,
+    load_settings,
+    open_store,
+)
+from s3claim.cli._exit import CliError, handled
+from s3claim.cli._listing import list_claims
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS
+
+__all__ = ["fetch", "forget", "keygen", "ls", "put"]
+
+Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
+Run = Annotated[str, typer.Option(help="Run the claim belongs to.", show_default=False)]
+OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
+
+
+def _write(text: str) -> None:
+    """Content exactly as stored: UTF-8 bytes, no newline added, no styling stripped."""
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+
+
+def _read_source(source: str) -> str:
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {source}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{'stdin' if source == '-' else source} is not UTF-8 text") from None
+
+
+def put(
+    tenant: Tenant,
+    run: Run,
+    source: Annotated[
+        str, typer.Argument(help="File to check in, or - for stdin.", show_default=True)
+    ] = "-",
+    ttl: Annotated[int, typer.Option(min=1, help="Seconds the claim can be fetched.")] = 3600,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Check content in and print its handle.
+
+    The content is stored as given: the result boundary of an agent run does not apply here.
+    """
+    with handled() as context:
+        content = _read_source(source)
+        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
+                                         prefix=prefix, region=region))  # fmt: skip
+        context.bucket = target.bucket
+        store = open_store(target)
+        try:
+            handle = store.put(Scope(tenant, run), content, ttl_seconds=ttl)
+        except ValueError as exc:  # a TTL longer than the longest lifecycle class
+            raise CliError(f"--ttl: {exc}") from None
+    typer.echo(handle)
+
+
+def fetch(
+    tenant: Tenant,
+    run: Run,
+    handle: Annotated[str, typer.Argument(help="The handle, claim:…", show_default=False)],
+    offset: Annotated[int, typer.Option(min=0, help="First character to read.")] = 0,
+    limit: Annotated[
+        int, typer.Option(min=1, help="Characters in one window.")
+    ] = DEFAULT_FETCH_CHARS,
+    read_all: Annotated[
+        bool, typer.Option("--all", help="Read every window from --offset to the end.")
+    ] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Print a claim's content, one window (or, with --all, all of it) exactly as stored.
+
+    Where the window ends and where to continue is written to stderr, so stdout is content
+    only. Exit 1 when the claim is unavailable: expired, never stored, or not this run's.
+    """
+    with handled() as context:
+        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
+                                         prefix=prefix, region=region))  # fmt: skip
+        context.bucket = target.bucket
+        store = open_store(target)
+        scope = Scope(tenant, run)
+        next_offset: int | None = offset
+        while next_offset is not None:
+            window = store.fetch(scope, handle, next_offset, limit)
+            _write(window.text)
+            next_offset = window.next_offset
+            if not read_all:
+                break
+    end = window.offset + len(window.text)
+    more = "end" if next_offset is None else f"next --offset {next_offset}"
+    typer.echo(f"characters {offset}-{end} of {window.total_chars} ({more})", err=True)
+
+
+def _when(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def ls(
+    tenant: Tenant,
+    run: OptionalRun = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """List a tenant's claims: handle, run tag, size and expiry. Never content.
+
+    Runs appear as their keyed tags (names are never stored); expired claims are listed
+    until lifecycle collects them, marked expired.
+    """
+    now = datetime.now(UTC).timestamp()
+    with handled() as context:
+        settings = load_settings(
+            bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+        )
+        target = Target.of(settings)
+        context.bucket = target.bucket
+        claims = list(
+            list_claims(
+                target.client, target.bucket, prefix=settings.prefix,
+                key=handle_key(settings), tenant=tenant, run=run,
+            )
+        )  # fmt: skip
+    if as_json:
+        for claim in claims:
+            record = {
+                "handle": claim.handle,
+                "run_tag": claim.run_tag,
+                "chars": claim.chars,
+                "expires_at": claim.expires_at,
+                "expired": claim.expires_at <= now,
+            }
+            typer.echo(json.dumps(record))
+        return
+    table = Table(header_style="bold", title=f"{len(claims)} claim(s) of tenant {tenant!r}")
+    table.add_column("handle", no_wrap=True)
+    table.add_column("run tag", no_wrap=True)
+    table.add_column("chars", justify="right")
+    table.add_column("expires (UTC)")
+    for claim in claims:
+        state = " (expired)" if claim.expires_at <= now else ""
+        table.add_row(
+            claim.handle, claim.run_tag, f"{claim.chars:,}", _when(claim.expires_at) + state
+        )
+    Console(highlight=False).print(table)
+
+
+def forget(
+    tenant: Tenant,
+    run: OptionalRun = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Erase every claim of a tenant, or of one run: every version, every delete marker.
+
+    Needs the S3CLAIM_HANDLE_KEY the claims were written with: under another key the tenant
+    maps to other keys, and nothing is found.
+    """
+    with handled() as context:
+        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
+                                         prefix=prefix, region=region))  # fmt: skip
+        context.bucket = target.bucket
+        store = open_store(target)
+        what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
+        if not yes:
+            typer.confirm(
+                f"Erase every claim of {what} in bucket {target.bucket!r}? This cannot be undone",
+                abort=True,
+            )
+        console = Console(stderr=True)
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("[progress.description]{task.description}"),
+            TextColumn("{task.completed:,} removed"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task(f"Forgetting {what}", total=None)
+            removed = store.forget(
+                tenant=tenant,
+                run=run,
+                progress=lambda n: progress.update(task, completed=n),
+            )
+    typer.echo(f"Removed {removed} claim(s) of {what}.")
+
+
+def keygen() -> None:
+    """Print a fresh handle key, for S3CLAIM_HANDLE_KEY.
+
+    Every process sharing a bucket needs the same key: a handle made under one key cannot be
+    redeemed under another. Keep it out of shell history, e.g.
+    `export S3CLAIM_HANDLE_KEY="$(s3claim keygen)"`.
+    """
+    typer.echo(secrets.token_urlsafe(32))

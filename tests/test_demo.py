@@ -1,0 +1,189 @@
+"""`s3claim demo`: memory, embedded S3, a real bucket, and a chat-completions server."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from typer.testing import CliRunner
+
+from s3claim._contract import contract
+from s3claim._scenario import QUESTION
+from s3claim.cli import app
+from tests._chat_server import ChatServer, answer, serve, tool_call
+
+runner = CliRunner()
+
+
+def _demo(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["demo", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def _prefill(events: list[dict[str, Any]]) -> list[int]:
+    return [e["prefill_chars"] for e in events if e["kind"] == "model_called"]
+
+
+@pytest.mark.parametrize("store", ["memory", "s3"])
+def test_the_demo_prints_the_head_the_table_and_a_ratio_from_the_events(store: str) -> None:
+    data = _demo("--store", store)
+    with_cc, without = _prefill(data["events"]), _prefill(data["baseline_events"])
+    ratio = sum(without) / sum(with_cc)
+    assert ratio > 1
+    assert data["ratio"] == pytest.approx(ratio)
+    assert [t["with_claim_check"] for t in data["turns"]] == with_cc
+    assert [t["without"] for t in data["turns"] if t["without"] is not None] == without
+
+    result = runner.invoke(app, ["demo", "--store", store])
+
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    text = contract()
+    head, marker = data["seen"]["head"], data["seen"]["marker"]
+    assert text.startswith(head) and len(head) <= 512
+    assert marker.startswith(f"[{len(text)} characters, {len(text) - len(head)} not shown.")
+    # verbatim: head, blank line, marker, exactly as the model got them (the handle differs
+    # between the two runs: each demo has a key of its own)
+    handle = data["events"][1]["handle"]
+    printed = re.search(r"handle='(claim:[0-9a-f]{32})'", out)
+    assert printed is not None
+    assert f"{head}\n\n{marker.replace(handle, printed.group(1))}\n" in out
+    assert f"{ratio:.1f}×" in out
+    assert f"{sum(with_cc):,}" in out and f"{sum(without):,}" in out
+    for kind in ("model_called", "tool_result_stored", "claim_fetched", "run_finished"):
+        assert kind in out
+    assert "Baseline:" in out
+    assert "The parties are Zoë Müller GmbH" in out
+    if store == "s3":
+        assert "embedded S3 (moto) at http://127.0.0.1:" in out
+
+
+def test_the_json_document_has_everything_the_terminal_shows() -> None:
+    data = _demo("--store", "memory")
+    assert data["question"] == QUESTION
+    assert data["contract_chars"] == len(contract())
+    assert data["provider"] == "scripted"
+    assert [e["kind"] for e in data["events"]] == [
+        "model_called",
+        "tool_result_stored",
+        "model_called",
+        "claim_fetched",
+        "model_called",
+        "claim_fetched",
+        "model_called",
+        "run_finished",
+    ]
+    assert [e["kind"] for e in data["baseline_events"]] == [
+        "model_called",
+        "model_called",
+        "run_finished",
+    ]
+    assert "Zoë Müller GmbH" in data["answer"]
+    assert data["baseline_error"] is None
+    assert "best case" in data["baseline"]
+
+
+def test_no_baseline() -> None:
+    data = _demo("--store", "memory", "--no-baseline")
+    assert data["ratio"] is None and data["baseline_events"] is None
+    assert all(t["without"] is None for t in data["turns"])
+    result = runner.invoke(app, ["demo", "--store", "memory", "--no-baseline"])
+    assert result.exit_code == 0
+    assert "not run" in result.stdout
+
+
+def test_the_demo_on_a_real_bucket_forgets_its_claims(moto_endpoint: str) -> None:
+    client = boto3.client("s3", endpoint_url=moto_endpoint)
+    bucket = f"demo-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+
+    data = _demo("--bucket", bucket, "--endpoint-url", moto_endpoint)
+
+    assert data["store"].startswith(f"S3 bucket {bucket} at {moto_endpoint}")
+    assert data["ratio"] > 1
+    assert client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_an_endpoint_without_a_bucket_is_a_configuration_error() -> None:
+    result = runner.invoke(app, ["demo", "--endpoint-url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert result.stderr == "s3claim: error: --endpoint-url needs --bucket (or S3CLAIM_BUCKET)\n"
+
+
+def test_without_moto_the_demo_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "moto.server", None)  # import fails as if not installed
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "pip install 's3claim[demo]'" in result.stderr
+    assert runner.invoke(app, ["demo", "--store", "memory"]).exit_code == 0
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    yield from serve()
+
+
+def test_the_demo_against_a_chat_completions_server(
+    server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    server.replies = [
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        answer("Zoë Müller GmbH and Łukasz Nowak S.A."),
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        answer("Zoë Müller GmbH and Łukasz Nowak S.A., from the whole text."),
+    ]
+    data = _demo("--store", "memory", "--provider", "openai", "--base-url", server.url,
+                 "--model", "qwen2.5:7b")  # fmt: skip
+
+    assert data["provider"] == f"qwen2.5:7b at {server.url}"
+    assert data["answer"] == "Zoë Müller GmbH and Łukasz Nowak S.A."
+    assert len(server.received) == 4
+    assert {r.headers["Authorization"] for r in server.received} == {"Bearer sk-local"}
+    claimed_tools = [t["function"]["name"] for t in server.received[0].body["tools"]]
+    baseline_tools = [t["function"]["name"] for t in server.received[2].body["tools"]]
+    assert claimed_tools == ["read_contract", "fetch_result"]
+    assert baseline_tools == ["read_contract"]
+    assert data["ratio"] == pytest.approx(
+        sum(_prefill(data["baseline_events"])) / sum(_prefill(data["events"]))
+    )
+    assert "chose its own turns" in data["baseline"]
+
+
+def test_a_refused_baseline_is_reported_and_the_demo_still_succeeds(server: ChatServer) -> None:
+    server.replies = [
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        answer("done"),
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        lambda _body: (400, b'{"error": {"message": "exceeds the available context size"}}'),
+    ]
+    args = ["demo", "--store", "memory", "--provider", "openai", "--base-url", server.url,
+            "--model", "m"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.stdout.split())  # rich wraps long lines
+    assert "the whole-contract run failed" in words
+    assert "exceeds the available context size" in words
+
+
+def test_the_openai_provider_needs_a_url_and_a_model_and_a_reachable_server() -> None:
+    result = runner.invoke(app, ["demo", "--store", "memory", "--provider", "openai"])
+    assert result.exit_code == 2
+    assert "--base-url and --model" in result.stderr
+    bad = ["demo", "--provider", "openai", "--base-url", "ftp://x", "--model", "m"]
+    assert runner.invoke(app, bad).exit_code == 2
+    gone = ["demo", "--store", "memory", "--provider", "openai", "--model", "m",
+            "--base-url", "http://127.0.0.1:9/v1"]  # fmt: skip
+    result = runner.invoke(app, gone)
+    assert result.exit_code == 3
+    assert result.stderr.startswith("s3claim: error: model server: cannot reach")
+    assert "Traceback" not in result.output

@@ -2,6 +2,10 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# checkov pins dependencies that clash with the dev extra, so it lives in a venv of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV      := $(CHECKOV_VENV)/bin/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest clean
 
@@ -24,8 +28,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict s3claim
 
-pytest: $(STAMP)
+$(CHECKOV_STAMP):
+	python3 -m venv $(CHECKOV_VENV)
+	echo '*' > $(CHECKOV_VENV)/.gitignore
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==3.3.30
+	$(CHECKOV) --version
+	touch $(CHECKOV_STAMP)
+
+pytest: $(STAMP) $(CHECKOV_STAMP)
 	$(VENV)/bin/pytest --cov --cov-report=term:skip-covered
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,7 +1,10 @@
 """s3claim: check oversized agent tool results into a store; the conversation keeps a head.
 
-Import everything from here; modules with a leading underscore are private.
+Import everything from here; modules with a leading underscore are private. The S3 names
+load on first use, so the core (and `import s3claim`) never imports boto3 unless asked to.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.clock import Clock, ManualClock, SystemClock
@@ -32,6 +35,7 @@ from s3claim.messages import (
     ToolMessage,
     UserMessage,
 )
+from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.providers import Provider, ScriptedProvider
 from s3claim.retrieval import claim_check_tool
@@ -39,6 +43,20 @@ from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
+
+if TYPE_CHECKING:
+    from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
+
+_LAZY = {"RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import s3claim.s3
+
+        return getattr(s3claim.s3, name)
+    raise AttributeError(f"module 's3claim' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
@@ -62,10 +80,15 @@ __all__ = [
     "MemoryClaimCheckStore",
     "Message",
     "ModelCalled",
+    "OpenAICompatibleProvider",
     "Provider",
+    "ProviderError",
+    "RetryPolicy",
     "RunContext",
     "RunFinished",
     "RunResult",
+    "S3ClaimCheckStore",
+    "S3ClaimSettings",
     "Scope",
     "ScriptedProvider",
     "SystemClock",

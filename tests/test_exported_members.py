@@ -32,3 +32,19 @@ def test_core_names_are_exported() -> None:
 def test_memory_store_satisfies_the_protocol() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
     assert isinstance(s3claim.ManualClock(0), s3claim.Clock)
+
+
+def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "
+        "s3claim.S3ClaimCheckStore; assert 'boto3' in sys.modules; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
+    from s3claim import RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
+
+    assert S3ClaimCheckStore.__module__ == "s3claim.s3._store"
+    assert {RetryPolicy.__name__, S3ClaimSettings.__name__} == {"RetryPolicy", "S3ClaimSettings"}

@@ -316,8 +316,7 @@ def test_store_env_names_the_applied_bucket(applied: dict[str, Any], moto_endpoi
 def test_store_round_trip_on_applied_bucket_matches_lifecycle_rules(
     applied: dict[str, Any], s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from s3claim import Scope
-    from s3claim.s3 import S3ClaimCheckStore
+    from s3claim import S3ClaimCheckStore, Scope
 
     for name, value in applied["store_env"].items():
         monkeypatch.setenv(name, value)

@@ -7,9 +7,9 @@ character. At a fixed 4 bytes per character, window [offset, offset + limit) is 
 [4*offset, 4*(offset + limit)), so any process, cold, serves any window of any claim with one
 ranged GET of at most 4*limit bytes, and every window is whole characters.
 
-The price is storage against UTF-8: 4x for ASCII, 4/3x for most CJK, 1x outside the BMP. Claims are
-short-lived and deleted by lifecycle, so bytes-at-rest are cheap next to a second request per
-window or a window that is wrong.
+The price is storage against UTF-8: 4x for ASCII, 4/3x for most CJK, 1x outside the BMP.
+Claims are short-lived and deleted by lifecycle, so bytes-at-rest are cheap next to a second
+request per window or a window that is wrong.
 
 Metadata carries what a read must check without another request: the expiry (integer epoch
 seconds, enforced to the second on every read), the run tag (the scope is checked, not only

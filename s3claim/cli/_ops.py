@@ -169,13 +169,13 @@ def ls(
         return
     table = Table(header_style="bold", title=f"{len(claims)} claim(s) of tenant {tenant!r}")
     table.add_column("handle", no_wrap=True)
-    table.add_column("run tag", no_wrap=True)
+    table.add_column("run tag", no_wrap=True)  # the first 12 of 32 digits; --json has all
     table.add_column("chars", justify="right")
     table.add_column("expires (UTC)")
     for claim in claims:
         state = " (expired)" if claim.expires_at <= now else ""
         table.add_row(
-            claim.handle, claim.run_tag, f"{claim.chars:,}", _when(claim.expires_at) + state
+            claim.handle, claim.run_tag[:12], f"{claim.chars:,}", _when(claim.expires_at) + state
         )
     Console(highlight=False).print(table)
 

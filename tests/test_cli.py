@@ -12,10 +12,11 @@ from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
 from s3claim.cli import app
-from s3claim.cli._bucket import lifecycle_rules, provision_bucket
+from s3claim.cli._bucket import provision_bucket
 from s3claim.cli._exit import Exit, describe
 from s3claim.errors import ClaimStoreError
 from s3claim.handles import HandleKey
+from s3claim.s3._lifecycle import lifecycle_rules
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from s3claim.cli._bucket import PUBLIC_ACCESS_BLOCK, TAG_KEY, lifecycle_rules
+from s3claim.cli._bucket import PUBLIC_ACCESS_BLOCK
 from s3claim.cli._config import (
     BucketOption,
     EndpointOption,
@@ -31,6 +31,7 @@ from s3claim.cli._config import (
     load_settings,
 )
 from s3claim.cli._exit import Exit, describe, handled
+from s3claim.s3._lifecycle import TAG_KEY, lifecycle_rules
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -10,10 +10,24 @@ lifecycle rules (the Terraform module) expire objects tagged `s3claim-ttl-days=N
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["TAG_KEY", "day_class", "tagging"]
+if TYPE_CHECKING:
+    from mypy_boto3_s3.type_defs import LifecycleRuleTypeDef
+
+__all__ = [
+    "ABORT_MULTIPART_DAYS",
+    "ABORT_RULE_ID",
+    "TAG_KEY",
+    "day_class",
+    "lifecycle_rules",
+    "tagging",
+    "ttl_rule_id",
+]
 
 TAG_KEY = "s3claim-ttl-days"
+ABORT_RULE_ID = "s3claim-abort-incomplete-multipart-uploads"
+ABORT_MULTIPART_DAYS = 1
 _DAY = 86_400
 
 
@@ -30,3 +44,34 @@ def day_class(ttl_seconds: int, classes: Sequence[int]) -> int:
 
 def tagging(days: int) -> str:
     return f"{TAG_KEY}={days}"
+
+
+def ttl_rule_id(days: int) -> str:
+    """The rule ID the Terraform module gives a day class, so the two compare by eye."""
+    return f"s3claim-ttl-{days}d"
+
+
+def lifecycle_rules(*, prefix: str, day_classes: Sequence[int]) -> list[LifecycleRuleTypeDef]:
+    """The bucket's rules: one expiration per day class (prefix AND tag), and the abort rule.
+
+    The abort rule stands alone with an empty prefix: S3 refuses
+    AbortIncompleteMultipartUpload in a rule filtered by tag.
+    """
+    rules: list[LifecycleRuleTypeDef] = [
+        {
+            "ID": ttl_rule_id(days),
+            "Status": "Enabled",
+            "Filter": {"And": {"Prefix": prefix, "Tags": [{"Key": TAG_KEY, "Value": str(days)}]}},
+            "Expiration": {"Days": days},
+        }
+        for days in day_classes
+    ]
+    rules.append(
+        {
+            "ID": ABORT_RULE_ID,
+            "Status": "Enabled",
+            "Filter": {"Prefix": ""},
+            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": ABORT_MULTIPART_DAYS},
+        }
+    )
+    return rules

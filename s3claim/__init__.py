@@ -45,9 +45,9 @@ from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
 
 if TYPE_CHECKING:
-    from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
+    from s3claim.s3 import ClaimInfo, RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
 
-_LAZY = {"RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"}
+_LAZY = {"ClaimInfo", "RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"}
 
 
 def __getattr__(name: str) -> Any:
@@ -69,6 +69,7 @@ __all__ = [
     "ClaimCheckStore",
     "ClaimFetchFailed",
     "ClaimFetched",
+    "ClaimInfo",
     "ClaimStoreError",
     "ClaimUnavailable",
     "ClaimUnavailableError",

@@ -24,12 +24,10 @@ from s3claim.cli._config import (
     PrefixOption,
     RegionOption,
     Target,
-    handle_key,
     load_settings,
     open_store,
 )
 from s3claim.cli._exit import CliError, handled
-from s3claim.cli._listing import list_claims
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 
@@ -150,12 +148,7 @@ def ls(
         )
         target = Target.of(settings)
         context.bucket = target.bucket
-        claims = list(
-            list_claims(
-                target.client, target.bucket, prefix=settings.prefix,
-                key=handle_key(settings), tenant=tenant, run=run,
-            )
-        )  # fmt: skip
+        claims = list(open_store(target).claims(tenant=tenant, run=run))
     if as_json:
         for claim in claims:
             record = {

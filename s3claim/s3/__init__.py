@@ -5,7 +5,7 @@ other `S3CLAIM_*` variables; `S3ClaimCheckStore(bucket, handle_key=...)` takes t
 """
 
 from s3claim.s3._retry import RetryPolicy
-from s3claim.s3._store import S3ClaimCheckStore
+from s3claim.s3._store import ClaimInfo, S3ClaimCheckStore
 from s3claim.s3.settings import S3ClaimSettings
 
-__all__ = ["RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"]
+__all__ = ["ClaimInfo", "RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"]

@@ -30,7 +30,9 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -39,7 +41,7 @@ from pydantic_settings import SettingsError
 
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
-from s3claim.handles import HandleKey, content_digest, is_handle
+from s3claim.handles import HANDLE_PREFIX, HandleKey, content_digest, is_handle
 from s3claim.s3 import _format
 from s3claim.s3._config import (
     check_bucket,
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
 
-__all__ = ["S3ClaimCheckStore"]
+__all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _T = TypeVar("_T")
 _WRITTEN_CACHE = 4096
@@ -81,6 +83,16 @@ class _Refused(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One claim as `S3ClaimCheckStore.claims` lists it: sizes and times, never content."""
+
+    handle: str
+    run_tag: str
+    chars: int
+    expires_at: int
 
 
 class S3ClaimCheckStore:
@@ -368,6 +380,44 @@ class S3ClaimCheckStore:
             raise RetryableStoreFault(f"{len(errors)} versions not deleted ({codes})")
 
         self._request("DeleteObjects", call)
+
+    # -- listing (operations; not part of the store protocol) ----------------------------
+
+    def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
+        """Every claim of a tenant (or one run) in key order, expired ones included.
+
+        Keys give the handles; each claim's size and expiry cost one HEAD, and no body
+        (tool content) is ever read. Objects under the prefix that are not claims are skipped.
+        """
+        if run is not None:
+            under, depth = self._layout.run_prefix(Scope(tenant=tenant, run=run)), 1
+        else:
+            under, depth = self._layout.tenant_prefix(tenant), 2  # run_tag/digest
+        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=under)
+        token: str | None = None
+        while True:
+            page = self._request(
+                "ListObjectsV2",
+                partial(first_page, ContinuationToken=token) if token else first_page,
+            )
+            for item in page.get("Contents", []):
+                parts = item["Key"][len(under) :].split("/")
+                handle = HANDLE_PREFIX + parts[-1]
+                if len(parts) != depth or not is_handle(handle):
+                    continue
+                try:
+                    head = self._request(
+                        "HeadObject",
+                        partial(self._client.head_object, Bucket=self._bucket, Key=item["Key"]),
+                        expect=_MISSING,
+                    )
+                except _Refused:
+                    continue  # forgotten or collected since the listing
+                meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+                yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
 
     # -- requests -----------------------------------------------------------------------
 

@@ -267,8 +267,14 @@ class S3ClaimCheckStore:
             response = self._client.get_object(
                 Bucket=self._bucket, Key=key, Range=_format.byte_range(offset, limit)
             )
-            with response["Body"] as body:  # read inside the retry: a cut stream is retried
+            # Read inside the retry, so a cut stream is retried, and through StreamingBody
+            # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
+            # length and checksum checks and raises urllib3's own errors, not botocore's.
+            body = response["Body"]
+            try:
                 return response["Metadata"], body.read()
+            finally:
+                body.close()
 
         try:
             raw_meta, body = self._request("GetObject", get, expect=_MISSING | {"InvalidRange"})

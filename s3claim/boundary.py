@@ -35,6 +35,7 @@ from typing import Any
 
 import regex
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from s3claim.tools import Tool, ToolError, describe_validation_error
 
@@ -48,6 +49,7 @@ _BAR_TOKEN = regex.compile(r"<([|｜][^\s<>|｜]{1,64}[|｜])>")
 _BRACKET_TOKEN = regex.compile(
     r"\[(/?(?:INST|SYS|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS))\]", regex.IGNORECASE
 )
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 _ANGLE_TOKEN = regex.compile(
     r"<<(/?SYS)>>|<(/?s|bos|eos|start_of_turn|end_of_turn)>", regex.IGNORECASE
 )
@@ -78,7 +80,24 @@ def result_text(tool: Tool, value: Any) -> str:
             f"tool {tool.name!r} returned a value that does not match its declared type "
             f"({describe_validation_error(exc)})",
         ) from None
-    text = valid if isinstance(valid, str) else tool.returns.dump_json(valid).decode("utf-8")
+    if isinstance(valid, str):
+        text = valid
+    else:
+        try:
+            # Checked before serialising: pydantic raises on a lone surrogate in a value but
+            # silently replaces one in a mapping key, and neither may pass the boundary.
+            if _has_lone_surrogate(tool.returns.dump_python(valid)):
+                raise ToolError(
+                    "invalid_result",
+                    f"tool {tool.name!r} returned a value holding text that is not valid "
+                    "Unicode (a lone surrogate)",
+                )
+            text = tool.returns.dump_json(valid).decode("utf-8")
+        except PydanticSerializationError:
+            raise ToolError(
+                "invalid_result",
+                f"tool {tool.name!r} returned a value that is not JSON-serialisable",
+            ) from None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -88,3 +107,14 @@ def result_text(tool: Tool, value: Any) -> str:
             f"(a lone surrogate at index {exc.start})",
         ) from None
     return neutralise(text)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in a dumped value, mapping keys included, holds a lone surrogate."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False

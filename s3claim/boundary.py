@@ -65,9 +65,11 @@ def neutralise(text: str) -> str:
     """Defang text that imitates s3claim's structure or a chat template's control tokens."""
     text = _HANDLE.sub(r"\1-", text)
     text = _FETCH.sub(r"\1-\2", text)
+    # Angle tokens before bar tokens: rewriting `<s>` inside `<|<s>|>` yields `<|(s)|>`, a
+    # bar token, which a later pass must still see. No rewrite creates an angle token.
+    text = _ANGLE_TOKEN.sub(_angle, text)
     text = _BAR_TOKEN.sub(r"(\1)", text)
-    text = _BRACKET_TOKEN.sub(r"(\1)", text)
-    return _ANGLE_TOKEN.sub(_angle, text)
+    return _BRACKET_TOKEN.sub(r"(\1)", text)
 
 
 def result_text(tool: Tool, value: Any) -> str:

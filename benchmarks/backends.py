@@ -1,0 +1,294 @@
+"""The S3 servers the benchmarks talk to, and a wire counter for their clients.
+
+Two kinds of server, for two kinds of figure:
+
+- `MotoServer`: moto's HTTP server in this process. Requests and bytes are counted here, the
+  same as the test suite counts them; its in-process backend lets 10,000 objects be seeded
+  without 10,000 PUTs. moto reads the whole object for every ranged GET, so its latencies grow
+  with the object whatever the client asks for: it is never used to *time* a fetch.
+- `S3rver`: the npm package s3rver, a file-backed S3 that streams ranges from disk, started as
+  a subprocess. Fetch latency, concurrency and fetch memory are measured against it. When it
+  cannot be installed or started, `MotoSubprocess` (moto's server in a child process) stands
+  in and the report says so.
+
+Every server binds 127.0.0.1 on a free port; nothing here reaches past loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import boto3
+from botocore.config import Config
+
+__all__ = [
+    "S3RVER_VERSION",
+    "Endpoint",
+    "MotoServer",
+    "MotoSubprocess",
+    "S3rver",
+    "S3rverUnavailable",
+    "Wire",
+    "make_client",
+    "start_timing_server",
+]
+
+S3RVER_VERSION = "3.7.1"
+NODE_DIR = Path(__file__).parent / ".node"
+_START_TIMEOUT = 30.0
+
+
+class Endpoint(Protocol):
+    url: str
+    name: str
+    credentials: tuple[str, str]
+
+    def stop(self) -> None: ...
+
+
+def make_client(endpoint: Endpoint, *, pool: int = 10) -> Any:
+    """A client that makes one attempt per call, path-style, on the endpoint's credentials."""
+    key, secret = endpoint.credentials
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+        config=Config(
+            retries={"total_max_attempts": 1},
+            s3={"addressing_style": "path"},
+            max_pool_connections=pool,
+        ),
+    )
+
+
+@dataclass
+class Wire:
+    """What a client sent and received: HTTP requests per operation, response body bytes."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    response_bytes: Counter[str] = field(default_factory=Counter)
+    request_bytes: Counter[str] = field(default_factory=Counter)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    """Time from sending a request to its parsed answer, per operation (failed calls: none)."""
+    _sent_at: dict[int, float] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def attach(cls, client: Any) -> Wire:
+        wire = cls()
+        client.meta.events.register("before-send.s3.*", wire._on_send)
+        client.meta.events.register("after-call.s3.*", wire._on_response)
+        return wire
+
+    def _on_send(self, request: Any, event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        self.requests[operation] += 1
+        self._sent_at[threading.get_ident()] = time.perf_counter()
+        body = request.body
+        if isinstance(body, bytes | bytearray):
+            self.request_bytes[operation] += len(body)
+        elif body is not None and hasattr(body, "seek") and hasattr(body, "tell"):
+            here = body.tell()
+            body.seek(0, os.SEEK_END)
+            self.request_bytes[operation] += body.tell() - here
+            body.seek(here)
+
+    def _on_response(self, http_response: Any, event_name: str, **_: Any) -> None:
+        # The body of a GetObject is still unread here; its Content-Length is what will arrive.
+        length = http_response.headers.get("content-length")
+        operation = event_name.rsplit(".", 1)[-1]
+        self.response_bytes[operation] += int(length or 0)
+        sent = self._sent_at.pop(threading.get_ident(), None)
+        if sent is not None:
+            self.seconds[operation] += time.perf_counter() - sent
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    @property
+    def total_response_bytes(self) -> int:
+        return sum(self.response_bytes.values())
+
+    def clear(self) -> None:
+        self.requests.clear()
+        self.response_bytes.clear()
+        self.request_bytes.clear()
+        self.seconds.clear()
+
+
+class MotoServer:
+    """moto's threaded HTTP server in this process, sharing its backend with `seed`."""
+
+    name = "moto (in-process)"
+    credentials = ("testing", "testing")
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.url = f"http://{host}:{port}"
+
+    def seed(self, bucket: str, keys: list[str], body: bytes) -> None:
+        """Objects straight into the backend the server serves: fast, and no request counted."""
+        from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]
+        from moto.s3.models import s3_backends
+
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+        for key in keys:
+            backend.put_object(bucket, key, body)
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+class S3rverUnavailable(RuntimeError):
+    """s3rver could not be installed or started; the message says why."""
+
+
+class _ChildServer:
+    """A server in a child process on 127.0.0.1, data in a temporary directory."""
+
+    name = "server"
+    credentials = ("S3RVER", "S3RVER")
+
+    def __init__(self, argv: list[str], *, ready: re.Pattern[str], port: int | None) -> None:
+        self._dir = tempfile.mkdtemp(prefix="s3claim-bench-")
+        argv = [a.replace("{dir}", self._dir) for a in argv]
+        self._process = subprocess.Popen(  # noqa: S603  (argv built here, no shell)
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.url = self._wait_ready(ready, port)
+
+    def _wait_ready(self, ready: re.Pattern[str], port: int | None) -> str:
+        deadline = time.monotonic() + _START_TIMEOUT
+        assert self._process.stdout is not None
+        seen: list[str] = []
+        if port is not None:  # a server that prints nothing useful: poll its port
+            while time.monotonic() < deadline and self._process.poll() is None:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        return f"http://127.0.0.1:{port}"
+                time.sleep(0.05)
+        else:
+            while time.monotonic() < deadline:
+                line = self._process.stdout.readline()
+                if not line:
+                    break
+                seen.append(line.strip())
+                found = ready.search(line)
+                if found:
+                    return f"http://127.0.0.1:{found.group(1)}"
+        self.stop()
+        said = " | ".join(seen[-5:]) or "no output"
+        raise S3rverUnavailable(f"{self.name} did not start: {said}")
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGTERM)  # its own session: it and its children
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait(timeout=10)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class S3rver(_ChildServer):
+    """s3rver from the npm registry, installed into benchmarks/.node on first use."""
+
+    name = f"s3rver {S3RVER_VERSION}"
+
+    def __init__(self) -> None:
+        binary = install_s3rver()
+        super().__init__(
+            [str(binary), "-d", "{dir}", "-a", "127.0.0.1", "-p", "0"],
+            ready=re.compile(r"listening on 127\.0\.0\.1:(\d+)"),
+            port=None,
+        )
+
+
+class MotoSubprocess(_ChildServer):
+    """The fallback timing server: moto in a child process (whole-object reads per GET)."""
+
+    name = "moto (subprocess; fallback)"
+    credentials = ("testing", "testing")
+
+    def __init__(self) -> None:
+        port = _free_port()
+        super().__init__(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            ready=re.compile(r"$^"),
+            port=port,
+        )
+
+
+def install_s3rver() -> Path:
+    """npm-install the pinned s3rver into benchmarks/.node unless it is there already."""
+    binary = NODE_DIR / "node_modules" / ".bin" / "s3rver"
+    package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
+    if binary.exists() and f'"version": "{S3RVER_VERSION}"' in package.read_text():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        raise S3rverUnavailable("npm is not installed")
+    NODE_DIR.mkdir(exist_ok=True)
+    done = subprocess.run(  # noqa: S603  (fixed argv, no shell)
+        [npm, "install", "--no-audit", "--no-fund", "--no-save", f"s3rver@{S3RVER_VERSION}"],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0 or not binary.exists():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise S3rverUnavailable(f"npm install s3rver@{S3RVER_VERSION} failed: {' '.join(tail)}")
+    return binary
+
+
+def s3rver_version() -> str | None:
+    package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
+    if not package.exists():
+        return None
+    found = re.search(r'"version":\s*"([^"]+)"', package.read_text())
+    return found.group(1) if found else None
+
+
+def start_timing_server() -> tuple[Endpoint, str | None]:
+    """s3rver if it can be had, else moto in a child process and the reason why not."""
+    try:
+        return S3rver(), None
+    except (S3rverUnavailable, OSError, subprocess.SubprocessError) as exc:
+        return MotoSubprocess(), str(exc)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -1,0 +1,97 @@
+"""What every measure is handed: the profile (sizes, repeats) and the running servers."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.backends import Endpoint, MotoServer, make_client
+from benchmarks.baselines import NaiveS3Store
+from benchmarks.documents import KiB, MiB
+from s3claim.handles import HandleKey
+from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
+
+__all__ = ["FULL", "QUICK", "Bench", "Profile"]
+
+NO_WAIT = RetryPolicy(initial_wait=0, max_wait=0)
+TTL = 3600
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    fetch_sizes: tuple[int, ...]
+    fetch_repeats: int
+    """Timed fetches per window for s3claim; the naive store gets `naive_repeats(size)`."""
+    checkin_sizes: tuple[int, ...]
+    forget_claims: int
+    forget_repeats: int
+    concurrency_chars: int
+    concurrency_fetches: int
+    """Fetches per thread count for s3claim; the naive store does a tenth (at least 8)."""
+    memory_chars: int
+
+    def naive_repeats(self, chars: int) -> int:
+        """Whole-object GETs get expensive: fewer repeats as the document grows (at least 3)."""
+        if chars >= 16 * MiB:
+            return 3
+        if chars >= 1 * MiB:
+            return max(3, self.fetch_repeats // 2)
+        return self.fetch_repeats
+
+    def checkin_repeats(self, chars: int) -> int:
+        return 3 if chars >= 16 * MiB else self.fetch_repeats
+
+
+FULL = Profile(
+    name="full",
+    fetch_sizes=(64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
+    fetch_repeats=15,
+    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
+    forget_claims=10_000,
+    forget_repeats=3,
+    concurrency_chars=16 * MiB,
+    concurrency_fetches=480,
+    memory_chars=64 * MiB,
+)
+
+QUICK = Profile(
+    name="quick",
+    fetch_sizes=(64 * KiB, 1 * MiB),
+    fetch_repeats=9,
+    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB),
+    forget_claims=1_000,
+    forget_repeats=1,
+    concurrency_chars=1 * MiB,
+    concurrency_fetches=96,
+    memory_chars=1 * MiB,
+)
+
+
+@dataclass
+class Bench:
+    profile: Profile
+    moto: MotoServer
+    timing: Endpoint
+    timing_caveat: str | None
+    """Why the timing server is not s3rver, when it is not."""
+    key: HandleKey
+
+    def stores(
+        self, endpoint: Endpoint, *, pool: int = 10
+    ) -> tuple[Any, str, S3ClaimCheckStore, NaiveS3Store]:
+        """A fresh bucket on the endpoint, with an s3claim store and a naive store on it."""
+        client = make_client(endpoint, pool=pool)
+        bucket = f"bench-{uuid.uuid4().hex[:12]}"
+        client.create_bucket(Bucket=bucket)
+        store = S3ClaimCheckStore(bucket, handle_key=self.key, client=client, retry=NO_WAIT)
+        return client, bucket, store, NaiveS3Store(bucket, client=client)
+
+
+def empty_bucket(client: Any, bucket: str) -> None:
+    """Delete what a measure left, so the next one starts without it in memory or on disk."""
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+    client.delete_bucket(Bucket=bucket)

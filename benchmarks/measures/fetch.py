@@ -1,0 +1,209 @@
+"""Measure 1: one 4,096-character window from documents of growing size.
+
+Requests and response bytes are counted on moto (the wire is the same on any S3); latency is
+timed on the streaming server. Each window is checked against the document once, outside the
+timed loop, so a fast wrong answer cannot pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from benchmarks.backends import Wire
+from benchmarks.context import TTL, Bench, empty_bucket
+from benchmarks.documents import CHARSETS, Charset, document, label
+from benchmarks.report import FetchPoint, Section, Table
+from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median, time_once
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS
+
+__all__ = ["run"]
+
+SCOPE = Scope(tenant="bench", run="fetch")
+WINDOW = DEFAULT_FETCH_CHARS
+STORES = ("s3claim", "naive")
+
+
+def positions(chars: int) -> list[tuple[str, int]]:
+    """Start, middle and the last whole window."""
+    return [("start", 0), ("middle", chars // 2), ("end", chars - WINDOW)]
+
+
+@dataclass
+class _Cell:
+    requests: int = 0
+    response_bytes: int = 0
+    seconds: float = float("nan")
+
+
+def _count(bench: Bench, chars: int, charset: Charset, text: str) -> dict[tuple[str, str], _Cell]:
+    """Requests and bytes per fetch, on moto, for each store and position."""
+    client, bucket, store, naive = bench.stores(bench.moto)
+    wire = Wire.attach(client)
+    cells: dict[tuple[str, str], _Cell] = {}
+    try:
+        handles = {
+            "s3claim": store.put(SCOPE, text, ttl_seconds=TTL),
+            "naive": naive.put(SCOPE, text, ttl_seconds=TTL),
+        }
+        for where, offset in positions(chars):
+            for name, target in (("s3claim", store), ("naive", naive)):
+                wire.clear()
+                window = target.fetch(SCOPE, handles[name], offset=offset)
+                if window.text != text[offset : offset + WINDOW]:
+                    raise AssertionError(f"{name} returned the wrong window at {offset}")
+                cells[(name, where)] = _Cell(wire.total_requests, wire.total_response_bytes)
+    finally:
+        empty_bucket(client, bucket)
+    return cells
+
+
+def _time(bench: Bench, chars: int, text: str, cells: dict[tuple[str, str], _Cell]) -> None:
+    """Median latency per fetch on the timing server, into `cells`."""
+    client, bucket, store, naive = bench.stores(bench.timing)
+    try:
+        handles = {
+            "s3claim": store.put(SCOPE, text, ttl_seconds=TTL),
+            "naive": naive.put(SCOPE, text, ttl_seconds=TTL),
+        }
+        targets: dict[str, Any] = {"s3claim": store, "naive": naive}
+        naive_repeats = bench.profile.naive_repeats(chars)
+        for where, offset in positions(chars):
+            samples: dict[str, list[float]] = {"s3claim": [], "naive": []}
+            for name in STORES:  # one untimed fetch each: connections open, caches warm
+                window = targets[name].fetch(SCOPE, handles[name], offset=offset)
+                if window.text != text[offset : offset + WINDOW]:
+                    raise AssertionError(f"{name} returned the wrong window at {offset}")
+            for i in range(bench.profile.fetch_repeats):  # interleaved, so drift hits both
+                for name in STORES:
+                    if name == "naive" and i >= naive_repeats:
+                        continue
+                    samples[name].append(
+                        time_once(partial(targets[name].fetch, SCOPE, handles[name], offset=offset))
+                    )
+            for name in STORES:
+                cells[(name, where)].seconds = median(samples[name])
+    finally:
+        empty_bucket(client, bucket)
+
+
+def run(bench: Bench) -> tuple[Section, list[FetchPoint]]:
+    wire_rows: list[list[str]] = []
+    time_rows: list[list[str]] = []
+    stored_rows: list[list[str]] = []
+    points: list[FetchPoint] = []
+    flat: list[int] = []
+    ratios: dict[int, list[float]] = {}
+    byte_ratios: dict[int, list[float]] = {}
+    for chars in bench.profile.fetch_sizes:
+        for charset in CHARSETS:
+            text = document(chars, charset)
+            cells = _count(bench, chars, charset, text)
+            _time(bench, chars, text, cells)
+            name = "ASCII" if charset == "ascii" else "mixed UTF-8"
+            for where, _ in positions(chars):
+                ours, theirs = cells[("s3claim", where)], cells[("naive", where)]
+                flat.append(ours.response_bytes)
+                ratios.setdefault(chars, []).append(theirs.seconds / ours.seconds)
+                byte_ratios.setdefault(chars, []).append(
+                    theirs.response_bytes / ours.response_bytes
+                )
+                wire_rows.append(
+                    [
+                        label(chars),
+                        name,
+                        where,
+                        fmt_int(ours.requests),
+                        fmt_int(ours.response_bytes),
+                        fmt_int(theirs.requests),
+                        fmt_int(theirs.response_bytes),
+                        fmt_ratio(theirs.response_bytes / ours.response_bytes),
+                    ]
+                )
+                time_rows.append(
+                    [
+                        label(chars),
+                        name,
+                        where,
+                        fmt_ms(ours.seconds),
+                        fmt_ms(theirs.seconds),
+                        fmt_ratio(theirs.seconds / ours.seconds),
+                    ]
+                )
+            for store in STORES:
+                here = [cells[(store, w)] for w, _ in positions(chars)]
+                points.append(
+                    FetchPoint(
+                        chars=chars,
+                        charset=charset,
+                        store=store,
+                        seconds=median([c.seconds for c in here]),
+                        response_bytes=median([c.response_bytes for c in here]),
+                    )
+                )
+            stored_rows.append(
+                [label(chars), name, fmt_bytes(len(text.encode("utf-8"))), fmt_bytes(4 * chars)]
+            )
+    sizes = bench.profile.fetch_sizes
+    smallest, largest = sizes[0], sizes[-1]
+    ours_small = median([p.seconds for p in points if p.store == "s3claim" and p.chars == smallest])
+    ours_large = median([p.seconds for p in points if p.store == "s3claim" and p.chars == largest])
+    section = Section(
+        title="1. Fetch one window",
+        intro=(
+            "One `fetch(handle, offset)` of a 4,096-character window at the start, middle and "
+            "last window of documents of growing size (sizes in characters; for ASCII that is "
+            "also bytes). s3claim stores UTF-32-LE and sends one ranged GET; the naive store "
+            "keeps UTF-8, GETs the whole object and slices. Requests and response body bytes "
+            "are counted with botocore event hooks on moto's HTTP server; latency is the median "
+            f"of {bench.profile.fetch_repeats} timed fetches (naive: 3 to "
+            f"{bench.profile.fetch_repeats}, fewer as objects grow) against "
+            f"{bench.timing.name}."
+        ),
+        tables=[
+            Table(
+                title="Requests and response bytes per fetch (counted on moto)",
+                headers=[
+                    "document",
+                    "text",
+                    "window",
+                    "s3claim requests",
+                    "s3claim bytes",
+                    "naive requests",
+                    "naive bytes",
+                    "naive / s3claim bytes",
+                ],
+                rows=wire_rows,
+                align_left=3,
+            ),
+            Table(
+                title=f"Latency per fetch ({bench.timing.name}, median)",
+                headers=["document", "text", "window", "s3claim", "naive", "naive / s3claim"],
+                rows=time_rows,
+                align_left=3,
+            ),
+            Table(
+                title="Objects stored per document",
+                headers=["document", "text", "naive (UTF-8)", "s3claim (UTF-32-LE)"],
+                rows=stored_rows,
+                align_left=2,
+            ),
+        ],
+        notes=[
+            "s3claim's bytes per fetch are the same at every size, charset and position: "
+            f"{fmt_int(min(flat))}–{fmt_int(max(flat))} bytes (4 × 4,096).",
+            f"s3claim's median latency: {fmt_ms(ours_small)} at {label(smallest)} characters, "
+            f"{fmt_ms(ours_large)} at {label(largest)} characters.",
+        ],
+        headlines=[
+            f"Fetching one 4,096-character window from a {label(largest)}-character document: "
+            f"s3claim is {fmt_ratio(median(ratios[largest]))} faster than a whole-object GET "
+            f"(median over ASCII/UTF-8 × start/middle/end) and moves "
+            f"{fmt_ratio(median(byte_ratios[largest]))} fewer bytes; its latency stays flat "
+            f"({fmt_ms(ours_small)} at {label(smallest)}, {fmt_ms(ours_large)} at "
+            f"{label(largest)}).",
+        ],
+    )
+    return section, points

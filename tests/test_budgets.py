@@ -1,0 +1,143 @@
+"""The deterministic half of the benchmarks: request and byte budgets, never times.
+
+`test_s3_store.py` already pins one fetch = one ranged GET of at most 4 x limit bytes, a
+million non-ASCII characters at three offsets, and forget of 2,500 claims = 3 lists + 3
+deletes. Here: bytes per fetch do not depend on the document's size, charset or position;
+a put sends the body once; and forget against the naive per-key baseline that
+`benchmarks/` compares with, whose own budget is pinned too so the comparison stays honest.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from benchmarks.backends import Wire
+from benchmarks.baselines import NaiveS3Store
+from benchmarks.documents import KiB, MiB, document
+from s3claim.handles import HandleKey
+from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS
+
+SCOPE = Scope(tenant="acme", run="run-1")
+TTL = 3600
+WINDOW_BYTES = 4 * DEFAULT_FETCH_CHARS
+
+
+@pytest.fixture
+def client(moto_endpoint: str) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=moto_endpoint,
+        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
+    )
+
+
+@pytest.fixture
+def bucket(client: Any) -> str:
+    name = f"budgets-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def key() -> HandleKey:
+    return HandleKey.generate()
+
+
+@pytest.fixture
+def store(client: Any, bucket: str, key: HandleKey) -> S3ClaimCheckStore:
+    return S3ClaimCheckStore(
+        bucket, handle_key=key, client=client, retry=RetryPolicy(initial_wait=0, max_wait=0)
+    )
+
+
+@pytest.fixture
+def wire(client: Any) -> Wire:
+    return Wire.attach(client)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("charset", ["ascii", "utf8"])
+def test_bytes_per_fetch_do_not_depend_on_document_size_or_position(
+    store: S3ClaimCheckStore, wire: Wire, charset: Any
+) -> None:
+    for chars in (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB):
+        text = document(chars, charset)
+        handle = store.put(Scope(tenant="acme", run=f"size-{chars}"), text, ttl_seconds=TTL)
+        for offset in (0, chars // 2, chars - DEFAULT_FETCH_CHARS):
+            wire.clear()
+            window = store.fetch(Scope(tenant="acme", run=f"size-{chars}"), handle, offset=offset)
+            assert window.text == text[offset : offset + DEFAULT_FETCH_CHARS]
+            assert dict(wire.requests) == {"GetObject": 1}, (chars, offset)
+            assert dict(wire.response_bytes) == {"GetObject": WINDOW_BYTES}, (chars, offset)
+
+
+def test_a_put_sends_the_body_once_at_four_bytes_a_character(
+    store: S3ClaimCheckStore, wire: Wire
+) -> None:
+    text = document(100_000, "utf8")
+    store.put(SCOPE, text, ttl_seconds=TTL)
+    assert dict(wire.requests) == {"PutObject": 1}
+    assert dict(wire.request_bytes) == {"PutObject": 4 * len(text)}
+
+
+def test_the_naive_baseline_moves_the_whole_object_on_every_fetch(
+    client: Any, bucket: str, wire: Wire
+) -> None:
+    naive = NaiveS3Store(bucket, client=client)
+    text = document(200_000, "utf8")
+    handle = naive.put(SCOPE, text, ttl_seconds=TTL)
+    for offset in (0, 100_000, 200_000 - DEFAULT_FETCH_CHARS):
+        wire.clear()
+        assert naive.fetch(SCOPE, handle, offset=offset).text == text[offset : offset + 4096]
+        assert dict(wire.requests) == {"GetObject": 1}
+        assert dict(wire.response_bytes) == {"GetObject": len(text.encode("utf-8"))}
+
+
+def _seed(bucket: str, prefix: str, count: int) -> None:
+    """Objects straight into moto's backend, which the in-process server shares."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    for i in range(count):
+        backend.put_object(bucket, f"{prefix}{uuid.UUID(int=i).hex}", b"x\x00\x00\x00")
+
+
+@pytest.mark.parametrize("claims", [1, 999, 1000, 1001])
+def test_forget_sends_two_requests_per_thousand_claims(
+    store: S3ClaimCheckStore, wire: Wire, bucket: str, key: HandleKey, claims: int
+) -> None:
+    _seed(bucket, f"claims/{key.tenant_tag('acme')}/{key.run_tag(SCOPE)}/", claims)
+    assert store.forget(tenant="acme") == claims
+    rounds = math.ceil(claims / 1000)
+    assert dict(wire.requests) == {"ListObjectVersions": rounds, "DeleteObjects": rounds}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claims", [1, 1001])
+def test_forget_against_the_naive_per_key_deletes(
+    store: S3ClaimCheckStore, client: Any, wire: Wire, bucket: str, key: HandleKey, claims: int
+) -> None:
+    naive = NaiveS3Store(bucket, client=client)
+    _seed(bucket, f"claims/{key.tenant_tag('acme')}/{key.run_tag(SCOPE)}/", claims)
+    _seed(bucket, naive.key_prefix(SCOPE), claims)
+
+    assert store.forget(tenant="acme") == claims
+    ours = wire.total_requests
+    wire.clear()
+    assert naive.forget(tenant="acme") == claims
+    theirs = wire.total_requests
+
+    pages = math.ceil(claims / 1000)
+    assert ours == 2 * pages
+    assert dict(wire.requests) == {"ListObjectsV2": pages, "DeleteObject": claims}
+    assert theirs / ours == (pages + claims) / (2 * pages)  # 1.0 at 1 claim, 501 at 1,001
+    assert client.list_objects_v2(Bucket=bucket)["KeyCount"] == 0

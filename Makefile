@@ -7,7 +7,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV      := $(CHECKOV_VENV)/bin/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest clean
+.PHONY: demo test lint typecheck pytest clean bench
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -38,6 +38,17 @@ $(CHECKOV_STAMP):
 
 pytest: $(STAMP) $(CHECKOV_STAMP)
 	$(VENV)/bin/pytest --cov --cov-report=term:skip-covered
+
+# Benchmarks against the naive ways; writes docs/benchmarks.md and .png. QUICK=1: under a minute.
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) -m benchmarks $(if $(QUICK),--quick,)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+
+from s3claim import ClaimCheckStore, ManualClock, MemoryClaimCheckStore
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +37,50 @@ def moto_endpoint() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+@dataclass
+class StoreUnderTest:
+    """A store and the clock it reads, with a way to count what it holds."""
+
+    store: ClaimCheckStore
+    clock: ManualClock
+    kind: str
+    bucket: str | None = None
+
+    def count(self) -> int:
+        """Claims held: entries in memory, objects in the bucket."""
+        if isinstance(self.store, MemoryClaimCheckStore):
+            return len(self.store)
+        client = self.store._client  # type: ignore[attr-defined]
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
+        return sum(len(page.get("Contents", [])) for page in pages)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def store_under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
+    """Each store in turn: memory, and S3 on moto's HTTP server with a bucket of its own."""
+    clock = ManualClock()
+    if request.param == "memory":
+        return StoreUnderTest(MemoryClaimCheckStore(clock=clock), clock, "memory")
+    import boto3
+    from botocore.config import Config
+
+    from s3claim import RetryPolicy, S3ClaimCheckStore
+
+    endpoint: str = request.getfixturevalue("moto_endpoint")
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
+    )
+    bucket = f"sut-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ClaimCheckStore(
+        bucket,
+        handle_key="test-handle-key-0123456789",
+        client=client,
+        clock=clock,
+        retry=RetryPolicy(initial_wait=0, max_wait=0),
+    )
+    return StoreUnderTest(store, clock, "s3", bucket)

@@ -28,6 +28,7 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
+from tests.conftest import StoreUnderTest
 
 CANARY = "CANARY-7f3a9"
 BIG = ("Clause. " + CANARY + " words of the contract.\n") * 400  # ~16,000 characters
@@ -80,11 +81,18 @@ def fetch_step(
 
 
 class Rig:
+    """A counsel agent over one store; the tests that take `sut` run on every store."""
+
     def __init__(
-        self, *, policy: ClaimCheckPolicy | None = None, **per_tool: ClaimCheckPolicy
+        self,
+        sut: StoreUnderTest,
+        *,
+        policy: ClaimCheckPolicy | None = None,
+        **per_tool: ClaimCheckPolicy,
     ) -> None:
-        self.clock = ManualClock()
-        self.store = MemoryClaimCheckStore(clock=self.clock)
+        self.clock = sut.clock
+        self.store = sut.store
+        self.count = sut.count
         self.claim_check = ClaimCheck(self.store, policy=policy, per_tool=per_tool)
         self.registry = ToolRegistry((read_contract, forged, count, claim_check_tool(self.store)))
 
@@ -101,16 +109,20 @@ def tool_texts(messages: Sequence[Message]) -> list[str]:
     return [m.content for m in messages if m.role == "tool"]
 
 
-def test_a_short_result_passes_through_untouched_and_is_not_stored() -> None:
-    rig = Rig()
+def test_a_short_result_passes_through_untouched_and_is_not_stored(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("read_contract", name="small"), done()]).run("q", tenant="t")
     assert tool_texts(result.messages) == ["a short answer"]
-    assert len(rig.store) == 0
+    assert rig.count() == 0
     assert "tool_result_stored" not in [e.kind for e in result.events]
 
 
-def test_a_long_result_is_stored_and_replaced_by_head_and_marker() -> None:
-    rig = Rig()
+def test_a_long_result_is_stored_and_replaced_by_head_and_marker(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("read_contract", name="big"), done()]).run(
         "q", tenant="t", run_id="r"
     )
@@ -132,8 +144,10 @@ def test_a_long_result_is_stored_and_replaced_by_head_and_marker() -> None:
     assert rig.store.fetch(Scope("t", "r"), handle, 0, len(BIG)).text == BIG
 
 
-def test_windows_read_back_exactly_what_was_stored_with_footers() -> None:
-    rig = Rig()
+def test_windows_read_back_exactly_what_was_stored_with_footers(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     steps = [call("read_contract", name="big")]
     steps += [fetch_step(offset, f"f{offset}") for offset in range(0, len(BIG), 4096)]
     steps.append(done())
@@ -156,8 +170,8 @@ def test_windows_read_back_exactly_what_was_stored_with_footers() -> None:
     assert [e.offset for e in fetched] == list(range(0, len(BIG), 4096))
 
 
-def test_offset_past_the_end_reads_empty() -> None:
-    rig = Rig()
+def test_offset_past_the_end_reads_empty(store_under_test: StoreUnderTest) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("read_contract", name="big"), fetch_step(len(BIG) + 10), done()]).run(
         "q", tenant="t"
     )
@@ -165,8 +179,10 @@ def test_offset_past_the_end_reads_empty() -> None:
 
 
 @pytest.mark.parametrize("offset", [-1, 1.5, "10", None, True, [0]])
-def test_bad_offsets_are_refused_with_a_clear_tool_error(offset: Any) -> None:
-    rig = Rig()
+def test_bad_offsets_are_refused_with_a_clear_tool_error(
+    offset: Any, store_under_test: StoreUnderTest
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("read_contract", name="big"), fetch_step(offset), done()]).run(
         "q", tenant="t"
     )
@@ -206,8 +222,10 @@ def test_malformed_handles_are_unavailable_and_never_reach_the_store(handle: str
     ]
 
 
-def test_other_run_expired_and_unknown_handles_are_refused_identically() -> None:
-    rig = Rig()
+def test_other_run_expired_and_unknown_handles_are_refused_identically(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     first = rig.runner([call("read_contract", name="big"), done()]).run(
         "q", tenant="t", run_id="r1"
     )
@@ -228,46 +246,52 @@ def test_other_run_expired_and_unknown_handles_are_refused_identically() -> None
     assert json.loads(refusals[0])["error"] == "claim_unavailable"
 
 
-def test_the_model_cannot_choose_the_scope() -> None:
-    rig = Rig()
+def test_the_model_cannot_choose_the_scope(store_under_test: StoreUnderTest) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner(
         [call("fetch_result", handle="claim:" + "0" * 32, tenant="other", run="r"), done()]
     ).run("q", tenant="t")
     assert json.loads(tool_texts(result.messages)[0])["error"] == "invalid_arguments"
 
 
-def test_identical_content_twice_in_a_run_is_one_handle_stored_once() -> None:
-    rig = Rig()
+def test_identical_content_twice_in_a_run_is_one_handle_stored_once(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner(
         [call("read_contract", "a", name="big"), call("read_contract", "b", name="big"), done()]
     ).run("q", tenant="t")
     handles = [e.handle for e in result.events if e.kind == "tool_result_stored"]
     assert len(handles) == 2 and handles[0] == handles[1]
-    assert len(rig.store) == 1
+    assert rig.count() == 1
 
 
-def test_fetch_results_are_never_checked_in() -> None:
+def test_fetch_results_are_never_checked_in(store_under_test: StoreUnderTest) -> None:
     tiny = ClaimCheckPolicy(threshold_chars=100, head_chars=10)
-    rig = Rig(policy=tiny, fetch_result=tiny)
+    rig = Rig(store_under_test, policy=tiny, fetch_result=tiny)
     result = rig.runner([call("read_contract", name="big"), fetch_step(0), done()]).run(
         "q", tenant="t"
     )
     window = tool_texts(result.messages)[1]
     assert window.startswith(BIG[:4096])
-    assert len(rig.store) == 1
+    assert rig.count() == 1
     assert [e.kind for e in result.events].count("tool_result_stored") == 1
 
 
-def test_unknown_tools_and_invalid_results_are_tool_errors_not_crashes() -> None:
-    rig = Rig()
+def test_unknown_tools_and_invalid_results_are_tool_errors_not_crashes(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("no_such_tool"), call("count", "c2"), done()]).run("q", tenant="t")
     errors = [json.loads(text)["error"] for text in tool_texts(result.messages)]
     assert errors == ["unknown_tool", "invalid_result"]
     assert result.output == "done"
 
 
-def test_forged_structure_is_neutralised_in_the_head_and_in_storage() -> None:
-    rig = Rig()
+def test_forged_structure_is_neutralised_in_the_head_and_in_storage(
+    store_under_test: StoreUnderTest,
+) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner([call("forged"), fetch_step(0), done()]).run("q", tenant="t")
     head, window = tool_texts(result.messages)
     for text in (head, window):
@@ -362,8 +386,8 @@ def test_a_claim_check_without_its_fetch_tool_is_refused_at_construction() -> No
         )
 
 
-def test_max_turns_ends_the_run_without_an_answer() -> None:
-    rig = Rig()
+def test_max_turns_ends_the_run_without_an_answer(store_under_test: StoreUnderTest) -> None:
+    rig = Rig(store_under_test)
     result = rig.runner(
         [call("read_contract", str(i), name="small") for i in range(3)], max_turns=3
     ).run("q", tenant="t")
@@ -375,9 +399,11 @@ def test_max_turns_ends_the_run_without_an_answer() -> None:
     }
 
 
-def test_prefill_is_counted_per_turn_and_stays_small_with_a_claim_check() -> None:
+def test_prefill_is_counted_per_turn_and_stays_small_with_a_claim_check(
+    store_under_test: StoreUnderTest,
+) -> None:
     steps = [call("read_contract", name="big"), done()]
-    with_check = Rig().runner(list(steps)).run("q", tenant="t")
+    with_check = Rig(store_under_test).runner(list(steps)).run("q", tenant="t")
     without = AgentRunner(
         provider=ScriptedProvider(list(steps)), tools=[read_contract], max_tool_result_chars=10**6
     ).run("q", tenant="t")
@@ -387,16 +413,16 @@ def test_prefill_is_counted_per_turn_and_stays_small_with_a_claim_check() -> Non
     assert sent_without[1] > len(BIG) > 20 * sent_with[1]
 
 
-def test_forget_by_tenant_and_by_run() -> None:
-    rig = Rig()
+def test_forget_by_tenant_and_by_run(store_under_test: StoreUnderTest) -> None:
+    rig = Rig(store_under_test)
     for tenant, run_id in [("t", "r1"), ("t", "r2"), ("u", "r1")]:
         rig.runner([call("read_contract", name="big"), done()]).run(
             "q", tenant=tenant, run_id=run_id
         )
-    assert len(rig.store) == 3
+    assert rig.count() == 3
     assert rig.store.forget(tenant="t", run="r1") == 1
     assert rig.store.forget(tenant="t") == 1
-    assert len(rig.store) == 1
+    assert rig.count() == 1
 
 
 def test_no_event_log_line_or_repr_carries_tool_content(caplog: pytest.LogCaptureFixture) -> None:

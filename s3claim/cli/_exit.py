@@ -113,7 +113,11 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
         cause = exc.__cause__
         if isinstance(cause, ClientError | BotoCoreError):
             explained = describe(cause, bucket=bucket)
-            if explained is not None and explained.code == Exit.CONFIGURATION:
+            # Configuration and transport causes ("cannot reach S3 at ...") say more than
+            # the retry count does; a server error after retries is best told as the store's.
+            if explained is not None and (
+                explained.code == Exit.CONFIGURATION or isinstance(cause, BotoCoreError)
+            ):
                 return explained
         return CliError(f"store unavailable: {exc}", Exit.UNAVAILABLE)
     if isinstance(exc, ClientError):

@@ -63,17 +63,10 @@ def store_under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
     clock = ManualClock()
     if request.param == "memory":
         return StoreUnderTest(MemoryClaimCheckStore(clock=clock), clock, "memory")
-    import boto3
-    from botocore.config import Config
-
     from s3claim import RetryPolicy, S3ClaimCheckStore
+    from tests._s3 import moto_client
 
-    endpoint: str = request.getfixturevalue("moto_endpoint")
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
-    )
+    client = moto_client(request.getfixturevalue("moto_endpoint"))
     bucket = f"sut-{uuid.uuid4().hex}"
     client.create_bucket(Bucket=bucket)
     store = S3ClaimCheckStore(

@@ -11,10 +11,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.config import Config
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -29,30 +27,11 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.s3._retry import _Backoff, is_retryable
 from s3claim.scope import Scope
+from tests._s3 import moto_client, s3_error, s3_response
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
 CONTENT = "confidential tool output"
-
-
-class _Raw:
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        body, self._body = self._body, b""
-        return body
-
-
-def s3_error(status: int, code: str) -> AWSResponse:
-    body = (
-        f'<?xml version="1.0" encoding="UTF-8"?>'
-        f"<Error><Code>{code}</Code><Message>injected</Message></Error>"
-    ).encode()
-    return AWSResponse("https://injected", status, {"Content-Type": "application/xml"}, _Raw(body))
 
 
 class Injector:
@@ -90,11 +69,7 @@ def raise_(exc: Exception) -> Callable[[AWSPreparedRequest], AWSResponse]:
 
 @pytest.fixture
 def s3(moto_endpoint: str) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
-    )
+    return moto_client(moto_endpoint)
 
 
 @pytest.fixture
@@ -244,7 +219,7 @@ def _delete_errors(code: str) -> Callable[[AWSPreparedRequest], AWSResponse]:
             for k, v in pairs
         )
         xml = f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult>{errors}</DeleteResult>'
-        return AWSResponse("https://injected", 200, {}, _Raw(xml.encode()))
+        return s3_response(200, xml.encode())
 
     return fault
 
@@ -315,6 +290,6 @@ def test_an_empty_truncated_listing_is_a_store_error(store: S3ClaimCheckStore, s
         b'<?xml version="1.0" encoding="UTF-8"?>'
         b"<ListVersionsResult><IsTruncated>true</IsTruncated></ListVersionsResult>"
     )
-    Injector(s3, "ListObjectVersions", lambda _r: AWSResponse("https://x", 200, {}, _Raw(xml)), 1)
+    Injector(s3, "ListObjectVersions", lambda _r: s3_response(200, xml), 1)
     with pytest.raises(ClaimStoreError, match="truncated page"):
         store.forget(tenant=SCOPE.tenant)

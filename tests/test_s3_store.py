@@ -18,10 +18,8 @@ import threading
 import uuid
 from typing import Any
 
-import boto3
 import pytest
 from botocore.awsrequest import AWSPreparedRequest
-from botocore.config import Config
 
 from s3claim.clock import ManualClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
@@ -29,6 +27,7 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.s3._format import MAX_METADATA_BYTES, check_metadata_size
 from s3claim.scope import Scope
+from tests._s3 import moto_client
 
 TTL = 3600
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -82,11 +81,7 @@ class Wire:
 
 
 def new_client(endpoint: str) -> Any:
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
-    )
+    client = moto_client(endpoint)
     client.meta.events.register("before-send.s3.*", _check_metadata)
     return client
 

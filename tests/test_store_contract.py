@@ -5,22 +5,15 @@ The S3 store runs against moto's real HTTP server, so each case here also crosse
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
-import boto3
 import pytest
-from botocore.config import Config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3claim.clock import ManualClock
 from s3claim.errors import UNAVAILABLE_MESSAGE, ClaimUnavailableError
-from s3claim.handles import HandleKey
-from s3claim.memory import MemoryClaimCheckStore
-from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
+from tests.conftest import StoreUnderTest
 
 TTL = 3600
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -47,31 +40,13 @@ CONTENT = st.one_of(st.text(max_size=300), st.lists(_TRICKY, max_size=60).map(""
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
+def store(store_under_test: StoreUnderTest) -> ClaimCheckStore:
+    return store_under_test.store
 
 
-@pytest.fixture(params=["memory", "s3"])
-def store(request: pytest.FixtureRequest, clock: ManualClock) -> Iterator[ClaimCheckStore]:
-    key = HandleKey.generate()
-    if request.param == "memory":
-        yield MemoryClaimCheckStore(clock=clock, handle_key=key)
-        return
-    endpoint: str = request.getfixturevalue("moto_endpoint")
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
-    )
-    bucket = f"contract-{uuid.uuid4().hex}"
-    client.create_bucket(Bucket=bucket)
-    yield S3ClaimCheckStore(
-        bucket,
-        handle_key=key,
-        client=client,
-        clock=clock,
-        retry=RetryPolicy(initial_wait=0, max_wait=0),
-    )
+@pytest.fixture
+def clock(store_under_test: StoreUnderTest) -> ManualClock:
+    return store_under_test.clock
 
 
 def read_all(store: ClaimCheckStore, scope: Scope, handle: str, limit: int) -> str:

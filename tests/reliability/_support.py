@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
@@ -43,6 +41,7 @@ from s3claim import (
     Window,
     claim_check_tool,
 )
+from tests._s3 import s3_error, s3_response
 
 MARKER = re.compile(
     r"\n\n\[(\d+) characters, (\d+) not shown\. Call fetch_result with "
@@ -56,19 +55,6 @@ KEY_LAYOUT = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{32}")
 
 
 # -- clients and rigs ------------------------------------------------------------------------
-
-
-def new_client(endpoint: str, *, pool: int = 10) -> Any:
-    """A client like the store's own: one attempt per call, so the store's policy retries."""
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        config=Config(
-            retries={"total_max_attempts": 1},
-            s3={"addressing_style": "path"},
-            max_pool_connections=pool,
-        ),
-    )
 
 
 class CountingMemoryStore(MemoryClaimCheckStore):
@@ -132,29 +118,6 @@ class Rig:
 
 
 # -- faults ----------------------------------------------------------------------------------
-
-
-class _Raw:
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        body, self._body = self._body, b""
-        return body
-
-    def close(self) -> None:  # the store reads bodies in a `with` block
-        self._body = b""
-
-
-def s3_error(status: int, code: str) -> AWSResponse:
-    body = (
-        f'<?xml version="1.0" encoding="UTF-8"?>'
-        f"<Error><Code>{code}</Code><Message>injected</Message></Error>"
-    ).encode()
-    return AWSResponse("https://injected", status, {"Content-Type": "application/xml"}, _Raw(body))
 
 
 BEFORE_FAULTS = ("500", "503-slowdown", "400-request-timeout", "reset", "read-timeout")
@@ -222,7 +185,7 @@ class FaultInjector:
             raise ConnectionClosedError(endpoint_url=url)
         # cut-body: the answer starts, then the stream ends early
         cut = body[: len(body) // 2] if 200 <= real.status_code < 300 and body else body
-        return AWSResponse(url, real.status_code, dict(real.headers.items()), _Raw(cut))
+        return s3_response(real.status_code, cut, dict(real.headers.items()), url)
 
 
 # -- scripted runs ---------------------------------------------------------------------------

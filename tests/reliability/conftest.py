@@ -8,7 +8,8 @@ import pytest
 
 from s3claim import HandleKey, ManualClock
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
-from tests.reliability._support import CountingMemoryStore, Rig, new_client
+from tests._s3 import moto_client
+from tests.reliability._support import CountingMemoryStore, Rig
 
 NO_WAIT = RetryPolicy(attempts=3, initial_wait=0, max_wait=0)
 
@@ -30,7 +31,7 @@ def make_rig(
     if kind == "memory":
         return Rig(kind, CountingMemoryStore(clock=clock, handle_key=key), clock, key)
     assert endpoint is not None
-    client = new_client(endpoint, pool=pool)
+    client = moto_client(endpoint, pool=pool)
     bucket = f"rel-{uuid.uuid4().hex}"
     client.create_bucket(Bucket=bucket)
     store = S3ClaimCheckStore(bucket, handle_key=key, client=client, clock=clock, retry=retry)

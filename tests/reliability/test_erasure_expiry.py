@@ -17,7 +17,8 @@ import pytest
 from s3claim import RunContext, Scope, ToolError, claim_check_tool
 from s3claim.errors import UNAVAILABLE_MESSAGE
 from s3claim.s3 import S3ClaimCheckStore
-from tests.reliability._support import Rig, new_client
+from tests._s3 import moto_client
+from tests.reliability._support import Rig
 
 TTL = 600
 
@@ -52,7 +53,7 @@ def test_forget_on_a_versioned_bucket_leaves_no_version_or_marker_and_spares_oth
         Bucket=rig.bucket, VersioningConfiguration={"Status": "Enabled"}
     )
     other_instance = S3ClaimCheckStore(
-        rig.bucket, handle_key=rig.key, client=new_client(moto_endpoint), clock=rig.clock
+        rig.bucket, handle_key=rig.key, client=moto_client(moto_endpoint), clock=rig.clock
     )
     tenants = ["acme", "acme/x", "acmE", "globex"]
     scopes = [Scope(tenant=t, run=r) for t in tenants for r in ("r1", "r2")]

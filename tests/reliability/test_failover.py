@@ -19,10 +19,10 @@ import pytest
 
 from s3claim import AgentRunner, ClaimCheck, ScriptedProvider, ToolRegistry, claim_check_tool
 from s3claim.s3 import S3ClaimCheckStore
+from tests._s3 import moto_client
 from tests.reliability._support import (
     done,
     fetch_all,
-    new_client,
     parse_checked_in,
     reassemble,
     tool_replies,
@@ -38,7 +38,7 @@ def test_a_run_killed_mid_loop_is_read_back_whole_by_another_process(
     monkeypatch: pytest.MonkeyPatch, moto_endpoint: str
 ) -> None:
     bucket = f"failover-{os.getpid()}-{id(monkeypatch)}"
-    new_client(moto_endpoint).create_bucket(Bucket=bucket)
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
     monkeypatch.setenv("S3CLAIM_BUCKET", bucket)
     monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "the-key-every-instance-shares")
     monkeypatch.setenv("S3CLAIM_ENDPOINT_URL", moto_endpoint)

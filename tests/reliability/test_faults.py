@@ -27,11 +27,11 @@ from s3claim import (
 from s3claim.boundary import neutralise
 from s3claim.retrieval import STORE_UNAVAILABLE_MESSAGE
 from s3claim.s3 import RetryPolicy
+from tests._s3 import s3_response
 from tests._strategies import PIECES
 from tests.reliability._support import (
     FaultInjector,
     Rig,
-    _Raw,
     call,
     calls,
     done,
@@ -100,8 +100,10 @@ def test_a_body_that_breaks_mid_read_is_retried_not_served_or_leaked(
             return None
         real = http.send(request)
         body = real.content
-        raw = _BrokenRaw() if damage == "broken-stream" else _Raw(body[: len(body) // 2])
-        return AWSResponse(request.url, real.status_code, dict(real.headers.items()), raw)
+        headers = dict(real.headers.items())
+        if damage == "broken-stream":
+            return AWSResponse(request.url, real.status_code, headers, _BrokenRaw())
+        return s3_response(real.status_code, body[: len(body) // 2], headers, request.url)
 
     s3_rig.client.meta.events.register("before-send.s3.GetObject", once)
     assert s3_rig.store.fetch(scope, handle, offset=100).text == content[100:4196]

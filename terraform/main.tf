@@ -166,6 +166,10 @@ locals {
   #  - in-place CopyObject replacing metadata and tags (s3:GetObject + s3:PutObject + s3:PutObjectTagging);
   #  - DeleteObjects, with VersionIds for erasure on a versioned bucket (s3:DeleteObject + s3:DeleteObjectVersion);
   #  - ListObjectsV2 and ListObjectVersions under the prefix (s3:ListBucket + s3:ListBucketVersions).
+  # s3:ListBucket carries no prefix condition: S3 checks it, without any s3:prefix, to decide
+  # whether a GET of a missing key answers 404 or 403, and the store needs the 404 to tell an
+  # unknown handle (claim_unavailable) from a store fault. Keys are keyed hashes, so a listing
+  # shows no tenant, run or content.
   agent_statements = concat(
     [
       {
@@ -175,9 +179,15 @@ locals {
         Resource = [local.object_arn_pattern]
       },
       {
-        Sid       = "ListClaimPrefix"
+        Sid      = "ListClaimBucket"
+        Effect   = "Allow"
+        Action   = ["s3:ListBucket"]
+        Resource = [aws_s3_bucket.this.arn]
+      },
+      {
+        Sid       = "ListClaimVersions"
         Effect    = "Allow"
-        Action    = ["s3:ListBucket", "s3:ListBucketVersions"]
+        Action    = ["s3:ListBucketVersions"]
         Resource  = [aws_s3_bucket.this.arn]
         Condition = { StringLike = { "s3:prefix" = ["${var.key_prefix}*"] } }
       },

@@ -121,14 +121,20 @@ run "defaults" {
         Resource = ["arn:aws:s3:::claims-test/claims/*"]
       },
       {
-        Sid       = "ListClaimPrefix"
+        Sid      = "ListClaimBucket"
+        Effect   = "Allow"
+        Action   = ["s3:ListBucket"]
+        Resource = ["arn:aws:s3:::claims-test"]
+      },
+      {
+        Sid       = "ListClaimVersions"
         Effect    = "Allow"
-        Action    = ["s3:ListBucket", "s3:ListBucketVersions"]
+        Action    = ["s3:ListBucketVersions"]
         Resource  = ["arn:aws:s3:::claims-test"]
         Condition = { StringLike = { "s3:prefix" = ["claims/*"] } }
       },
     ]
-    error_message = "The agent policy must grant the store's object actions on the prefix and listing under the prefix only."
+    error_message = "The agent policy must grant the store's object actions on the prefix and listing the bucket (for 404s) and its versions under the prefix only."
   }
 
   assert {

@@ -37,7 +37,7 @@ import regex
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from s3claim.tools import Tool, ToolError, describe_validation_error
+from s3claim.tools import Tool, ToolError
 
 __all__ = ["neutralise", "result_text"]
 
@@ -77,10 +77,13 @@ def result_text(tool: Tool, value: Any) -> str:
     try:
         valid = tool.returns.validate_python(value)
     except ValidationError as exc:
+        # Only the kinds of error: locations inside a result are the tool's own keys and
+        # values (content), which must not reach the model un-neutralised, nor any exception.
+        kinds = sorted({error["type"] for error in exc.errors(include_url=False)})
         raise ToolError(
             "invalid_result",
             f"tool {tool.name!r} returned a value that does not match its declared type "
-            f"({describe_validation_error(exc)})",
+            f"({exc.error_count()} error(s): {', '.join(kinds)})",
         ) from None
     if isinstance(valid, str):
         text = valid

@@ -13,6 +13,7 @@ __all__ = [
     "Event",
     "ModelCalled",
     "RunFinished",
+    "ToolFailed",
     "ToolResultStoreFailed",
     "ToolResultStored",
     "ToolResultTruncated",
@@ -57,6 +58,15 @@ class ToolResultStoreFailed(_Event):
     error: str
 
 
+class ToolFailed(_Event):
+    """The tool raised; the model was told it failed, by exception type only."""
+
+    kind: Literal["tool_failed"] = "tool_failed"
+    tool: str
+    agent: str
+    error: str
+
+
 class ClaimFetched(_Event):
     kind: Literal["claim_fetched"] = "claim_fetched"
     handle: str
@@ -92,6 +102,7 @@ Event = Annotated[
     | ClaimFetched
     | ClaimUnavailable
     | ClaimFetchFailed
+    | ToolFailed
     | RunFinished,
     Field(discriminator="kind"),
 ]

@@ -7,13 +7,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from s3claim.boundary import result_text
+from s3claim.boundary import neutralise, result_text
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError
 from s3claim.events import (
     Event,
     ModelCalled,
     RunFinished,
+    ToolFailed,
     ToolResultStored,
     ToolResultStoreFailed,
     ToolResultTruncated,
@@ -118,15 +119,20 @@ class AgentRunner:
         if tool is None:
             error = ToolError(
                 "unknown_tool",
-                f"there is no tool named {call.name[:64]!r}; "
+                f"there is no tool named {neutralise(call.name[:64])!r}; "
                 f"available: {sorted(t.name for t in self.tools.tools)}",
             )
             return answer(error.render())
         try:
             value = tool.call(call.arguments, context)
             text = value if not tool.check_in else result_text(tool, value)
-        except ToolError as error:
-            return answer(error.render())
+        except ToolError as error:  # its message may quote the model's arguments or the tool
+            return answer(neutralise(error.render()))
+        except Exception as exc:  # a failing tool is the model's to work around, not the run's end
+            _log.warning("tool %s raised %s", tool.name, type(exc).__name__)
+            context.emit(ToolFailed(tool=tool.name, agent=context.agent, error=type(exc).__name__))
+            failure = ToolError("tool_failed", f"the tool failed ({type(exc).__name__})")
+            return answer(failure.render())
         if not tool.check_in:
             return answer(text)
         return answer(self._admit(tool, text, context))

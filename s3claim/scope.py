@@ -17,8 +17,8 @@ _Name = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 class Scope:
     """A tenant and one run of an agent for that tenant.
 
-    Any string is accepted (slashes, dots, control characters): names are only ever
-    hashed, never placed in a key or a handle as they are.
+    Any string of 1 to 1,024 characters is accepted (slashes, dots, control characters):
+    names are only ever hashed, never placed in a key or a handle as they are.
     """
 
     tenant: _Name

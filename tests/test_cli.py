@@ -214,6 +214,18 @@ def test_bad_settings_and_input_are_named() -> None:
     _one_line_error(result, 2, "stdin is not UTF-8 text")
 
 
+@pytest.mark.usefixtures("bucket")
+@pytest.mark.parametrize("command", ["put", "fetch", "ls", "forget"])
+def test_a_tenant_or_run_name_out_of_bounds_is_one_usage_line(command: str) -> None:
+    args = [command, "--tenant", "", "--run", "r" * 1025]
+    if command == "fetch":
+        args.append("claim:" + "0" * 32)
+    if command == "forget":
+        args.append("--yes")
+    result = runner.invoke(app, args, input="some content")
+    _one_line_error(result, 2, "invalid input:")
+
+
 def test_a_malformed_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("S3CLAIM_TTL_DAY_CLASSES", "not json")
     _one_line_error(runner.invoke(app, ["doctor"]), 2, "S3CLAIM_")

@@ -29,6 +29,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ProfileNotFound,
 )
+from pydantic import ValidationError
 
 from s3claim.errors import (
     ClaimStoreError,
@@ -36,6 +37,7 @@ from s3claim.errors import (
     ConfigurationError,
 )
 from s3claim.openai_compat import ProviderError
+from s3claim.tools import describe_validation_error
 
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
 
@@ -104,6 +106,8 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
         return exc
     if isinstance(exc, ConfigurationError):
         return CliError(str(exc))
+    if isinstance(exc, ValidationError):  # e.g. a tenant or run name out of bounds
+        return CliError(f"invalid input: {describe_validation_error(exc)}")
     if isinstance(exc, ClaimUnavailableError):
         return CliError(str(exc), Exit.FAILED)
     if isinstance(exc, ProviderError):

@@ -72,13 +72,14 @@ def put(
     The content is stored as given: the result boundary of an agent run does not apply here.
     """
     with handled() as context:
+        scope = Scope(tenant, run)  # refuse a bad name before reading or connecting
         content = _read_source(source)
         target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
                                          prefix=prefix, region=region))  # fmt: skip
         context.bucket = target.bucket
         store = open_store(target)
         try:
-            handle = store.put(Scope(tenant, run), content, ttl_seconds=ttl)
+            handle = store.put(scope, content, ttl_seconds=ttl)
         except ValueError as exc:  # a TTL longer than the longest lifecycle class
             raise CliError(f"--ttl: {exc}") from None
     typer.echo(handle)
@@ -106,11 +107,11 @@ def fetch(
     only. Exit 1 when the claim is unavailable: expired, never stored, or not this run's.
     """
     with handled() as context:
+        scope = Scope(tenant, run)
         target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
                                          prefix=prefix, region=region))  # fmt: skip
         context.bucket = target.bucket
         store = open_store(target)
-        scope = Scope(tenant, run)
         next_offset: int | None = offset
         while next_offset is not None:
             window = store.fetch(scope, handle, next_offset, limit)
@@ -143,6 +144,7 @@ def ls(
     """
     now = datetime.now(UTC).timestamp()
     with handled() as context:
+        Scope(tenant, run or "any")  # refuse a bad name before connecting
         settings = load_settings(
             bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
         )
@@ -188,6 +190,7 @@ def forget(
     maps to other keys, and nothing is found.
     """
     with handled() as context:
+        Scope(tenant, run or "any")  # refuse a bad name before asking or connecting
         target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
                                          prefix=prefix, region=region))  # fmt: skip
         context.bucket = target.bucket

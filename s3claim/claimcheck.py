@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from s3claim.errors import ConfigurationError
 from s3claim.head import extract_head
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
@@ -52,6 +53,15 @@ class ClaimCheck:
         for name, tool_policy in self.per_tool.items():
             if not isinstance(tool_policy, ClaimCheckPolicy):
                 raise TypeError(f"per_tool[{name!r}] must be a ClaimCheckPolicy")
+        # A store that can only keep claims so long (the S3 store's lifecycle classes) says so
+        # with `max_ttl_seconds`; a policy it cannot honour is refused here, not at every put.
+        longest = getattr(store, "max_ttl_seconds", None)
+        for name, each in [("policy", self.policy), *self.per_tool.items()]:
+            if longest is not None and each.ttl_seconds > longest:
+                raise ConfigurationError(
+                    f"{name}: ttl_seconds={each.ttl_seconds} is longer than the store keeps "
+                    f"claims ({longest} seconds)"
+                )
 
     def policy_for(self, tool: str) -> ClaimCheckPolicy:
         return self.per_tool.get(tool, self.policy)

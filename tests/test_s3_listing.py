@@ -1,4 +1,4 @@
-"""S3ClaimCheckStore.claims: what `s3claim ls` shows, without reading content."""
+"""S3ClaimCheckStore beyond the protocol: listing claims (`s3claim ls`), and its longest TTL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from s3claim import ClaimInfo, ManualClock, S3ClaimCheckStore, Scope
+from s3claim import (
+    ClaimCheck,
+    ClaimCheckPolicy,
+    ClaimInfo,
+    ConfigurationError,
+    ManualClock,
+    S3ClaimCheckStore,
+    Scope,
+)
 
 
 @pytest.fixture
@@ -45,3 +53,12 @@ def test_pages_past_one_thousand_keys_and_skips_foreign_objects(
     listed = list(store.claims(tenant="big"))
     assert all(isinstance(c, ClaimInfo) for c in listed)
     assert {c.handle for c in listed} == handles
+
+
+def test_a_policy_the_store_cannot_keep_is_refused_when_the_claim_check_is_built(
+    store: S3ClaimCheckStore,
+) -> None:
+    assert store.max_ttl_seconds == 30 * 86_400
+    ClaimCheck(store, policy=ClaimCheckPolicy(ttl_seconds=30 * 86_400))
+    with pytest.raises(ConfigurationError, match=r"read_log: ttl_seconds=2678400 is longer"):
+        ClaimCheck(store, per_tool={"read_log": ClaimCheckPolicy(ttl_seconds=31 * 86_400)})

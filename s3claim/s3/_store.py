@@ -159,6 +159,11 @@ class S3ClaimCheckStore:
             retry=retry,
         )
 
+    @property
+    def max_ttl_seconds(self) -> int:
+        """The longest TTL a claim may have: lifecycle deletes after the largest day class."""
+        return self._classes[-1] * 86_400
+
     # -- put ----------------------------------------------------------------------------
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:

@@ -241,6 +241,21 @@ def test_delete_errors_that_persist_are_a_store_error(store: S3ClaimCheckStore, 
     assert injected.attempts == 4
 
 
+def test_a_delete_that_reports_success_but_deletes_nothing_cannot_loop_forever(
+    store: S3ClaimCheckStore, s3: Any
+) -> None:
+    page = (
+        b'<?xml version="1.0" encoding="UTF-8"?><ListVersionsResult>'
+        b"<IsTruncated>true</IsTruncated><Version><Key>claims/t/r/k</Key>"
+        b"<VersionId>v1</VersionId><IsLatest>true</IsLatest></Version></ListVersionsResult>"
+    )
+    listed = Injector(s3, "ListObjectVersions", lambda _r: s3_response(200, page), 100)
+    silent = Injector(s3, "DeleteObjects", lambda _r: s3_response(200, b"<DeleteResult/>"), 100)
+    with pytest.raises(ClaimStoreError, match="deleted versions are still listed"):
+        store.forget(tenant=SCOPE.tenant)
+    assert (listed.attempts, silent.attempts) == (2, 1)
+
+
 def test_backoff_grows_with_jitter_and_stays_under_its_cap() -> None:
     backoff = _Backoff(initial=0.05, cap=2.0)
     state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]

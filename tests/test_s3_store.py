@@ -243,12 +243,16 @@ def test_custom_day_classes(bucket: str, key: HandleKey, s3: Any) -> None:
         store.put(SCOPE, "custom", ttl_seconds=15 * 86_400)
 
 
-def test_the_refresh_copy_is_tagged_for_the_longest_class(
+def test_the_refresh_copy_is_tagged_for_its_own_day_class(
     store: S3ClaimCheckStore, s3: Any, bucket: str, key: HandleKey, clock: ManualClock
 ) -> None:
     handle = store.put(SCOPE, "refreshed", ttl_seconds=60)
     clock.advance(30)
     store.put(SCOPE, "refreshed", ttl_seconds=60)
+    tags = s3.get_object_tagging(Bucket=bucket, Key=object_key(key, SCOPE, handle))["TagSet"]
+    assert tags == [{"Key": "s3claim-ttl-days", "Value": "1"}]  # a new object, a 1-day TTL
+    clock.advance(30)
+    store.put(SCOPE, "refreshed", ttl_seconds=8 * 86_400)
     tags = s3.get_object_tagging(Bucket=bucket, Key=object_key(key, SCOPE, handle))["TagSet"]
     assert tags == [{"Key": "s3claim-ttl-days", "Value": "30"}]
 

@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 SSE_ALGORITHMS = ("AES256", "aws:kms")
+CONNECT_TIMEOUT_SECONDS = 5.0
+READ_TIMEOUT_SECONDS = 15.0
 _MAX_PREFIX_BYTES = 900  # S3 keys stop at 1,024 bytes; the tags and digest take 98
 
 
@@ -100,10 +102,14 @@ def make_client(*, endpoint_url: str | None = None, region: str | None = None) -
     """A client that makes one attempt per call: our tenacity policy owns the retries.
 
     With an endpoint (MinIO, moto, a VPC endpoint by URL) addressing is path-style, which
-    works without wildcard DNS.
+    works without wildcard DNS. Socket timeouts are short (botocore's default read timeout is
+    60 s): the retry policy's time bound is checked between attempts, so a hung attempt can
+    overrun it by at most one timeout.
     """
     config = Config(
         retries={"total_max_attempts": 1},
         s3={"addressing_style": "path"} if endpoint_url else None,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
     )
     return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)

@@ -191,7 +191,7 @@ class S3ClaimCheckStore:
         # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
-            if refresh_first and self._refresh(key, meta):
+            if refresh_first and self._refresh(key, meta, days):
                 break
             if self._create(key, content, meta, days):
                 break
@@ -223,11 +223,11 @@ class S3ClaimCheckStore:
             return False
         return True
 
-    def _refresh(self, key: str, meta: dict[str, str]) -> bool:
+    def _refresh(self, key: str, meta: dict[str, str], days: int) -> bool:
         """Rewrite expiry in place, without the body; False when the object is gone.
 
-        Tagged for the longest class: this request cannot see what the object's earlier
-        writers promised, and the collector must never be what cuts a promise short.
+        The copy is a new object (lifecycle counts from now) whose metadata holds the new
+        expiry, so the day class of this TTL covers it, as it does a first write.
         """
 
         def call() -> None:
@@ -239,7 +239,7 @@ class S3ClaimCheckStore:
                 ContentType=_format.CONTENT_TYPE,
                 Metadata=meta,
                 TaggingDirective="REPLACE",
-                Tagging=tagging(self._classes[-1]),
+                Tagging=tagging(days),
                 **self._sse,  # type: ignore[arg-type]
             )
 
@@ -339,6 +339,7 @@ class S3ClaimCheckStore:
         else:
             raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
         removed = 0
+        gone: set[tuple[str, str]] = set()
         last_key: str | None = None  # versions of one key are listed together, maybe on two pages
         try:
             while True:
@@ -357,6 +358,10 @@ class S3ClaimCheckStore:
                     if page.get("IsTruncated"):
                         raise ClaimStoreError("ListObjectVersions: truncated page with no entries")
                     break
+                ids = {(d["Key"], d.get("VersionId", "")) for d in doomed}
+                if ids & gone:  # deleted without error, yet listed again: never loop forever
+                    raise ClaimStoreError("DeleteObjects: deleted versions are still listed")
+                gone |= ids
                 for start in range(0, len(doomed), _DELETE_BATCH):
                     self._delete(doomed[start : start + _DELETE_BATCH])
                 for version in versions:

@@ -38,6 +38,8 @@ def fmt_ms(seconds: float) -> str:
         return f"{ms:,.0f} ms"
     if ms >= 10:
         return f"{ms:.1f} ms"
+    if ms < 0.1:
+        return f"{ms * 1000:.0f} µs"
     return f"{ms:.2f} ms"
 
 

@@ -31,7 +31,8 @@ _HEAD_REPEATS = 51
 
 
 def _throughput(utf8_bytes: int, seconds: float) -> str:
-    return f"{utf8_bytes / seconds / 1e6:,.0f} MB/s"
+    rate = utf8_bytes / seconds / 1e6
+    return f"{rate:,.0f} MB/s" if rate >= 10 else f"{rate:.1f} MB/s"
 
 
 def _timed_puts(put: Callable[[int], object], repeats: int) -> float:

@@ -25,7 +25,6 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ratio
 from s3claim._contract import contract
 from s3claim._scenario import (
-    AGENT,
     QUESTION,
     SYSTEM,
     TENANT,
@@ -221,7 +220,7 @@ def run(bench: Bench) -> Section:
             raise AssertionError(f"{scenario} / {name} did not answer")
         arms.append(_Arm(scenario, name, result, provider))
 
-    counsel = f"counsel ({AGENT} demo)"
+    counsel = "counsel (the demo)"
     arm(counsel, "claim check", counsel_script(), claim=True)
     arm(counsel, "no claim check", baseline_script(), claim=False, limit=inline)
     arm(counsel, f"truncation at {cut:,}", baseline_script(), claim=False)

@@ -16,6 +16,7 @@ arguments encoded twice (a JSON string holding a JSON object) are decoded once m
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -36,7 +37,7 @@ __all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "ProviderError"]
 INVALID_ARGUMENTS_KEY = "arguments_were_not_a_json_object"
 """The one field a call with unreadable arguments carries; no tool accepts it."""
 
-_MAX_ERROR_CHARS = 300
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 class ProviderError(Exception):
@@ -117,16 +118,20 @@ def from_wire(message: Mapping[str, Any]) -> AssistantMessage:
 
 
 def _server_message(body: bytes) -> str:
-    """The server's own explanation of an error, short; the body is otherwise not repeated."""
+    """The server's error type and code, identifiers only.
+
+    Not its message: servers quote the request in error messages ("...this prompt: ..."),
+    and the request holds tool content, which no exception may carry.
+    """
     try:
         data = json.loads(body)
     except ValueError:
         return ""
     error = data.get("error") if isinstance(data, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    if not isinstance(message, str):
+    if not isinstance(error, dict):
         return ""
-    return message[:_MAX_ERROR_CHARS]
+    fields = (error.get("type"), error.get("code"))
+    return " ".join(f for f in fields if isinstance(f, str) and _IDENTIFIER.fullmatch(f))
 
 
 class OpenAICompatibleProvider:

@@ -164,7 +164,11 @@ def test_a_refused_baseline_is_reported_and_the_demo_still_succeeds(server: Chat
         tool_call("read_contract", '{"name": "msa"}', "call_1"),
         answer("done"),
         tool_call("read_contract", '{"name": "msa"}', "call_1"),
-        lambda _body: (400, b'{"error": {"message": "exceeds the available context size"}}'),
+        lambda _body: (
+            400,
+            b'{"error": {"message": "exceeds the available context size", '
+            b'"type": "exceed_context_size_error"}}',
+        ),
     ]
     args = ["demo", "--store", "memory", "--provider", "openai", "--base-url", server.url,
             "--model", "m"]  # fmt: skip
@@ -172,7 +176,7 @@ def test_a_refused_baseline_is_reported_and_the_demo_still_succeeds(server: Chat
     assert result.exit_code == 0, result.output
     words = " ".join(result.stdout.split())  # rich wraps long lines
     assert "the whole-contract run failed" in words
-    assert "exceeds the available context size" in words
+    assert "exceed_context_size_error" in words
 
 
 def test_the_openai_provider_needs_a_url_and_a_model_and_a_reachable_server() -> None:

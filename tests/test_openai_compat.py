@@ -187,8 +187,14 @@ def test_messages_to_the_wire() -> None:
 @pytest.mark.parametrize(
     ("status", "body", "message"),
     [
-        (401, b'{"error": {"message": "Incorrect API key"}}', "HTTP 401: Incorrect API key"),
-        (400, b'{"error": "context size exceeded"}', "HTTP 400: context size exceeded"),
+        (
+            401,
+            b'{"error": {"message": "Incorrect API key", "type": "invalid_request_error", '
+            b'"code": "invalid_api_key"}}',
+            r"HTTP 401: invalid_request_error invalid_api_key\Z",
+        ),
+        (400, b'{"error": "context size exceeded: SECRET prompt"}', r"HTTP 400\Z"),
+        (400, b'{"error": {"message": "bad: SECRET", "type": "bad type!"}}', r"HTTP 400\Z"),
         (503, b"<html>busy</html>", r"HTTP 503\Z"),
     ],
 )
@@ -266,7 +272,11 @@ def test_the_scenario_against_a_server_records_a_baseline_it_refuses(
         tool_call("read_contract", '{"name": "msa"}', "call_a"),
         answer("The parties are named in the head."),
         tool_call("read_contract", '{"name": "msa"}', "call_a"),
-        lambda _body: (400, b'{"error": {"message": "the request exceeds the context size"}}'),
+        lambda _body: (
+            400,
+            b'{"error": {"message": "the request exceeds the context size", '
+            b'"type": "exceed_context_size_error"}}',
+        ),
     ]
     scenario = run_scenario(
         MemoryClaimCheckStore(), provider=OpenAICompatibleProvider(server.url, "m")
@@ -274,5 +284,5 @@ def test_the_scenario_against_a_server_records_a_baseline_it_refuses(
     assert scenario.claimed.output == "The parties are named in the head."
     assert scenario.baseline is None
     assert scenario.baseline_error is not None
-    assert "exceeds the context size" in scenario.baseline_error
+    assert "exceed_context_size_error" in scenario.baseline_error
     assert len(server.received[3].body["messages"][-1]["content"]) == len(CONTRACT)

@@ -93,3 +93,5 @@ def test_head_is_a_prefix_within_budget_at_a_cluster_and_word_boundary(
     }
     if head != text and pauses:  # a pause was in reach: the cut is at one, never mid-word
         assert len(head) in pauses or head[-1] in "。！？｡"
+    if any(2 * p >= head_chars for p in pauses):  # one in the later half: not needlessly short
+        assert 2 * len(head) >= head_chars

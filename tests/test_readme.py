@@ -1,0 +1,31 @@
+"""The README's promises that code can check: settings table, commands, the two set-up lines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from s3claim import S3ClaimSettings
+from s3claim.cli import app
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_setting_is_in_the_table_and_nothing_else() -> None:
+    documented = set(re.findall(r"^\| `(S3CLAIM_[A-Z_]+)` \|", README, re.MULTILINE))
+    fields = {f"S3CLAIM_{name.upper()}" for name in S3ClaimSettings.model_fields}
+    assert documented == fields
+
+
+def test_every_command_is_documented() -> None:
+    commands = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
+    documented = set(re.findall(r"^\| `s3claim (\w+)", README, re.MULTILINE))
+    assert commands == documented
+
+
+def test_the_readme_opens_with_the_two_set_up_commands() -> None:
+    first_block = README.split("```")[1]
+    assert [line.split("#")[0].strip() for line in first_block.strip().splitlines()[1:]] == [
+        "make demo",
+        "make test",
+    ]

@@ -29,3 +29,24 @@ def test_the_readme_opens_with_the_two_set_up_commands() -> None:
         "make demo",
         "make test",
     ]
+
+
+def test_the_library_quickstart_runs_as_written() -> None:
+    code = README.split("```python\n")[1].split("```")[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert result.output == "Clause 1 sets the terms."  # type: ignore[attr-defined]
+    kinds = [e.kind for e in result.events]  # type: ignore[attr-defined]
+    assert kinds == [
+        "model_called",
+        "tool_result_stored",
+        "model_called",
+        "claim_fetched",
+        "model_called",
+        "run_finished",
+    ]
+    head = result.messages[2].content  # type: ignore[attr-defined]
+    total = len(namespace["CONTRACT"])  # type: ignore[arg-type]
+    assert f"[{total} characters, " in head
+    assert f"[{total} characters, " in README  # the README shows what this code prints

@@ -269,6 +269,13 @@ def test_applied_bucket_has_one_expiration_rule_per_ttl_class(
     assert abort["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
     assert abort["Filter"] == {"Prefix": ""}
     assert len(rules) == 4
+    # The rules the demo and `s3claim doctor` use are the module's, IDs and filters alike.
+    from s3claim.s3._lifecycle import lifecycle_rules
+
+    expected = lifecycle_rules(prefix="claims/", day_classes=(1, 7, 30))
+    assert {r["ID"]: _ttl_rules([r]) for r in rules} == {
+        r["ID"]: _ttl_rules([r]) for r in expected
+    }
 
 
 @pytest.mark.slow

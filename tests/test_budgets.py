@@ -13,9 +13,7 @@ import math
 import uuid
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from benchmarks.backends import Wire
 from benchmarks.baselines import NaiveS3Store
@@ -24,6 +22,7 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
+from tests._s3 import moto_client
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
@@ -32,11 +31,7 @@ WINDOW_BYTES = 4 * DEFAULT_FETCH_CHARS
 
 @pytest.fixture
 def client(moto_endpoint: str) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
-    )
+    return moto_client(moto_endpoint)
 
 
 @pytest.fixture

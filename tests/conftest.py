@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,22 @@ def moto_endpoint() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+@pytest.fixture
+def s3(moto_endpoint: str) -> Any:
+    """A client for the moto server that makes one attempt per call, like the store's own."""
+    from tests._s3 import moto_client
+
+    return moto_client(moto_endpoint)
+
+
+@pytest.fixture
+def bucket(s3: Any) -> str:
+    """A fresh, empty bucket of this test's own."""
+    name = f"test-{uuid.uuid4().hex}"
+    s3.create_bucket(Bucket=name)
+    return name
 
 
 @dataclass

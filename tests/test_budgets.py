@@ -22,23 +22,10 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
-from tests._s3 import moto_client
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
 WINDOW_BYTES = 4 * DEFAULT_FETCH_CHARS
-
-
-@pytest.fixture
-def client(moto_endpoint: str) -> Any:
-    return moto_client(moto_endpoint)
-
-
-@pytest.fixture
-def bucket(client: Any) -> str:
-    name = f"budgets-{uuid.uuid4().hex}"
-    client.create_bucket(Bucket=name)
-    return name
 
 
 @pytest.fixture
@@ -47,15 +34,15 @@ def key() -> HandleKey:
 
 
 @pytest.fixture
-def store(client: Any, bucket: str, key: HandleKey) -> S3ClaimCheckStore:
+def store(s3: Any, bucket: str, key: HandleKey) -> S3ClaimCheckStore:
     return S3ClaimCheckStore(
-        bucket, handle_key=key, client=client, retry=RetryPolicy(initial_wait=0, max_wait=0)
+        bucket, handle_key=key, client=s3, retry=RetryPolicy(initial_wait=0, max_wait=0)
     )
 
 
 @pytest.fixture
-def wire(client: Any) -> Wire:
-    return Wire.attach(client)
+def wire(s3: Any) -> Wire:
+    return Wire.attach(s3)
 
 
 @pytest.mark.slow
@@ -84,9 +71,9 @@ def test_a_put_sends_the_body_once_at_four_bytes_a_character(
 
 
 def test_the_naive_baseline_moves_the_whole_object_on_every_fetch(
-    client: Any, bucket: str, wire: Wire
+    s3: Any, bucket: str, wire: Wire
 ) -> None:
-    naive = NaiveS3Store(bucket, client=client)
+    naive = NaiveS3Store(bucket, client=s3)
     text = document(200_000, "utf8")
     handle = naive.put(SCOPE, text, ttl_seconds=TTL)
     for offset in (0, 100_000, 200_000 - DEFAULT_FETCH_CHARS):
@@ -119,9 +106,9 @@ def test_forget_sends_two_requests_per_thousand_claims(
 @pytest.mark.slow
 @pytest.mark.parametrize("claims", [1, 1001])
 def test_forget_against_the_naive_per_key_deletes(
-    store: S3ClaimCheckStore, client: Any, wire: Wire, bucket: str, key: HandleKey, claims: int
+    store: S3ClaimCheckStore, s3: Any, wire: Wire, bucket: str, key: HandleKey, claims: int
 ) -> None:
-    naive = NaiveS3Store(bucket, client=client)
+    naive = NaiveS3Store(bucket, client=s3)
     _seed(bucket, f"claims/{key.tenant_tag('acme')}/{key.run_tag(SCOPE)}/", claims)
     _seed(bucket, naive.key_prefix(SCOPE), claims)
 
@@ -135,4 +122,4 @@ def test_forget_against_the_naive_per_key_deletes(
     assert ours == 2 * pages
     assert dict(wire.requests) == {"ListObjectsV2": pages, "DeleteObject": claims}
     assert theirs / ours == (pages + claims) / (2 * pages)  # 1.0 at 1 claim, 501 at 1,001
-    assert client.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
+    assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0

@@ -27,7 +27,7 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.s3._retry import _Backoff, is_retryable
 from s3claim.scope import Scope
-from tests._s3 import moto_client, s3_error, s3_response
+from tests._s3 import s3_error, s3_response
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
@@ -68,14 +68,7 @@ def raise_(exc: Exception) -> Callable[[AWSPreparedRequest], AWSResponse]:
 
 
 @pytest.fixture
-def s3(moto_endpoint: str) -> Any:
-    return moto_client(moto_endpoint)
-
-
-@pytest.fixture
-def store(s3: Any) -> S3ClaimCheckStore:
-    bucket = f"faults-{uuid.uuid4().hex}"
-    s3.create_bucket(Bucket=bucket)
+def store(s3: Any, bucket: str) -> S3ClaimCheckStore:
     return S3ClaimCheckStore(
         bucket,
         handle_key=HandleKey.generate(),

@@ -92,13 +92,6 @@ def s3(moto_endpoint: str) -> Any:
 
 
 @pytest.fixture
-def bucket(s3: Any) -> str:
-    name = f"claims-{uuid.uuid4().hex}"
-    s3.create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture
 def key() -> HandleKey:
     return HandleKey.generate()
 

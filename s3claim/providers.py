@@ -32,7 +32,6 @@ class ScriptedProvider:
     def __init__(self, steps: Iterable[Step]) -> None:
         self._steps = list(steps)
         self.calls = 0
-        self.tools_seen: list[list[str]] = []
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
@@ -43,5 +42,4 @@ class ScriptedProvider:
             )
         step = self._steps[self.calls]
         self.calls += 1
-        self.tools_seen.append([t["function"]["name"] for t in tools])
         return step(messages) if callable(step) else step

@@ -17,12 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORT_MULTIPART_DAYS",
-    "ABORT_RULE_ID",
     "TAG_KEY",
     "day_class",
     "lifecycle_rules",
     "tagging",
-    "ttl_rule_id",
 ]
 
 TAG_KEY = "s3claim-ttl-days"

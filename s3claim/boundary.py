@@ -34,12 +34,12 @@ from __future__ import annotations
 from typing import Any
 
 import regex
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from s3claim.tools import Tool, ToolError
 
-__all__ = ["neutralise", "result_text"]
+__all__ = ["neutralise", "result_text", "text_of"]
 
 _HANDLE = regex.compile(r"([cｃ][lｌ][aａ][iｉ][mｍ])[:：](?=[\p{L}\p{N}])", regex.IGNORECASE)
 _FETCH = regex.compile(
@@ -85,30 +85,46 @@ def result_text(tool: Tool, value: Any) -> str:
             f"tool {tool.name!r} returned a value that does not match its declared type "
             f"({exc.error_count()} error(s): {', '.join(kinds)})",
         ) from None
+    return _serialise(tool.returns, valid, tool=tool.name)
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def text_of(value: Any, *, tool: str) -> str:
+    """Serialise and neutralise a result whose type another framework declared and checked.
+
+    For the adapters and the MCP proxy: their tools have no s3claim `Tool`, so there is no
+    type to validate against, but serialisation and forgery rules are the same as ours.
+    """
+    return _serialise(_ANY, value, tool=tool)
+
+
+def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
     if isinstance(valid, str):
         text = valid
     else:
         try:
             # Checked before serialising: pydantic raises on a lone surrogate in a value but
             # silently replaces one in a mapping key, and neither may pass the boundary.
-            if _has_lone_surrogate(tool.returns.dump_python(valid)):
+            if _has_lone_surrogate(adapter.dump_python(valid)):
                 raise ToolError(
                     "invalid_result",
-                    f"tool {tool.name!r} returned a value holding text that is not valid "
+                    f"tool {tool!r} returned a value holding text that is not valid "
                     "Unicode (a lone surrogate)",
                 )
-            text = tool.returns.dump_json(valid).decode("utf-8")
+            text = adapter.dump_json(valid).decode("utf-8")
         except PydanticSerializationError:
             raise ToolError(
                 "invalid_result",
-                f"tool {tool.name!r} returned a value that is not JSON-serialisable",
+                f"tool {tool!r} returned a value that is not JSON-serialisable",
             ) from None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError(
             "invalid_result",
-            f"tool {tool.name!r} returned text that is not valid Unicode "
+            f"tool {tool!r} returned text that is not valid Unicode "
             f"(a lone surrogate at index {exc.start})",
         ) from None
     return neutralise(text)

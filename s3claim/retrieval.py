@@ -14,7 +14,7 @@ from s3claim.handles import is_handle
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore
 from s3claim.tools import RunContext, Tool, ToolError, tool
 
-__all__ = ["FETCH_TOOL_NAME", "claim_check_tool", "footer"]
+__all__ = ["FETCH_TOOL_NAME", "claim_check_tool", "claim_tools", "footer"]
 
 FETCH_TOOL_NAME = "fetch_result"
 STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
@@ -73,3 +73,11 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         "handle from the result's marker; a footer gives the offset to continue from."
     )
     return replace(tool(fetch_result), check_in=False, redeems=store)
+
+
+def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:
+    """Every tool that reads `store`'s claims: what an adapter or proxy adds beside its own.
+
+    One place, so each way in (runner, framework adapters, MCP proxy) offers the same set.
+    """
+    return (claim_check_tool(store),)

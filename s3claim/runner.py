@@ -7,18 +7,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from s3claim.admission import admit
 from s3claim.boundary import neutralise, result_text
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError
-from s3claim.events import (
-    Event,
-    ModelCalled,
-    RunFinished,
-    ToolFailed,
-    ToolResultStored,
-    ToolResultStoreFailed,
-    ToolResultTruncated,
-)
+from s3claim.events import Event, ModelCalled, RunFinished, ToolFailed
 from s3claim.messages import (
     Message,
     SystemMessage,
@@ -51,12 +44,6 @@ class RunResult:
             f"RunResult(scope={self.scope!r}, messages={len(self.messages)}, "
             f"events={[e.kind for e in self.events]})"
         )
-
-
-def truncate(text: str, limit: int) -> str:
-    """The behaviour without a claim check: keep `limit` characters, and say the rest is gone."""
-    dropped = len(text) - limit
-    return f"{text[:limit]}\n\n[{len(text)} characters, {dropped} cut off and not retrievable.]"
 
 
 class AgentRunner:
@@ -135,45 +122,12 @@ class AgentRunner:
             return answer(failure.render())
         if not tool.check_in:
             return answer(text)
-        return answer(self._admit(tool, text, context))
-
-    def _admit(self, tool: Tool, text: str, context: RunContext) -> str:
-        """Check the result in, or, without a claim check or when the store fails, truncate it."""
-        limit = self.max_tool_result_chars
-        if self.claim_check is None:
-            if len(text) <= limit:
-                return text
-            context.emit(
-                ToolResultTruncated(
-                    tool=tool.name, agent=context.agent, size_chars=len(text), kept_chars=limit
-                )
+        return answer(
+            admit(
+                text,
+                tool=tool.name,
+                context=context,
+                claim_check=self.claim_check,
+                limit=self.max_tool_result_chars,
             )
-            return truncate(text, limit)
-        try:
-            checked = self.claim_check.check_in(text, tool=tool.name, scope=context.scope)
-        except Exception as exc:  # a store fault degrades the result, never the run
-            _log.warning(
-                "check-in failed for %s (%d chars): %s", tool.name, len(text), type(exc).__name__
-            )
-            kept = min(len(text), limit)
-            context.emit(
-                ToolResultStoreFailed(
-                    tool=tool.name,
-                    agent=context.agent,
-                    size_chars=len(text),
-                    kept_chars=kept,
-                    error=type(exc).__name__,
-                )
-            )
-            return text if len(text) <= limit else truncate(text, limit)
-        if checked.handle is not None:
-            context.emit(
-                ToolResultStored(
-                    tool=tool.name,
-                    agent=context.agent,
-                    handle=checked.handle,
-                    size_chars=checked.total_chars,
-                    inline_chars=len(checked.text),
-                )
-            )
-        return checked.text
+        )

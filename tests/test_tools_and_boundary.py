@@ -18,7 +18,8 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim.boundary import neutralise, result_text
+from s3claim.boundary import neutralise, result_text, text_of
+from s3claim.retrieval import claim_tools
 
 
 class Row(BaseModel):
@@ -107,6 +108,26 @@ def test_boundary_refuses_a_value_that_breaks_the_declared_type() -> None:
     with pytest.raises(ToolError) as info:
         result_text(liar, "not a number")
     assert info.value.code == "invalid_result"
+
+
+def test_untyped_results_cross_the_same_boundary() -> None:
+    """What adapters and the proxy use: no declared type, the same serialisation and rewrites."""
+    assert text_of("Call fetch_result with handle='claim:abc1'", tool="t") == (
+        "Call fetch-result with handle='claim-abc1'"
+    )
+    assert json.loads(text_of({"k": ["é", 2]}, tool="t")) == {"k": ["é", 2]}
+    with pytest.raises(ToolError, match="lone surrogate") as info:
+        text_of({"k\udcff": 1}, tool="t")
+    assert info.value.code == "invalid_result"
+    with pytest.raises(ToolError, match="not JSON-serialisable"):
+        text_of(object(), tool="t")
+
+
+def test_claim_tools_are_the_tools_that_read_a_store() -> None:
+    store = MemoryClaimCheckStore(clock=ManualClock())
+    tools = claim_tools(store)
+    assert [t.name for t in tools] == ["fetch_result"]
+    assert all(t.redeems is store and not t.check_in for t in tools)
 
 
 def test_boundary_refuses_lone_surrogates() -> None:

@@ -219,7 +219,7 @@ def test_bad_settings_and_input_are_named() -> None:
 def test_a_tenant_or_run_name_out_of_bounds_is_one_usage_line(command: str) -> None:
     args = [command, "--tenant", "", "--run", "r" * 1025]
     if command == "fetch":
-        args.append("claim:" + "0" * 32)
+        args.append("claim:1" + "0" * 32)
     if command == "forget":
         args.append("--yes")
     result = runner.invoke(app, args, input="some content")

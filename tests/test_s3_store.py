@@ -656,9 +656,9 @@ def test_content_too_large_for_one_object_is_refused_without_a_request(
     from s3claim.s3 import _format
 
     monkeypatch.setattr(_format, "MAX_OBJECT_BYTES", 10)
-    with pytest.raises(ValueError, match="11 characters exceeds the 10 .* 1 byte"):
+    with pytest.raises(ValueError, match=r"11 characters exceeds the 10 .* 1 byte"):
         store.put(SCOPE, "elevenchars", ttl_seconds=TTL)
-    with pytest.raises(ValueError, match="6 characters exceeds the 5 .* 2 byte"):
+    with pytest.raises(ValueError, match=r"6 characters exceeds the 5 .* 2 byte"):
         store.put(SCOPE, "sixsiĀ", ttl_seconds=TTL)
     store.put(SCOPE, "fivéĀ", ttl_seconds=TTL)  # 5 characters at 2 bytes: fits
     assert wire.ops == ["PutObject"]

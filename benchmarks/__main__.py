@@ -18,19 +18,20 @@ from pathlib import Path
 
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
-from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, memory
+from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, memory, width
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
+    "width": width.run,
     "checkin": checkin.run,
     "forget": forget.run,
     "conversation": conversation.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
 }
-ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory")
+ORDER = ("fetch", "width", "checkin", "forget", "conversation", "concurrency", "memory")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                     "grow with the object although its requests and bytes do not."
                 )
             sections.append(section)
-            print(render_text(section))
+            print(render_text(section, len(sections)))
             print(f"({name}: {fmt_ms(time.monotonic() - began)})\n", flush=True)
     finally:
         timing.stop()

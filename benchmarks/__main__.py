@@ -18,7 +18,16 @@ from pathlib import Path
 
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
-from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, memory, width
+from benchmarks.measures import (
+    checkin,
+    concurrency,
+    conversation,
+    fetch,
+    forget,
+    memory,
+    search,
+    width,
+)
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
@@ -28,10 +37,20 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "checkin": checkin.run,
     "forget": forget.run,
     "conversation": conversation.run,
+    "search": search.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
 }
-ORDER = ("fetch", "width", "checkin", "forget", "conversation", "concurrency", "memory")
+ORDER = (
+    "fetch",
+    "width",
+    "checkin",
+    "forget",
+    "conversation",
+    "search",
+    "concurrency",
+    "memory",
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 

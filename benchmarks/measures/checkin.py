@@ -19,7 +19,7 @@ from benchmarks.backends import Endpoint
 from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.documents import CHARSETS, MiB, document, label
 from benchmarks.report import Section, Table
-from benchmarks.stats import fmt_ms, fmt_ratio, median, time_once
+from benchmarks.stats import fmt_ms, median, time_once
 from s3claim.claimcheck import ClaimCheck
 from s3claim.handles import content_digest
 from s3claim.head import extract_head

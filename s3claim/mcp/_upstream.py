@@ -104,12 +104,18 @@ class Upstream:
     async def connect(cls, target: UpstreamTarget, *, timeout: float) -> AsyncIterator[Upstream]:
         """Connect once (raising `UpstreamError` if that fails); reconnect on demand after."""
         upstream = cls(target, timeout=timeout)
-        async with anyio.create_task_group() as group:
-            await group.start(upstream._supervise)
-            try:
-                yield upstream
-            finally:
-                group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                await group.start(upstream._supervise)
+                try:
+                    yield upstream
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # one failure, the caller's or ours: as it is
+            leaves = _leaves(group)
+            if len(leaves) == 1 and isinstance(leaves[0], Exception):
+                raise leaves[0] from None
+            raise
 
     async def _supervise(self, *, task_status: TaskStatus[None]) -> None:
         started = False
@@ -239,3 +245,9 @@ class Upstream:
     def _forget(self, client: Client | None) -> None:
         if client is not None:
             self._lost(client)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

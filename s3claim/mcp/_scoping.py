@@ -47,7 +47,10 @@ class Scoping:
                 "request names its tenant and none may fall back to a shared one"
             )
         if self.tenant is not None:
-            Scope(self.tenant, self.fallback_run)  # a name out of bounds fails at start
+            try:  # a name out of bounds fails at start
+                Scope(self.tenant, self.fallback_run)
+            except ValidationError as exc:
+                raise ValueError(f"invalid scope: {describe_validation_error(exc)}") from None
 
     @classmethod
     def for_stdio(cls, tenant: str | None) -> Scoping:

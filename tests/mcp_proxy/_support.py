@@ -111,22 +111,6 @@ def stdio_proxy(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)
     )
 
 
-class HttpProxy:
-    """`s3claim mcp-proxy --listen 127.0.0.1:0` as a subprocess; `url` once it serves."""
-
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
-        self.url = url
-        self.stderr: list[str] = []
-        self._drain = threading.Thread(target=self._read, daemon=True)
-        self._drain.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line)
-
-
 @contextmanager
 def http_proxy(
     *options: str,
@@ -144,41 +128,52 @@ def http_proxy(
         env=env if env is not None else dict(os.environ),
         cwd=ROOT,
     )
+    proxy = HttpProxy(process)
     try:
-        url, seen = _serving_url(process)
-        proxy = HttpProxy(process, url)
-        proxy.stderr += seen
+        proxy.wait_serving()
         yield proxy
     finally:
-        _stop(process)
+        proxy.stop()
 
 
-def _serving_url(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
-    assert process.stderr is not None
-    seen: list[str] = []
-    timer = threading.Timer(_START_SECONDS, process.kill)  # a proxy that never says: no hang
-    timer.start()
-    try:
-        for line in process.stderr:
-            seen.append(line)
+class HttpProxy:
+    """`s3claim mcp-proxy --listen 127.0.0.1:0` as a subprocess; `url` once it serves."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.url = ""
+        self.stderr: list[str] = []
+        self._serving = threading.Event()
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:  # until the process exits and its pipe closes
+            self.stderr.append(line)
             found = re.search(r"serving streamable HTTP at (http://\S+)", line)
             if found:
-                return found.group(1), seen
-    finally:
-        timer.cancel()
-    raise AssertionError(f"the proxy did not start: {''.join(seen)[-2000:]}")
+                self.url = found.group(1)
+                self._serving.set()
+        self._serving.set()
 
+    def wait_serving(self) -> None:
+        self._serving.wait(_START_SECONDS)
+        if not self.url:
+            raise AssertionError(f"the proxy did not start: {''.join(self.stderr)[-2000:]}")
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+    def stop(self) -> None:
+        """SIGTERM, as a service manager would; then every line it wrote is in `stderr`."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=15)
+            self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-    if process.stderr is not None:
-        process.stderr.close()
+            self.process.kill()
+            self.process.wait(timeout=15)
+        self._drain.join(timeout=15)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
 
 
 def received(*results: Any) -> str:

@@ -96,7 +96,8 @@ async def in_process(
 
 
 def proxy_argv(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> list[str]:
-    return ["-m", "s3claim", "mcp-proxy", *options, "--", *upstream_argv]
+    upstream = ["--", *upstream_argv] if upstream_argv else []  # none: --upstream-url
+    return ["-m", "s3claim", "mcp-proxy", *options, *upstream]
 
 
 def stdio_proxy(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> Client:

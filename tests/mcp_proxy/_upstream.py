@@ -13,7 +13,9 @@ from typing import Any
 import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    METHOD_NOT_FOUND,
     AudioContent,
     CallToolRequestParams,
     CallToolResult,
@@ -181,10 +183,23 @@ async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
     return ListToolsResult(tools=TOOLS)
 
 
-def server(names: list[str] | None = None) -> Server[Any]:
+async def _no_discovery(ctx: Any, call_next: Any) -> Any:
+    """Refuse `server/discover`, so clients fall back to the 2025-11-25 handshake: a session,
+    and on HTTP every response an SSE stream (one event per result, whatever its size)."""
+    if ctx.method == "server/discover":
+        raise MCPError(METHOD_NOT_FOUND, "server/discover is not served here")
+    return await call_next(ctx)
+
+
+def server(names: list[str] | None = None, *, legacy: bool = False) -> Server[Any]:
     if names:  # extra tools by name, e.g. one that clashes with the proxy's own
         TOOLS.extend(Tool(name=n, input_schema={"type": "object"}) for n in names)
-    return Server("s3claim-test-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+    app: Server[Any] = Server(
+        "s3claim-test-upstream", on_list_tools=list_tools, on_call_tool=call_tool
+    )
+    if legacy:
+        app.middleware.insert(0, _no_discovery)
+    return app
 
 
 async def _stdio(app: Server[Any]) -> None:
@@ -196,8 +211,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--tool", action="append", help="list one more tool of this name")
+    parser.add_argument("--legacy", action="store_true", help="speak 2025-11-25 only")
     args = parser.parse_args()
-    app = server(args.tool)
+    app = server(args.tool, legacy=args.legacy)
     if args.http is None:
         anyio.run(_stdio, app)
         return

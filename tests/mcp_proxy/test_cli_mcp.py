@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
-from contextlib import AsyncExitStack
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 
 import anyio
 import pytest
@@ -47,6 +50,59 @@ def test_stdio_a_client_launches_the_proxy_and_reads_a_large_result_back() -> No
             crashed = await client.call_tool("crash", {})
             assert crashed.is_error and "upstream_unavailable" in text_of(crashed)
             assert text_of(await client.call_tool("echo", {"text": "back"})) == "back"
+
+    anyio.run(scenario)
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def http_upstream(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """Our test server on streamable HTTP at 127.0.0.1:`port`, once it accepts connections.
+
+    It speaks the 2025-11-25 protocol only, which answers every call with an SSE stream.
+    """
+    process = subprocess.Popen([PYTHON, UPSTREAM, "--http", str(port), "--legacy"])
+    try:
+        deadline = time.monotonic() + 30
+        while not _accepts(port):
+            assert process.poll() is None and time.monotonic() < deadline, "no upstream"
+            time.sleep(0.05)
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=15)
+
+
+def test_an_http_upstream_larger_than_the_sdks_event_limit_and_its_crash() -> None:
+    chars = 3_000_000  # over 1 MiB, the SDK's default limit for one SSE event
+    tail = document(chars)[-3_000:]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def scenario() -> None:
+        with http_upstream(port) as upstream:
+            async with stdio_proxy(
+                "--tenant", "acme", "--upstream-url", url, upstream_argv=()
+            ) as client:
+                result = await client.call_tool("big", {"chars": chars})
+                handle = handle_of(text_of(result))
+                end = await client.call_tool(
+                    "fetch_result", {"handle": handle, "offset": chars - 3_000}
+                )
+                assert text_of(end) == tail
+                upstream.kill()
+                upstream.wait(timeout=15)
+                down = await client.call_tool("echo", {"text": "anyone?"})
+                assert down.is_error and "upstream_unavailable" in text_of(down)
+                with http_upstream(port):
+                    back = await client.call_tool("echo", {"text": "back"})
+                    assert text_of(back) == "back"
 
     anyio.run(scenario)
 
@@ -154,7 +210,17 @@ def test_importing_s3claim_does_not_import_the_mcp_sdk() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')"
         " or m.startswith('s3claim.mcp')))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_proxy_packages_surface_is_pinned() -> None:
+    import s3claim.mcp
+
+    assert s3claim.mcp.__all__ == [
+        "AGENT", "MCP_PATH", "RUN_META_KEY", "ClaimCheckProxy", "HttpUpstream", "Scoping",
+        "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget", "listen_socket",
+        "serve_http", "serve_stdio",
+    ]  # fmt: skip
+    for name in s3claim.mcp.__all__:
+        assert getattr(s3claim.mcp, name) is not None

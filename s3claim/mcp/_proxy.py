@@ -66,6 +66,17 @@ class ClaimCheckProxy:
             raise ConfigurationError(f"limit must be positive, got {self.limit}")
         self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
         self.name = name
+        self._listed: dict[str, McpTool] = {}  # the last listing, by name
+
+    def _remember(self, served: list[McpTool]) -> None:
+        self._listed = {t.name: t for t in served}
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        # The SDK checks a call's `Mcp-Param-*` headers against the tool's input schema on
+        # streamable HTTP; without this it would run tools/list, an upstream round trip, per
+        # call. A tool not listed yet has nothing to check against.
+        tool = self._listed.get(name)
+        return tool.input_schema if tool is not None else None
 
     async def check_names(self) -> list[McpTool]:
         """The upstream's tools; refuses one named like a claim tool (call once at start)."""
@@ -76,6 +87,7 @@ class ClaimCheckProxy:
                 f"the upstream has tools named {clash}, which the proxy serves itself "
                 "(its claim tools): rename them upstream, or give it a proxy of its own"
             )
+        self._remember(self._served(tools))
         return tools
 
     def server(self) -> Server[Any]:
@@ -83,6 +95,7 @@ class ClaimCheckProxy:
         return Server(
             self.name,
             instructions=self.upstream.instructions,
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
@@ -95,14 +108,18 @@ class ClaimCheckProxy:
         except UpstreamError as exc:
             _log.warning("tools/list: %s", exc.code)
             upstream = []
+        served = self._served(upstream)
+        self._remember(served)
+        return ListToolsResult(tools=served)
+
+    def _served(self, upstream: list[McpTool]) -> list[McpTool]:
         served: list[McpTool] = []
         for tool in upstream:
             if tool.name in self.claim_tools:  # appeared after start: the claim tool wins
                 _log.warning("tools/list: hiding upstream tool %r (a claim tool's name)", tool.name)
                 continue
             served.append(advertised(tool))
-        served += [_listing(t) for t in self.claim_tools.values()]
-        return ListToolsResult(tools=served)
+        return served + [_listing(t) for t in self.claim_tools.values()]
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams

@@ -224,3 +224,11 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:
         assert getattr(s3claim.mcp, name) is not None
+
+
+def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle() -> None:
+    from s3claim.mcp import listen_socket
+
+    with listen_socket("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
+        assert sock.getsockname()[1] > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from s3claim.errors import UNAVAILABLE_MESSAGE
 from s3claim.mcp import RUN_META_KEY
 from tests.mcp_proxy._support import (
     PYTHON,
+    ROOT,
     UPSTREAM,
     handle_of,
     http_proxy,
@@ -232,3 +235,22 @@ def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle()
     with listen_socket("127.0.0.1", 0) as sock:
         assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
         assert sock.getsockname()[1] > 0
+
+
+def test_the_readmes_client_configuration_launches_the_proxy_before_the_server() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## MCP: `s3claim mcp-proxy`") :]
+    block = re.search(r"```json\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    (entry,) = json.loads(block.group(1))["mcpServers"].values()
+    assert entry["command"] == "s3claim"
+    args = entry["args"]
+    assert args[0] == "mcp-proxy" and args[args.index("--") + 1 :][:2] == ["npx", "-y"]
+    options = args[1 : args.index("--")]
+
+    # The same options before our own server: the proxy starts and serves it.
+    async def scenario() -> None:
+        async with stdio_proxy(*options) as client:
+            assert "fetch_result" in [t.name for t in (await client.list_tools()).tools]
+
+    anyio.run(scenario)

@@ -1,7 +1,9 @@
 """Serving: the proxy on stdio (what desktop clients launch) or on streamable HTTP.
 
-Both stop cleanly on SIGTERM or SIGINT, so the upstream connection is closed (and a stdio
-upstream stopped) on the way out. On stdio, fd 1 is the protocol: nothing here prints.
+On stdio the proxy ends when its client closes stdin, closing the upstream connection (and
+stopping a stdio upstream) on the way out; a signal ends it at once, as any stdio server, and
+a stdio upstream then reads end-of-file on its stdin. Over HTTP, SIGTERM and SIGINT stop the
+server gracefully, then close the upstream. On stdio, fd 1 is the protocol: nothing prints.
 """
 
 from __future__ import annotations
@@ -31,13 +33,12 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
 
 
 async def serve_stdio(proxy: ClaimCheckProxy) -> None:
-    """Serve one client on stdin/stdout until it closes them (or a signal arrives)."""
+    """Serve one client on stdin/stdout until it closes stdin."""
+    # No signal handling: the SDK reads stdin in a worker thread that no cancellation can
+    # interrupt, so a caught SIGTERM would leave the process waiting for a line that never comes.
     server = proxy.server()
-    async with anyio.create_task_group() as group:
-        group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        group.cancel_scope.cancel()
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

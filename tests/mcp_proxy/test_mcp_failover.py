@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from s3claim.cli._bucket import provision_bucket
@@ -41,6 +42,7 @@ def test_a_handle_minted_through_one_proxy_is_redeemed_through_another(moto_endp
                 "big", {"chars": 20_000, "seed": 5}, meta={RUN_META_KEY: "conversation-7"}
             )
             minted["named_run"] = handle_of(text_of(named))
+            minted["upstream_pid"] = int(text_of(await client.call_tool("pid", {})))
 
     async def redeem(url: str) -> None:
         async with Client(url) as client:
@@ -57,8 +59,10 @@ def test_a_handle_minted_through_one_proxy_is_redeemed_through_another(moto_endp
         assert "store: s3" in "".join(first.stderr)  # the default with S3CLAIM_BUCKET set
         anyio.run(mint, first.url)
         anyio.run(redeem, second.url)
-        first.stop()
-        assert first.process.returncode is not None
+        first.stop()  # SIGTERM: a graceful stop that also ends its stdio upstream
+        assert first.process.returncode == 0
+        with pytest.raises(ProcessLookupError):
+            os.kill(minted["upstream_pid"], 0)
         anyio.run(redeem, second.url)  # the instance that minted is gone
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -92,6 +93,24 @@ def test_structured_content_repeating_the_text_does_not_pass() -> None:
     assert out.structured_content is None
     assert text[5_000:5_100] not in out.model_dump_json()
     assert stored(store, out.content[0].text) == text  # type: ignore[union-attr]
+
+
+def test_structured_content_serialised_in_the_text_counts_as_a_repeat() -> None:
+    rows = {"rows": [{"row": i, "city": "Zürich"} for i in range(200)]}
+    text = json.dumps(rows, indent=2, ensure_ascii=False)  # the spec's convention
+    out, _, store = admit(CallToolResult(content=[TextContent(text=text)], structured_content=rows))
+    assert out.structured_content is None
+    assert stored(store, out.content[0].text) == text  # type: ignore[union-attr]
+
+
+def test_structured_content_that_repeats_nothing_is_checked_in_after_the_text() -> None:
+    rows = {"rows": [{"row": i, "city": "Zürich"} for i in range(400)]}
+    as_json = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    for text in ("Found 400 rows.", document(3_000)):  # small or large, the JSON is not lost
+        result = CallToolResult(content=[TextContent(text=text)], structured_content=rows)
+        out, _, store = admit(result)
+        assert out.structured_content is None
+        assert stored(store, out.content[0].text) == text + JOIN + as_json  # type: ignore[union-attr]
 
 
 def test_structured_content_alone_is_checked_in_as_json() -> None:

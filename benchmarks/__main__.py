@@ -18,12 +18,22 @@ from pathlib import Path
 
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
-from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, mcp, memory
+from benchmarks.measures import (
+    checkin,
+    concurrency,
+    conversation,
+    fetch,
+    forget,
+    mcp,
+    memory,
+    width,
+)
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
+    "width": width.run,
     "checkin": checkin.run,
     "forget": forget.run,
     "conversation": conversation.run,
@@ -31,7 +41,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "memory": memory.run,
     "mcp": mcp.run,
 }
-ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory", "mcp")
+ORDER = ("fetch", "width", "checkin", "forget", "conversation", "concurrency", "memory", "mcp")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -91,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                     "grow with the object although its requests and bytes do not."
                 )
             sections.append(section)
-            print(render_text(section))
+            print(render_text(section, len(sections)))
             print(f"({name}: {fmt_ms(time.monotonic() - began)})\n", flush=True)
     finally:
         timing.stop()

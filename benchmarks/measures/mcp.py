@@ -1,4 +1,4 @@
-"""Measure 7: `s3claim mcp-proxy` before the reference filesystem server (npm).
+"""Measure: `s3claim mcp-proxy` before the reference filesystem server (npm).
 
 The official MCP client reads files from `@modelcontextprotocol/server-filesystem`, directly
 and through the proxy (a subprocess, as a desktop client would launch it, or serving
@@ -197,7 +197,7 @@ def run(bench: Bench) -> Section:
 
     fewer = direct[2] / proxied[2]
     return Section(
-        title="7. The MCP proxy",
+        title="The MCP proxy",
         intro=(
             "The official MCP client (Python SDK) reads files from "
             f"`@modelcontextprotocol/server-filesystem` {FILESYSTEM_VERSION} (npm) with "

@@ -249,9 +249,9 @@ def run(bench: Bench) -> Section:
             "content, which the client validates against the tool's output schema); through "
             "the proxy it receives the head and the marker and reads on with fetch_result.",
             "A check-in's added time includes the proxy's own read of the 2 MiB result from "
-            "the upstream, the boundary (neutralisation), the SHA-256, the put (UTF-32-LE: "
-            "4 MiB to S3) and the head; it is measured against a direct read that delivers "
-            "2 MiB to the client.",
+            "the upstream, the boundary (neutralisation), the SHA-256, the put (this ASCII "
+            "file at one byte a character: 1 MiB to S3) and the head; it is measured against "
+            "a direct read that delivers 2 MiB to the client.",
         ],
         headlines=[
             f"MCP proxy: one 1 MiB file read delivers {fmt_int(proxied[2])} characters to "

@@ -24,6 +24,7 @@ from benchmarks.measures import (
     conversation,
     fetch,
     forget,
+    mcp,
     memory,
     search,
     width,
@@ -40,6 +41,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "search": search.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
+    "mcp": mcp.run,
 }
 ORDER = (
     "fetch",
@@ -50,6 +52,7 @@ ORDER = (
     "search",
     "concurrency",
     "memory",
+    "mcp",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,6 +71,7 @@ def _environment(bench: Bench, seconds: float) -> list[tuple[str, str]]:
         ("s3claim", version("s3claim")),
         ("boto3 / botocore", f"{version('boto3')} / {version('botocore')}"),
         ("moto", version("moto")),
+        ("mcp (Python SDK)", version("mcp")),
         ("s3rver", s3rver_version() or "not installed"),
         ("Timing server", bench.timing.name),
         ("Profile", bench.profile.name),

@@ -6,6 +6,7 @@ import typer
 
 from s3claim.cli._demo import demo
 from s3claim.cli._doctor import doctor
+from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
 
 __all__ = ["app", "main"]
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 for command in (demo, put, fetch, ls, forget, keygen, doctor):
     app.command(epilog=EPILOG)(command)
+app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 
 
 @app.callback()

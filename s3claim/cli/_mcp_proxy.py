@@ -1,0 +1,178 @@
+"""`s3claim mcp-proxy`: the MCP proxy (`s3claim.mcp`) composed from the command line.
+
+The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs; its
+absence is a one-line configuration error. Everything the proxy says goes to stderr: on
+stdio, stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from s3claim.claimcheck import ClaimCheck
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    Target,
+    load_settings,
+    open_store,
+)
+from s3claim.cli._exit import CliError, handled
+from s3claim.memory import MemoryClaimCheckStore
+from s3claim.policy import ClaimCheckPolicy
+from s3claim.store import ClaimCheckStore
+
+__all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
+
+# Everything after the upstream command's name is the upstream's: `s3claim mcp-proxy --tenant
+# acme npx pkg --flag` passes `--flag` on, with or without `--`.
+CONTEXT_SETTINGS = {"allow_interspersed_args": False}
+MCP_MISSING = "the MCP proxy needs the MCP SDK: pip install 's3claim[mcp]'"
+_SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "httpx2"})
+_DEFAULTS = ClaimCheckPolicy()
+_PANEL = "Claim check policy"
+
+
+class StoreKind(StrEnum):
+    s3 = "s3"
+    memory = "memory"
+
+
+def mcp_proxy(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The upstream MCP server to launch on stdio, with its arguments (after --).",
+            show_default=False,
+            metavar="-- COMMAND [ARGS]...",
+        ),
+    ] = None,
+    upstream_url: Annotated[
+        str | None,
+        typer.Option(help="Reach the upstream over streamable HTTP at this URL instead."),
+    ] = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; port 0 "
+            "picks a free one.",
+            show_default=False,
+        ),
+    ] = None,
+    tenant: Annotated[
+        str | None,
+        typer.Option(envvar="S3CLAIM_TENANT", help="Tenant every claim belongs to."),
+    ] = None,
+    tenant_header: Annotated[
+        str | None,
+        typer.Option(
+            help="HTTP only: take the tenant from this request header (set by your gateway); "
+            "requests without it are refused. Excludes --tenant.",
+        ),
+    ] = None,
+    store: Annotated[
+        StoreKind | None,
+        typer.Option(
+            help="Where claims live. Default: s3 when a bucket is configured "
+            "(S3CLAIM_BUCKET or --bucket), else memory.",
+            show_default=False,
+        ),
+    ] = None,
+    threshold_chars: Annotated[
+        int,
+        typer.Option(help="Results this long or longer are checked in.", rich_help_panel=_PANEL),
+    ] = _DEFAULTS.threshold_chars,
+    head_chars: Annotated[
+        int,
+        typer.Option(help="The most of a result that stays inline.", rich_help_panel=_PANEL),
+    ] = _DEFAULTS.head_chars,
+    ttl_seconds: Annotated[
+        int,
+        typer.Option(help="How long a claim can be fetched.", rich_help_panel=_PANEL),
+    ] = _DEFAULTS.ttl_seconds,
+    upstream_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds an upstream call (or a restart) may take.", min=0.001),
+    ] = 300.0,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
+    ] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Proxy an MCP server, checking its oversized results in; serves fetch_result beside it.
+
+    `s3claim mcp-proxy --tenant acme -- npx @modelcontextprotocol/server-filesystem /srv/docs`
+    serves a client on stdio; with `--listen 127.0.0.1:9000` it serves streamable HTTP. The
+    handle key comes from S3CLAIM_HANDLE_KEY only (the memory store makes its own).
+    """
+    _configure_logging(verbose)
+    with handled() as context:
+        try:
+            from s3claim.cli import _mcp_run
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in _SDK_MODULES:
+                raise
+            raise CliError(MCP_MISSING) from None
+        if command and upstream_url is not None:
+            raise CliError("give the upstream once: a command after --, or --upstream-url")
+        if not command and upstream_url is None:
+            raise CliError("no upstream: give its command after --, or --upstream-url")
+        if upstream_url is not None and not upstream_url.startswith(("http://", "https://")):
+            raise CliError(
+                f"--upstream-url must be an http:// or https:// URL, got {upstream_url!r}"
+            )
+        address = _address(listen) if listen is not None else None
+        if tenant_header is not None and address is None:
+            raise CliError("--tenant-header needs --listen: on stdio there are no headers")
+        policy = ClaimCheckPolicy(
+            threshold_chars=threshold_chars, head_chars=head_chars, ttl_seconds=ttl_seconds
+        )
+        configured = bucket is not None or bool(os.environ.get("S3CLAIM_BUCKET"))
+        kind = store or (StoreKind.s3 if configured else StoreKind.memory)
+        if kind is StoreKind.memory:
+            claims: ClaimCheckStore = MemoryClaimCheckStore()
+        else:
+            target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
+                                             prefix=prefix, region=region))  # fmt: skip
+            context.bucket = target.bucket
+            claims = open_store(target)
+        _mcp_run.run(
+            _mcp_run.Plan(
+                command=tuple(command or ()),
+                upstream_url=upstream_url,
+                listen=address,
+                tenant=tenant,
+                tenant_header=tenant_header,
+                claim_check=ClaimCheck(claims, policy=policy),
+                store_name=str(kind),
+                upstream_timeout=upstream_timeout,
+            )
+        )
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING,
+        format="s3claim mcp-proxy: %(levelname)s %(message)s",
+    )
+    logging.getLogger("s3claim").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def _address(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise CliError(f"--listen takes HOST:PORT (e.g. 127.0.0.1:9000), got {listen!r}")
+    return host, int(port)

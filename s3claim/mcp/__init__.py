@@ -1,0 +1,44 @@
+"""`s3claim mcp-proxy`: claim-check any MCP server's results for any MCP client.
+
+Needs the extra: `pip install 's3claim[mcp]'`. Nothing outside this subpackage (and the CLI
+command that loads it on demand) imports the MCP SDK, so `import s3claim` never does.
+
+Built on the official SDK's low-level `Server` and `Client` (2.x). `fastmcp` is not used: a
+proxy needs exactly two handlers (`tools/list`, `tools/call`) around an upstream client, and
+the low-level server gives them with the results passed through as the SDK's own types, so a
+small result reaches the client as it came. fastmcp's proxy would add a second framework's
+result conversion, tool model and dependencies between the upstream and the claim check,
+for nothing the proxy uses.
+
+    client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
+                         │
+                         ├─ result boundary + ClaimCheck (s3claim.admission.admit)
+                         └─ claim tools (s3claim.retrieval.claim_tools): fetch_result, ...
+"""
+
+from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
+from s3claim.mcp._scoping import RUN_META_KEY, Scoping
+from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
+from s3claim.mcp._upstream import (
+    HttpUpstream,
+    StdioUpstream,
+    Upstream,
+    UpstreamError,
+    UpstreamTarget,
+)
+
+__all__ = [
+    "AGENT",
+    "MCP_PATH",
+    "RUN_META_KEY",
+    "ClaimCheckProxy",
+    "HttpUpstream",
+    "Scoping",
+    "StdioUpstream",
+    "Upstream",
+    "UpstreamError",
+    "UpstreamTarget",
+    "listen_socket",
+    "serve_http",
+    "serve_stdio",
+]

@@ -1,0 +1,87 @@
+"""Serving: the proxy on stdio (what desktop clients launch) or on streamable HTTP.
+
+On stdio the proxy ends when its client closes stdin, closing the upstream connection (and
+stopping a stdio upstream) on the way out; a signal ends it at once, as any stdio server, and
+a stdio upstream then reads end-of-file on its stdin. Over HTTP, SIGTERM and SIGINT stop the
+server gracefully, then close the upstream. On stdio, fd 1 is the protocol: nothing prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from s3claim.mcp._proxy import ClaimCheckProxy
+
+__all__ = ["MCP_PATH", "listen_socket", "serve_http", "serve_stdio"]
+
+MCP_PATH = "/mcp"
+
+
+async def _stop_on_signal(stop: Callable[[], None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            stop()
+            return
+
+
+async def serve_stdio(proxy: ClaimCheckProxy) -> None:
+    """Serve one client on stdin/stdout until it closes stdin."""
+    # No signal handling: the SDK reads stdin in a worker thread that no cancellation can
+    # interrupt, so a caught SIGTERM would leave the process waiting for a line that never comes.
+    server = proxy.server()
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; port 0 picks a free one (read it from `getsockname`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # Created with proto IPPROTO_TCP, which asyncio must see before it sets TCP_NODELAY on the
+    # connections accepted from it: with proto 0 (what socket() and create_server() give),
+    # Nagle and delayed ACKs added about 40 ms to every response.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)  # connections wait in the backlog until the server accepts them
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the proxy's stops it, then closes upstream."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(proxy: ClaimCheckProxy, sock: socket.socket) -> None:
+    """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives.
+
+    Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
+    behind a load balancer can answer any of them. Older clients open a session
+    (`Mcp-Session-Id`) that lives in one process: route them with session affinity.
+    """
+    host = sock.getsockname()[0]
+    app: Any = proxy.server().streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = _Uvicorn(config)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(_stop_on_signal, stop)
+        await server.serve(sockets=[sock])
+        group.cancel_scope.cancel()

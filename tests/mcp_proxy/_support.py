@@ -1,0 +1,182 @@
+"""Shared pieces of the proxy's tests: markers, reading a claim back, proxies to run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult, TextContent
+
+from s3claim import ClaimCheck, ClaimCheckPolicy, ClaimCheckStore, MemoryClaimCheckStore
+from s3claim.mcp import ClaimCheckProxy, Scoping, StdioUpstream, Upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM = str(Path(__file__).with_name("_upstream.py"))
+PYTHON = sys.executable
+MARKER = re.compile(
+    r"\n\n\[(\d+) characters, (\d+) not shown\. Call fetch_result with "
+    r"handle='(claim:[0-9a-z]+)' to read the rest(?:, or search_result to find text in it)?\.\]\Z"
+)
+FOOTER = re.compile(
+    r"\n\n\[characters (\d+)-(\d+) of (\d+)\. Call fetch_result with "
+    r"handle='(claim:[0-9a-z]+)' and offset=(\d+) to continue\.\]\Z"
+)
+_START_SECONDS = 60.0
+
+
+def text_of(result: CallToolResult) -> str:
+    (block,) = [b for b in result.content if isinstance(b, TextContent)]
+    return block.text
+
+
+def handle_of(text: str) -> str:
+    found = MARKER.search(text)
+    assert found is not None, f"no marker at the end of: {text[-300:]!r}"
+    return found.group(3)
+
+
+async def read_all(
+    client: Client, handle: str, *, meta: dict[str, Any] | None = None
+) -> tuple[str, list[CallToolResult]]:
+    """Every window of a claim through `fetch_result`, joined; and the results as received."""
+    offset: int | None = 0
+    parts: list[str] = []
+    results: list[CallToolResult] = []
+    while offset is not None:
+        result = await client.call_tool(
+            "fetch_result", {"handle": handle, "offset": offset}, meta=meta
+        )
+        assert not result.is_error, text_of(result)
+        results.append(result)
+        text = text_of(result)
+        footer = FOOTER.search(text)
+        if footer is None:
+            parts.append(text)
+            offset = None
+        else:
+            parts.append(text[: footer.start()])
+            assert footer.group(4) == handle and int(footer.group(1)) == offset
+            offset = int(footer.group(5))
+    return "".join(parts), results
+
+
+def upstream(*extra: str) -> StdioUpstream:
+    """Our own test server (tests/mcp_proxy/_upstream.py) on stdio."""
+    return StdioUpstream(command=PYTHON, args=(UPSTREAM, *extra))
+
+
+@asynccontextmanager
+async def in_process(
+    *,
+    store: ClaimCheckStore | None = None,
+    policy: ClaimCheckPolicy | None = None,
+    timeout: float = 20.0,
+    extra: Sequence[str] = (),
+    scoping: Scoping | None = None,
+) -> AsyncIterator[tuple[Client, ClaimCheckProxy]]:
+    """The official client, connected in-process to a proxy in front of our test server."""
+    claim_check = ClaimCheck(store if store is not None else MemoryClaimCheckStore(), policy=policy)
+    async with Upstream.connect(upstream(*extra), timeout=timeout) as up:
+        proxy = ClaimCheckProxy(
+            up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme")
+        )
+        await proxy.check_names()
+        async with Client(proxy.server()) as client:
+            yield client, proxy
+
+
+def proxy_argv(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> list[str]:
+    upstream = ["--", *upstream_argv] if upstream_argv else []  # none: --upstream-url
+    return ["-m", "s3claim", "mcp-proxy", *options, *upstream]
+
+
+def stdio_proxy(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> Client:
+    """The official client, launching `s3claim mcp-proxy` as a subprocess over stdio."""
+    return Client(
+        StdioServerParameters(
+            command=PYTHON,
+            args=proxy_argv(*options, upstream_argv=upstream_argv),
+            env=dict(os.environ),  # the sealed test environment, S3 settings included
+            cwd=str(ROOT),
+        )
+    )
+
+
+@contextmanager
+def http_proxy(
+    *options: str,
+    upstream_argv: Sequence[str] = (PYTHON, UPSTREAM),
+    env: dict[str, str] | None = None,
+) -> Iterator[HttpProxy]:
+    """Start a proxy serving streamable HTTP on loopback; stop it with SIGTERM afterwards."""
+    argv = [PYTHON, *proxy_argv("--listen", "127.0.0.1:0", *options, upstream_argv=upstream_argv)]
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env if env is not None else dict(os.environ),
+        cwd=ROOT,
+    )
+    proxy = HttpProxy(process)
+    try:
+        proxy.wait_serving()
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+class HttpProxy:
+    """`s3claim mcp-proxy --listen 127.0.0.1:0` as a subprocess; `url` once it serves."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.url = ""
+        self.stderr: list[str] = []
+        self._serving = threading.Event()
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:  # until the process exits and its pipe closes
+            self.stderr.append(line)
+            found = re.search(r"serving streamable HTTP at (http://\S+)", line)
+            if found:
+                self.url = found.group(1)
+                self._serving.set()
+        self._serving.set()
+
+    def wait_serving(self) -> None:
+        self._serving.wait(_START_SECONDS)
+        if not self.url:
+            raise AssertionError(f"the proxy did not start: {''.join(self.stderr)[-2000:]}")
+
+    def stop(self) -> None:
+        """SIGTERM, as a service manager would; then every line it wrote is in `stderr`."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+        self._drain.join(timeout=15)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+def received(*results: Any) -> str:
+    """Everything the client was handed, as one JSON text, to search for leaks."""
+    return json.dumps([r.model_dump(mode="json") for r in results], ensure_ascii=False)

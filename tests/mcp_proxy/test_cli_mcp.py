@@ -1,0 +1,256 @@
+"""`s3claim mcp-proxy` as a subprocess over stdio and over streamable HTTP, and its usage."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from typer.testing import CliRunner
+
+from s3claim.cli import app
+from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim.mcp import RUN_META_KEY
+from tests.mcp_proxy._support import (
+    PYTHON,
+    ROOT,
+    UPSTREAM,
+    handle_of,
+    http_proxy,
+    read_all,
+    received,
+    stdio_proxy,
+    text_of,
+)
+from tests.mcp_proxy._upstream import document
+
+runner = CliRunner()
+REFUSED = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
+
+
+def test_stdio_a_client_launches_the_proxy_and_reads_a_large_result_back() -> None:
+    expected = document(30_000, seed=4)
+
+    async def scenario() -> None:
+        async with stdio_proxy("--tenant", "acme", "--threshold-chars", "2000") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert names[0] == "echo" and names[-2:] == ["fetch_result", "search_result"]
+            assert text_of(await client.call_tool("echo", {"text": "hi"})) == "hi"
+            result = await client.call_tool("big", {"chars": 30_000, "seed": 4})
+            whole, windows = await read_all(client, handle_of(text_of(result)))
+            assert whole == expected
+            assert expected not in received(result, *windows)
+            crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "upstream_unavailable" in text_of(crashed)
+            assert text_of(await client.call_tool("echo", {"text": "back"})) == "back"
+
+    anyio.run(scenario)
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def http_upstream(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """Our test server on streamable HTTP at 127.0.0.1:`port`, once it accepts connections.
+
+    It speaks the 2025-11-25 protocol only, which answers every call with an SSE stream.
+    """
+    process = subprocess.Popen([PYTHON, UPSTREAM, "--http", str(port), "--legacy"])
+    try:
+        deadline = time.monotonic() + 30
+        while not _accepts(port):
+            assert process.poll() is None and time.monotonic() < deadline, "no upstream"
+            time.sleep(0.05)
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=15)
+
+
+def test_an_http_upstream_larger_than_the_sdks_event_limit_and_its_crash() -> None:
+    chars = 3_000_000  # over 1 MiB, the SDK's default limit for one SSE event
+    tail = document(chars)[-3_000:]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def scenario() -> None:
+        with http_upstream(port) as upstream:
+            async with stdio_proxy(
+                "--tenant", "acme", "--upstream-url", url, upstream_argv=()
+            ) as client:
+                result = await client.call_tool("big", {"chars": chars})
+                handle = handle_of(text_of(result))
+                end = await client.call_tool(
+                    "fetch_result", {"handle": handle, "offset": chars - 3_000}
+                )
+                assert text_of(end) == tail
+                upstream.kill()
+                upstream.wait(timeout=15)
+                down = await client.call_tool("echo", {"text": "anyone?"})
+                assert down.is_error and "upstream_unavailable" in text_of(down)
+                with http_upstream(port):
+                    back = await client.call_tool("echo", {"text": "back"})
+                    assert text_of(back) == "back"
+
+    anyio.run(scenario)
+
+
+def test_http_clients_share_a_tenant_run_unless_they_name_their_own() -> None:
+    expected = document(12_000)
+
+    async def scenario(url: str) -> None:
+        async with Client(url) as one, Client(url) as two:
+            assert one.protocol_version == "2026-07-28"  # no session: any instance answers
+            result = await one.call_tool("big", {"chars": 12_000})
+            handle = handle_of(text_of(result))
+            assert (await read_all(two, handle))[0] == expected  # one run per tenant
+            named = await one.call_tool("big", {"chars": 12_000}, meta={RUN_META_KEY: "conv-1"})
+            own = handle_of(text_of(named))
+            assert own != handle
+            refused = await two.call_tool("fetch_result", {"handle": own})
+            assert text_of(refused) == REFUSED
+            meta = {RUN_META_KEY: "conv-1"}
+            assert (await read_all(two, own, meta=meta))[0] == expected
+
+    with http_proxy("--tenant", "acme", "--threshold-chars", "2000") as proxy:
+        anyio.run(scenario, proxy.url)
+
+
+def test_http_legacy_clients_each_get_their_session_as_run() -> None:
+    async def scenario(url: str) -> None:
+        async with Client(url, mode="legacy") as one, Client(url, mode="legacy") as two:
+            assert one.protocol_version == "2025-11-25"
+            handle = handle_of(text_of(await one.call_tool("big", {"chars": 5_000})))
+            assert (await read_all(one, handle))[0] == document(5_000)
+            refused = await two.call_tool("fetch_result", {"handle": handle})
+            assert text_of(refused) == REFUSED
+
+    with http_proxy("--tenant", "acme", "--threshold-chars", "2000") as proxy:
+        anyio.run(scenario, proxy.url)
+
+
+def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
+    async def scenario(url: str) -> None:
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for tenant in ("acme", "globex", None):
+                headers = {"X-Tenant": tenant} if tenant else {}
+                http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                transport = streamable_http_client(url, http_client=http)
+                clients[tenant] = await stack.enter_async_context(Client(transport))
+            shown = text_of(await clients["acme"].call_tool("big", {"chars": 5_000}))
+            handle = handle_of(shown)
+            assert (await read_all(clients["acme"], handle))[0] == document(5_000)
+            other = await clients["globex"].call_tool("fetch_result", {"handle": handle})
+            assert text_of(other) == REFUSED
+            missing = await clients[None].call_tool("fetch_result", {"handle": handle})
+            assert missing.is_error and '"error": "tenant_missing"' in text_of(missing)
+
+    with http_proxy("--tenant-header", "x-tenant", "--threshold-chars", "2000") as proxy:
+        anyio.run(scenario, proxy.url)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--tenant", "t"], "no upstream: give its command after --"),
+        (["--tenant", "t", "--upstream-url", "http://127.0.0.1:9/mcp", "--", "x"], "upstream once"),
+        (["--tenant", "t", "--upstream-url", "file:///x"], "must be an http:// or https:// URL"),
+        (["--tenant", "t", "--listen", "9000", "--", "x"], "--listen takes HOST:PORT"),
+        (["--tenant-header", "x-t", "--", "x"], "--tenant-header needs --listen"),
+        (["--", "x"], "a tenant is needed"),
+        (
+            ["--tenant", "t", "--tenant-header", "x-t", "--listen", "127.0.0.1:0", "--", "x"],
+            "--tenant and --tenant-header exclude each other",
+        ),
+        (["--tenant", "t", "--head-chars", "5000", "--", "x"], "head_chars"),
+        (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
+        (["--tenant", "t", "--bucket", "b", "--", "x"], "S3CLAIM_HANDLE_KEY is not set"),
+        (["--tenant", "x" * 1_025, "--", "x"], "at most 1024 characters"),
+    ],
+)
+def test_usage_and_configuration_mistakes_are_one_line_and_exit_2(
+    argv: list[str], needle: str
+) -> None:
+    result = runner.invoke(app, ["mcp-proxy", *argv])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("s3claim: error: ") and result.stderr.count("\n") == 1
+    assert needle in result.stderr, result.stderr
+
+
+def test_a_tool_name_clash_with_the_upstream_is_refused_at_start() -> None:
+    result = runner.invoke(
+        app, ["mcp-proxy", "--tenant", "t", "--", PYTHON, UPSTREAM, "--tool", "fetch_result"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "the upstream has tools named ['fetch_result']" in result.stderr
+
+
+def test_an_upstream_that_cannot_start_is_exit_3() -> None:
+    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--", "/nonexistent/server"])
+    assert result.exit_code == 3, result.output
+    assert "cannot start the upstream (FileNotFoundError)" in result.stderr
+
+
+def test_importing_s3claim_does_not_import_the_mcp_sdk() -> None:
+    code = (
+        "import sys, s3claim, s3claim.cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')"
+        " or m.startswith('s3claim.mcp')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_proxy_packages_surface_is_pinned() -> None:
+    import s3claim.mcp
+
+    assert s3claim.mcp.__all__ == [
+        "AGENT", "MCP_PATH", "RUN_META_KEY", "ClaimCheckProxy", "HttpUpstream", "Scoping",
+        "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget", "listen_socket",
+        "serve_http", "serve_stdio",
+    ]  # fmt: skip
+    for name in s3claim.mcp.__all__:
+        assert getattr(s3claim.mcp, name) is not None
+
+
+def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle() -> None:
+    from s3claim.mcp import listen_socket
+
+    with listen_socket("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
+        assert sock.getsockname()[1] > 0
+
+
+def test_the_readmes_client_configuration_launches_the_proxy_before_the_server() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## MCP: `s3claim mcp-proxy`") :]
+    block = re.search(r"```json\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    (entry,) = json.loads(block.group(1))["mcpServers"].values()
+    assert entry["command"] == "s3claim"
+    args = entry["args"]
+    assert args[0] == "mcp-proxy" and args[args.index("--") + 1 :][:2] == ["npx", "-y"]
+    options = args[1 : args.index("--")]
+
+    # The same options before our own server: the proxy starts and serves it.
+    async def scenario() -> None:
+        async with stdio_proxy(*options) as client:
+            assert "fetch_result" in [t.name for t in (await client.list_tools()).tools]
+
+    anyio.run(scenario)

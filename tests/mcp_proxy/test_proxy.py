@@ -1,0 +1,284 @@
+"""The proxy in-process, in front of our own test server (a real subprocess on stdio).
+
+The official client talks to `ClaimCheckProxy.server()` in-process, so these run fast and
+count toward coverage; test_cli_mcp.py runs the same proxy as a subprocess over the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import TextContent
+
+from s3claim import (
+    ClaimCheckPolicy,
+    ConfigurationError,
+    ManualClock,
+    MemoryClaimCheckStore,
+)
+from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim.mcp import RUN_META_KEY, Scoping, StdioUpstream, Upstream, UpstreamError
+from s3claim.retrieval import claim_tools
+from tests.mcp_proxy._support import (
+    PYTHON,
+    UPSTREAM,
+    handle_of,
+    in_process,
+    read_all,
+    received,
+    text_of,
+)
+from tests.mcp_proxy._upstream import FORGED, PIXEL, TOOLS, document
+
+SMALL = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300)
+
+
+def test_the_listing_is_the_upstreams_without_output_schemas_plus_the_claim_tools() -> None:
+    async def scenario() -> None:
+        async with in_process() as (client, proxy):
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            claim = {t.name: t for t in claim_tools(proxy.claim_check.store)}
+            assert list(listed) == [t.name for t in TOOLS] + list(claim)
+            assert all(t.output_schema is None for t in listed.values())
+            assert TOOLS[2].output_schema is not None  # `structured` declares one upstream
+            for name, tool in claim.items():
+                assert listed[name].input_schema == tool.schema["function"]["parameters"]
+                assert listed[name].description == tool.description
+
+    anyio.run(scenario)
+
+
+def test_small_results_arrive_as_the_upstream_sent_them() -> None:
+    calls = [
+        ("echo", {"text": "Zürich, 契約 👩‍⚖️ \r\n\t"}),
+        ("mixed", {"chars": 100}),
+        ("structured", {"chars": 500}),
+        ("fail", {"chars": 300}),
+    ]
+
+    async def scenario() -> None:
+        direct = StdioServerParameters(command=PYTHON, args=[UPSTREAM])
+        async with in_process() as (client, _), Client(direct) as plain:
+            for name, args in calls:
+                via, straight = (
+                    await client.call_tool(name, args),
+                    await plain.call_tool(name, args),
+                )
+                fields = {"content", "structured_content", "is_error"}
+                assert via.model_dump(include=fields) == straight.model_dump(include=fields), name
+
+    anyio.run(scenario)
+
+
+def test_a_large_result_is_a_head_and_marker_and_fetch_result_reassembles_it() -> None:
+    expected = document(60_000, seed=7)
+
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            result = await client.call_tool("big", {"chars": 60_000, "seed": 7})
+            shown = text_of(result)
+            assert shown.endswith("to read the rest, or search_result to find text in it.]")
+            assert len(shown) < SMALL.head_chars + 200
+            assert expected.startswith(shown[: shown.index("\n\n[")])
+            whole, windows = await read_all(client, handle_of(shown))
+            assert whole == expected
+            assert expected not in received(result, *windows)
+            assert len(windows) == -(-len(expected) // 4096)
+            needle = expected[41_000:41_030]
+            found = await client.call_tool(
+                "search_result", {"handle": handle_of(shown), "pattern": needle}
+            )
+            matches = json.loads(text_of(found))["matches"]
+            assert expected.index(needle) in [m["offset"] for m in matches]
+
+    anyio.run(scenario)
+
+
+def test_structured_content_is_dropped_once_checked_in_and_the_client_accepts_it() -> None:
+    expected = document(9_000)
+
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            result = await client.call_tool("structured", {"chars": 9_000})  # no exception
+            assert result.structured_content is None and not result.is_error
+            assert expected[3_000:3_200] not in received(result)
+            assert (await read_all(client, handle_of(text_of(result))))[0] == expected
+            small = await client.call_tool("structured", {"chars": 100})
+            assert small.structured_content == {"content": document(100)}
+
+    anyio.run(scenario)
+
+
+def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            result = await client.call_tool("mixed", {"chars": 1_500})
+            kinds = [b.type for b in result.content]
+            assert kinds == ["text", "image", "audio", "resource", "resource_link"]
+            assert result.content[1].data == PIXEL  # type: ignore[union-attr]
+            assert result.content[3].resource.text == "embedded notes"  # type: ignore[union-attr]
+            whole, _ = await read_all(client, handle_of(text_of(result)))
+            assert whole == document(1_500, seed=1) + "\n\n" + document(1_500, seed=2)
+
+    anyio.run(scenario)
+
+
+def test_an_oversized_error_result_is_checked_in_and_stays_an_error() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            result = await client.call_tool("fail", {"chars": 5_000})
+            assert result.is_error
+            whole, _ = await read_all(client, handle_of(text_of(result)))
+            assert whole == document(5_000, seed=3)
+
+    anyio.run(scenario)
+
+
+def test_a_50_mb_result_is_checked_in_quickly_and_read_anywhere() -> None:
+    chars = 50_000_000
+    expected_tail = document(chars)[-5_000:]
+
+    async def scenario() -> None:
+        async with in_process() as (client, _):
+            began = time.monotonic()
+            result = await client.call_tool("big", {"chars": chars})
+            seconds = time.monotonic() - began
+            shown = text_of(result)
+            assert len(shown) < 1_000 and f"[{chars} characters" in shown
+            assert seconds < 60, seconds  # the SDK's own stdio reader took ~100 s
+            handle = handle_of(shown)
+            last = await client.call_tool(
+                "fetch_result", {"handle": handle, "offset": chars - 5_000}
+            )
+            assert text_of(last)[:4096] == expected_tail[:4096]
+            end = await client.call_tool("fetch_result", {"handle": handle, "offset": chars - 904})
+            assert text_of(end) == expected_tail[-904:]
+
+    anyio.run(scenario)
+
+
+def test_a_hanging_tool_is_an_error_result_and_the_proxy_keeps_serving() -> None:
+    async def scenario() -> None:
+        async with in_process(timeout=3.0) as (client, _):
+            began = time.monotonic()
+            result = await client.call_tool("slow", {"seconds": 60})
+            assert result.is_error and '"error": "upstream_timeout"' in text_of(result)
+            assert time.monotonic() - began < 10
+            assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+    anyio.run(scenario)
+
+
+def test_a_crashing_upstream_is_an_error_result_then_restarted_and_claims_stay() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            before = text_of(await client.call_tool("pid", {}))
+            handle = handle_of(text_of(await client.call_tool("big", {"chars": 5_000})))
+            crashed = await client.call_tool("crash", {})
+            assert crashed.is_error and "upstream_unavailable" in text_of(crashed)
+            after = text_of(await client.call_tool("pid", {}))
+            assert after.isdigit() and after != before  # a new upstream process
+            assert (await read_all(client, handle))[0] == document(5_000)
+
+    anyio.run(scenario)
+
+
+def test_forged_markers_and_handles_from_the_upstream_are_neutralised() -> None:
+    async def scenario() -> None:
+        async with in_process() as (client, _):
+            shown = text_of(await client.call_tool("forged", {}))
+            assert shown == FORGED.replace("claim:", "claim-").replace(
+                "fetch_result", "fetch-result"
+            ).replace("<|im_end|>", "(|im_end|)")
+
+    anyio.run(scenario)
+
+
+def test_forged_foreign_and_expired_handles_are_one_uniform_refusal() -> None:
+    clock = ManualClock()
+    store = MemoryClaimCheckStore(clock=clock)
+    policy = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300, ttl_seconds=60)
+
+    async def scenario() -> None:
+        async with in_process(store=store, policy=policy) as (client, _):
+            mine = {RUN_META_KEY: "run-a"}
+            result = await client.call_tool("big", {"chars": 5_000}, meta=mine)
+            handle = handle_of(text_of(result))
+            ok = await client.call_tool("fetch_result", {"handle": handle}, meta=mine)
+            assert not ok.is_error
+            refusals = [
+                await client.call_tool("fetch_result", {"handle": handle}, meta=other)
+                for other in ({RUN_META_KEY: "run-b"}, None)  # another run; the process's run
+            ]
+            for forged in ("claim:" + "0" * 32, "claim:zz", "not a handle", handle.upper()):
+                refusals.append(await client.call_tool("fetch_result", {"handle": forged}))
+            clock.advance(61)
+            refusals.append(await client.call_tool("fetch_result", {"handle": handle}, meta=mine))
+            expected = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
+            assert [(r.is_error, text_of(r)) for r in refusals] == [(True, expected)] * 7
+
+    anyio.run(scenario)
+
+
+def test_the_run_never_comes_from_tool_arguments() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            handle = handle_of(text_of(await client.call_tool("big", {"chars": 5_000})))
+            smuggled = await client.call_tool(
+                "fetch_result", {"handle": handle, "run": "x", "_meta": {RUN_META_KEY: "x"}}
+            )
+            assert smuggled.is_error and "invalid_arguments" in text_of(smuggled)
+            long_run = await client.call_tool(
+                "fetch_result", {"handle": handle}, meta={RUN_META_KEY: "r" * 1_025}
+            )
+            assert long_run.is_error and "invalid_scope" in text_of(long_run)
+            not_text = await client.call_tool("echo", {"text": "x"}, meta={RUN_META_KEY: 7})
+            assert not_text.is_error and "invalid_scope" in text_of(not_text)
+
+    anyio.run(scenario)
+
+
+def test_an_upstream_tool_named_like_a_claim_tool_is_refused_at_start() -> None:
+    async def scenario() -> None:
+        async with in_process(extra=("--tool", "fetch_result")):
+            pass
+
+    with pytest.raises(ConfigurationError) as raised:
+        anyio.run(scenario)
+    assert "['fetch_result']" in str(raised.value) and "rename them upstream" in str(raised.value)
+
+
+def test_an_upstream_that_cannot_start_is_an_upstream_error() -> None:
+    async def scenario() -> None:
+        missing = StdioUpstream(command="/nonexistent/mcp-server")
+        async with Upstream.connect(missing, timeout=5.0):
+            pass
+
+    with pytest.raises(UpstreamError) as raised:
+        anyio.run(scenario)
+    assert raised.value.code == "upstream_unavailable"
+
+
+def test_calls_are_refused_without_a_tenant_header_when_the_proxy_takes_one() -> None:
+    async def scenario() -> None:
+        scoping = Scoping.for_http(None, tenant_header="x-tenant")
+        async with in_process(scoping=scoping) as (client, _):
+            result = await client.call_tool("echo", {"text": "hi"})  # in-process: no headers
+            assert result.is_error and '"error": "tenant_missing"' in text_of(result)
+            assert (await client.list_tools()).tools  # listing needs no tenant
+
+    anyio.run(scenario)
+
+
+def test_the_claim_tools_text_content_is_plain_text() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            handle = handle_of(text_of(await client.call_tool("big", {"chars": 3_000})))
+            result = await client.call_tool("fetch_result", {"handle": handle})
+            assert result.content == [TextContent(text=document(3_000))]
+
+    anyio.run(scenario)

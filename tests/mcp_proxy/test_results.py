@@ -1,0 +1,209 @@
+"""What the client receives for one upstream `CallToolResult`, checked in-process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+
+from s3claim import (
+    ClaimCheck,
+    ClaimCheckPolicy,
+    ClaimStoreError,
+    Event,
+    MemoryClaimCheckStore,
+    RunContext,
+    Scope,
+    ToolError,
+)
+from s3claim.mcp._results import JOIN, advertised, claim_check_result
+from tests.mcp_proxy._support import MARKER
+from tests.mcp_proxy._upstream import FORGED, PIXEL, document
+
+SCOPE = Scope("acme", "run-1")
+POLICY = ClaimCheckPolicy(threshold_chars=1_000, head_chars=200)
+
+
+class BrokenStore(MemoryClaimCheckStore):
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+        raise ClaimStoreError("the bucket is on fire")
+
+
+def admit(
+    result: CallToolResult, store: MemoryClaimCheckStore | None = None
+) -> tuple[CallToolResult, list[Event], MemoryClaimCheckStore]:
+    store = store if store is not None else MemoryClaimCheckStore()
+    events: list[Event] = []
+    context = RunContext(scope=SCOPE, agent="mcp-proxy", emit=events.append)
+    out = claim_check_result(
+        result,
+        tool="read",
+        context=context,
+        claim_check=ClaimCheck(store, policy=POLICY),
+        limit=POLICY.threshold_chars,
+    )
+    return out, events, store
+
+
+def stored(store: MemoryClaimCheckStore, text: str) -> str:
+    handle = MARKER.search(text)
+    assert handle is not None, text[-300:]
+    window = store.fetch(SCOPE, handle.group(3), 0, 10**9)
+    return window.text
+
+
+def test_a_small_result_is_the_very_object_that_came() -> None:
+    result = CallToolResult(
+        content=[TextContent(text="short"), ImageContent(data=PIXEL, mime_type="image/png")],
+        structured_content={"content": "short"},
+    )
+    out, events, store = admit(result)
+    assert out is result
+    assert events == [] and len(store) == 0
+
+
+def test_a_large_text_becomes_its_head_and_a_marker_and_the_store_holds_it_exactly() -> None:
+    text = document(50_000)
+    out, events, store = admit(CallToolResult(content=[TextContent(text=text)]))
+    shown = out.content[0]
+    assert isinstance(shown, TextContent) and len(out.content) == 1
+    assert len(shown.text) < POLICY.head_chars + 200
+    assert text.startswith(shown.text.split("\n\n[")[0])
+    assert stored(store, shown.text) == text
+    assert [e.kind for e in events] == ["tool_result_stored"]
+    assert not out.is_error
+
+
+def test_structured_content_repeating_the_text_does_not_pass() -> None:
+    text = document(20_000)
+    result = CallToolResult(content=[TextContent(text=text)], structured_content={"content": text})
+    out, _, store = admit(result)
+    assert out.structured_content is None
+    assert text[5_000:5_100] not in out.model_dump_json()
+    assert stored(store, out.content[0].text) == text  # type: ignore[union-attr]
+
+
+def test_structured_content_serialised_in_the_text_counts_as_a_repeat() -> None:
+    rows = {"rows": [{"row": i, "city": "Zürich"} for i in range(200)]}
+    text = json.dumps(rows, indent=2, ensure_ascii=False)  # the spec's convention
+    out, _, store = admit(CallToolResult(content=[TextContent(text=text)], structured_content=rows))
+    assert out.structured_content is None
+    assert stored(store, out.content[0].text) == text  # type: ignore[union-attr]
+
+
+def test_structured_content_that_repeats_nothing_is_checked_in_after_the_text() -> None:
+    rows = {"rows": [{"row": i, "city": "Zürich"} for i in range(400)]}
+    as_json = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    for text in ("Found 400 rows.", document(3_000)):  # small or large, the JSON is not lost
+        result = CallToolResult(content=[TextContent(text=text)], structured_content=rows)
+        out, _, store = admit(result)
+        assert out.structured_content is None
+        assert stored(store, out.content[0].text) == text + JOIN + as_json  # type: ignore[union-attr]
+
+
+def test_structured_content_alone_is_checked_in_as_json() -> None:
+    rows = [{"row": i, "city": "Zürich"} for i in range(2_000)]
+    out, _, store = admit(CallToolResult(content=[], structured_content={"rows": rows}))
+    assert out.structured_content is None
+    (block,) = out.content
+    assert isinstance(block, TextContent)
+    assert stored(store, block.text).startswith('{"rows":[{"row":0,"city":"Zürich"}')
+
+
+def test_other_blocks_stay_untouched_and_in_place_and_text_blocks_are_joined() -> None:
+    first, second = document(3_000, seed=1), document(3_000, seed=2)
+    others = [
+        ImageContent(data=PIXEL, mime_type="image/png"),
+        AudioContent(data="UklGRiQAAABXQVZF", mime_type="audio/wav"),
+        EmbeddedResource(
+            resource=TextResourceContents(uri="file:///n.txt", mime_type="text/plain", text="n")
+        ),
+        ResourceLink(uri="file:///r.pdf", name="r"),
+    ]
+    result = CallToolResult(
+        content=[TextContent(text=first), others[0], TextContent(text=second), *others[1:]]
+    )
+    out, _, store = admit(result)
+    assert [b.type for b in out.content] == ["text", "image", "audio", "resource", "resource_link"]
+    assert out.content[1:] == others
+    assert stored(store, out.content[0].text) == first + JOIN + second  # type: ignore[union-attr]
+
+
+def test_an_error_result_is_checked_in_and_stays_an_error() -> None:
+    text = document(8_000, seed=3)
+    out, _, store = admit(CallToolResult(content=[TextContent(text=text)], is_error=True))
+    assert out.is_error
+    assert stored(store, out.content[0].text) == text  # type: ignore[union-attr]
+
+
+def test_forgery_is_neutralised_in_small_results_text_and_structured_content() -> None:
+    result = CallToolResult(
+        content=[TextContent(text=FORGED), ImageContent(data=PIXEL, mime_type="image/png")],
+        structured_content={"note": FORGED, "fetch_result": ["claim:abc"]},
+    )
+    out, _, store = admit(result)
+    text = out.content[0].text  # type: ignore[union-attr]
+    assert "claim:" not in text and "fetch_result" not in text and "<|im_end|>" not in text
+    assert "claim-0123456789abcdef" in text and "fetch-result" in text
+    assert out.structured_content == {"note": text, "fetch-result": ["claim-abc"]}
+    assert out.content[1] == result.content[1]
+    assert len(store) == 0
+
+
+def test_forgery_inside_a_large_result_is_stored_neutralised() -> None:
+    text = FORGED + document(5_000)
+    out, _, store = admit(CallToolResult(content=[TextContent(text=text)]))
+    shown = out.content[0].text  # type: ignore[union-attr]
+    assert len(re.findall(r"claim:[0-9a-z]+", shown)) == 1  # the proxy's own marker only
+    assert stored(store, shown) == text.replace("claim:", "claim-").replace(
+        "fetch_result", "fetch-result"
+    ).replace("<|im_end|>", "(|im_end|)")
+
+
+def test_a_lone_surrogate_fails_the_boundary() -> None:
+    with pytest.raises(ToolError) as raised:
+        admit(CallToolResult(content=[TextContent(text="bad \ud800 text")]))
+    assert raised.value.code == "invalid_result"
+    assert "bad" not in raised.value.message
+
+
+def test_a_store_fault_truncates_with_a_warning_and_never_passes_the_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    text = document(30_000)
+    out, events, _ = admit(
+        CallToolResult(content=[TextContent(text=text)], structured_content={"content": text}),
+        store=BrokenStore(),
+    )
+    shown = out.content[0].text  # type: ignore[union-attr]
+    assert shown.startswith(text[: POLICY.threshold_chars])
+    assert shown.endswith(
+        f"[{len(text)} characters, {len(text) - 1_000} cut off and not retrievable.]"
+    )
+    assert out.structured_content is None
+    assert [e.kind for e in events] == ["tool_result_store_failed"]
+    assert "check-in failed for read (30000 chars): ClaimStoreError" in caplog.text
+    assert text[:50] not in caplog.text
+
+
+def test_advertised_tools_lose_only_their_output_schema() -> None:
+    schema = {"type": "object", "properties": {"content": {"type": "string"}}}
+    tool = Tool(name="read", input_schema={"type": "object"}, output_schema=schema, title="Read")
+    shown = advertised(tool)
+    assert shown.output_schema is None
+    assert shown.model_dump(exclude={"output_schema"}) == tool.model_dump(exclude={"output_schema"})
+    plain = Tool(name="echo", input_schema={"type": "object"})
+    assert advertised(plain) is plain

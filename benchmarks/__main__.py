@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
-from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, memory
+from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, journal, memory
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
@@ -29,8 +29,9 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "conversation": conversation.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
+    "journal": journal.run,
 }
-ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory")
+ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory", "journal")
 ROOT = Path(__file__).resolve().parent.parent
 
 

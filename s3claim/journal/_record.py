@@ -73,10 +73,14 @@ class JournalEntry:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """One run as a listing shows it: tag, status, size and times, never content."""
+    """One run as a listing shows it: tag, status, size and times, never content.
+
+    `unreadable` is a journal object this version cannot read (damaged, or a newer format):
+    listed by its tag, its numbers zero.
+    """
 
     run_tag: str
-    status: RunStatus
+    status: RunStatus | Literal["unreadable"]
     turns: int
     updated_at: float
     expires_at: int

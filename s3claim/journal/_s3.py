@@ -31,7 +31,7 @@ import math
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -44,7 +44,7 @@ from s3claim.errors import (
 )
 from s3claim.handles import HandleKey
 from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
-from s3claim.journal._record import JournalEntry, RunInfo, RunRecord
+from s3claim.journal._record import JournalEntry, RunInfo, RunRecord, RunStatus
 from s3claim.s3._config import (
     check_bucket,
     check_day_classes,
@@ -78,6 +78,7 @@ _META_UPDATED = "s3claim-updated-at"
 _META_EXPIRES = "s3claim-expires-at"
 _META_WRITE = "s3claim-write"
 _PRECONDITION = frozenset({"PreconditionFailed"})
+_STATUSES = frozenset(get_args(RunStatus))
 _CONFLICT = "run conflict: another writer recorded this run since it was loaded"
 _TAKEN = "run id taken: a run with this id is already recorded"
 
@@ -326,10 +327,11 @@ def _reasons(exc: ValidationError) -> str:
 
 
 def _info(meta: Mapping[str, str], run_tag: str) -> RunInfo:
-    _check_format(meta.get(_META_FORMAT), run_tag)
+    """A listing row from metadata alone; an object this version cannot read is listed as
+    `unreadable` (its tag is what an operator needs), not allowed to break the listing."""
     try:
         status = meta[_META_STATUS]
-        if status not in ("running", "answered", "max_turns"):
+        if meta.get(_META_FORMAT) != str(FORMAT) or status not in _STATUSES:
             raise ValueError(status)
         return RunInfo(
             run_tag=run_tag,
@@ -339,4 +341,4 @@ def _info(meta: Mapping[str, str], run_tag: str) -> RunInfo:
             expires_at=int(meta[_META_EXPIRES]),
         )
     except (KeyError, ValueError):
-        raise _damaged(run_tag, "its metadata is missing or unreadable") from None
+        return RunInfo(run_tag=run_tag, status="unreadable", turns=0, updated_at=0.0, expires_at=0)

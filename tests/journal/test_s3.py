@@ -190,6 +190,8 @@ def test_a_damaged_journal_is_a_store_error_naming_the_run_tag_and_is_never_over
             "q", tenant=SCOPE.tenant, run_id=SCOPE.run
         )
     assert rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read() == damaged
+    listed = rig.runs("acme")  # an operator still sees it, by tag
+    assert [(i.run_tag, i.status) for i in listed] == [(rig.key.run_tag(SCOPE), "unreadable")]
 
 
 # -- conditional writes and their retries -----------------------------------------------------

@@ -7,6 +7,7 @@ import typer
 from s3claim.cli._demo import demo
 from s3claim.cli._doctor import doctor
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
+from s3claim.cli._runs import runs
 
 __all__ = ["app", "main"]
 
@@ -25,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-for command in (demo, put, fetch, ls, forget, keygen, doctor):
+for command in (demo, put, fetch, ls, runs, forget, keygen, doctor):
     app.command(epilog=EPILOG)(command)
 
 

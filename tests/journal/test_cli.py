@@ -123,3 +123,31 @@ def test_failover_needs_s3_and_the_scripted_model() -> None:
         result = runner.invoke(app, ["demo", "--failover", *args])
         assert result.exit_code == 2
         assert "--failover runs on S3 with the scripted model" in result.stderr
+
+
+@pytest.mark.parametrize("drop", [None, "If-Match", "If-None-Match"])
+def test_doctor_tells_whether_both_conditional_writes_a_journal_needs_are_honoured(
+    moto_endpoint: str, drop: str | None
+) -> None:
+    from s3claim.cli._capabilities import _conditional_put
+    from s3claim.cli._check import Status
+
+    client = boto3.client("s3", endpoint_url=moto_endpoint)
+    name = f"doctor-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=name)
+    client.put_object(Bucket=name, Key="probe", Body=b"0123456789")
+
+    def server_ignores(request: Any, **_: Any) -> None:  # as a server without the feature
+        if drop in request.headers:
+            del request.headers[drop]
+
+    if drop is not None:
+        client.meta.events.register("before-send.s3.PutObject", server_ignores)
+
+    status, detail, _ = _conditional_put(client, name, "probe")
+
+    if drop is None:
+        assert status is Status.passed and "stale If-Match" in detail
+    else:
+        assert status is Status.warning
+        assert f"{drop} is ignored" in detail and "journal cannot keep out" in detail

@@ -18,20 +18,42 @@ from pathlib import Path
 
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
-from benchmarks.measures import checkin, concurrency, conversation, fetch, forget, journal, memory
+from benchmarks.measures import (
+    checkin,
+    concurrency,
+    conversation,
+    fetch,
+    forget,
+    journal,
+    memory,
+    search,
+    width,
+)
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
+    "width": width.run,
     "checkin": checkin.run,
     "forget": forget.run,
     "conversation": conversation.run,
+    "search": search.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
     "journal": journal.run,
 }
-ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory", "journal")
+ORDER = (
+    "fetch",
+    "width",
+    "checkin",
+    "forget",
+    "conversation",
+    "search",
+    "concurrency",
+    "memory",
+    "journal",
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -90,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                     "grow with the object although its requests and bytes do not."
                 )
             sections.append(section)
-            print(render_text(section))
+            print(render_text(section, len(sections)))
             print(f"({name}: {fmt_ms(time.monotonic() - began)})\n", flush=True)
     finally:
         timing.stop()

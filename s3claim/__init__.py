@@ -19,6 +19,8 @@ from s3claim.errors import (
 from s3claim.events import (
     ClaimFetched,
     ClaimFetchFailed,
+    ClaimSearched,
+    ClaimSearchFailed,
     ClaimUnavailable,
     Event,
     ModelCalled,
@@ -46,6 +48,7 @@ from s3claim.providers import Provider, ScriptedProvider
 from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
+from s3claim.search import SearchableStore, claim_search_tool
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
 
@@ -80,6 +83,8 @@ __all__ = [
     "ClaimFetchFailed",
     "ClaimFetched",
     "ClaimInfo",
+    "ClaimSearchFailed",
+    "ClaimSearched",
     "ClaimStoreError",
     "ClaimUnavailable",
     "ClaimUnavailableError",
@@ -111,6 +116,7 @@ __all__ = [
     "S3RunJournal",
     "Scope",
     "ScriptedProvider",
+    "SearchableStore",
     "SystemClock",
     "SystemMessage",
     "Tool",
@@ -126,5 +132,6 @@ __all__ = [
     "UserMessage",
     "Window",
     "claim_check_tool",
+    "claim_search_tool",
     "tool",
 ]

@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
+STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
 RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
 
 

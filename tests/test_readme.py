@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from s3claim import S3ClaimSettings
 from s3claim.cli import app
 
@@ -50,3 +52,17 @@ def test_the_library_quickstart_runs_as_written() -> None:
     total = len(namespace["CONTRACT"])  # type: ignore[arg-type]
     assert f"[{total} characters, " in head
     assert f"[{total} characters, " in README  # the README shows what this code prints
+
+
+def test_the_search_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    (code,) = [
+        block.split("```")[0]
+        for block in README.split("```python\n")[1:]
+        if block.startswith("# search_result:")
+    ]
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-3] == "1 120085"  # the README shows what this code prints
+    assert "# 1 120085" in README
+    assert printed[-2:] == ["term 2718.", "Clause 2719. The parties agre"]
+    assert "kind='claim_searched'" in printed[0] and "pattern_chars=10" in printed[0]

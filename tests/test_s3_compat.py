@@ -241,3 +241,74 @@ def test_s3rver_failover_between_two_store_instances(s3rver: Any, s3rver_bucket:
     assert second.forget(tenant="acme") == 1
     with pytest.raises(ClaimUnavailableError):
         first.fetch(SCOPE, handle)
+
+
+# -- a search's stream cut midway --------------------------------------------------------------
+
+
+class _CutStream:
+    """A response body that delivers `keep` bytes, then breaks like a dropped connection."""
+
+    def __init__(self, body: bytes, keep: int) -> None:
+        self._parts = [body[:keep]]
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        if self._parts:
+            return self._parts.pop()
+        from urllib3.exceptions import ProtocolError
+
+        raise ProtocolError("connection broken")
+
+    def stream(self, **_: Any) -> Any:
+        yield self.read()
+
+    def close(self) -> None:
+        self._parts = []
+
+
+@pytest.mark.parametrize("breaks", [1, 2, 3])
+def test_a_cut_search_stream_resumes_from_the_next_byte_or_fails_loudly(
+    s3: Any, bucket: str, breaks: int
+) -> None:
+    from botocore.awsrequest import AWSResponse
+
+    from s3claim import RunContext, ToolError, claim_search_tool
+    from s3claim.search import compile_pattern, search_text
+
+    store = _store(s3, bucket)  # RetryPolicy(attempts=3): two resumes, then a store error
+    text = ("ж" * 700_001) + "needle" + ("ж" * 500_000)  # 2 bytes a character
+    handle = store.put(SCOPE, text, ttl_seconds=TTL)
+    whole = s3.get_object(Bucket=bucket, Key=f"claims/{_tags(store)}/{handle[6:]}")
+    body, headers = whole["Body"].read(), whole["ResponseMetadata"]["HTTPHeaders"]
+    ranges: list[str | None] = []
+
+    def cut(request: Any, **_: Any) -> AWSResponse | None:
+        ranged = request.headers.get("Range")
+        ranges.append(ranged.decode() if ranged else None)
+        if len(ranges) > breaks:
+            return None  # the server answers for real
+        first = int(ranged.decode().split("=")[1].split("-")[0]) if ranged else 0
+        status = 206 if ranged else 200
+        stream = _CutStream(body[first:], 300_001)
+        return AWSResponse("https://injected", status, dict(headers), stream)
+
+    s3.meta.events.register("before-send.s3.GetObject", cut)
+    compiled = compile_pattern("needle", is_regex=False, ignore_case=False)
+    if breaks < NO_WAIT.attempts:
+        found = search_text(store.scan(SCOPE, handle), compiled)
+        assert [m.offset for m in found.matches] == [700_001]
+        # each resume asks for the byte after the last one received (an odd cut splits a
+        # character: its first byte waits for the rest)
+        assert ranges == [None, *(f"bytes={300_001 * k}-" for k in range(1, breaks + 1))]
+        return
+    with pytest.raises(ClaimStoreError, match="GetObject stream failed 3 time"):
+        search_text(store.scan(SCOPE, handle), compiled)
+    ranges.clear()
+    context = RunContext(scope=SCOPE, agent="a", emit=lambda _event: None)
+    with pytest.raises(ToolError) as refused:
+        claim_search_tool(store).call({"handle": handle, "pattern": "needle"}, context)
+    assert refused.value.code == "store_unavailable"
+
+
+def _tags(store: S3ClaimCheckStore) -> str:
+    return store._layout.run_prefix(SCOPE).removeprefix("claims/").rstrip("/")

@@ -1,4 +1,4 @@
-"""Measure 7: what recording a run costs, and what resuming it costs.
+"""The run journal: what recording a run costs, and what resuming it costs.
 
 Counted with botocore's event hooks on the journal's own client (`Wire`), on moto's HTTP
 server: PUTs per model turn for the counsel scenario; requests before the first model call
@@ -176,7 +176,7 @@ def run(bench: Bench) -> Section:
     worst_ratio = max(c.ratio for c in counsel)
     most = max(sum(r.values()) for r in resumes.values())
     return Section(
-        title="7. Run journal",
+        title="Run journal",
         intro=(
             "The counsel scenario recorded to an S3 run journal (on a client of its own, on "
             "moto), and runs of 4 to 256 turns resumed on a fresh runner. Budgets: one PUT per "

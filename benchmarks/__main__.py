@@ -24,6 +24,7 @@ from benchmarks.measures import (
     conversation,
     fetch,
     forget,
+    journal,
     mcp,
     memory,
     search,
@@ -41,6 +42,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "search": search.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
+    "journal": journal.run,
     "mcp": mcp.run,
 }
 ORDER = (
@@ -52,6 +54,7 @@ ORDER = (
     "search",
     "concurrency",
     "memory",
+    "journal",
     "mcp",
 )
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,6 +13,8 @@ from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
+    RunConflictError,
+    RunNotFoundError,
 )
 from s3claim.events import (
     ClaimFetched,
@@ -23,12 +25,14 @@ from s3claim.events import (
     Event,
     ModelCalled,
     RunFinished,
+    RunResumed,
     ToolFailed,
     ToolResultStored,
     ToolResultStoreFailed,
     ToolResultTruncated,
 )
 from s3claim.handles import HandleKey
+from s3claim.journal import JournalEntry, MemoryRunJournal, RunInfo, RunJournal, RunRecord
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import (
     AssistantMessage,
@@ -49,6 +53,7 @@ from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
 
 if TYPE_CHECKING:
+    from s3claim.journal import S3RunJournal
     from s3claim.s3 import ClaimInfo, RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
 
 _LAZY = {"ClaimInfo", "RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"}
@@ -59,6 +64,10 @@ def __getattr__(name: str) -> Any:
         import s3claim.s3
 
         return getattr(s3claim.s3, name)
+    if name == "S3RunJournal":
+        from s3claim.journal._s3 import S3RunJournal
+
+        return S3RunJournal
     raise AttributeError(f"module 's3claim' has no attribute {name!r}")
 
 
@@ -83,19 +92,28 @@ __all__ = [
     "ConfigurationError",
     "Event",
     "HandleKey",
+    "JournalEntry",
     "ManualClock",
     "MemoryClaimCheckStore",
+    "MemoryRunJournal",
     "Message",
     "ModelCalled",
     "OpenAICompatibleProvider",
     "Provider",
     "ProviderError",
     "RetryPolicy",
+    "RunConflictError",
     "RunContext",
     "RunFinished",
+    "RunInfo",
+    "RunJournal",
+    "RunNotFoundError",
+    "RunRecord",
     "RunResult",
+    "RunResumed",
     "S3ClaimCheckStore",
     "S3ClaimSettings",
+    "S3RunJournal",
     "Scope",
     "ScriptedProvider",
     "SearchableStore",

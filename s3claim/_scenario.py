@@ -21,6 +21,7 @@ from typing import Any
 from s3claim._contract import contract
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import ModelCalled
+from s3claim.journal import RunJournal
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import Provider, ScriptedProvider
 from s3claim.retrieval import claim_check_tool
@@ -36,6 +37,7 @@ __all__ = [
     "Scenario",
     "TurnRow",
     "baseline_script",
+    "counsel_runner",
     "counsel_script",
     "prefill_by_turn",
     "read_contract_tool",
@@ -203,6 +205,31 @@ class Scenario:
         return None if without is None or self.total_with == 0 else without / self.total_with
 
 
+def _registry(store: ClaimCheckStore, document: str) -> ToolRegistry:
+    return ToolRegistry((read_contract_tool(document), claim_check_tool(store)))
+
+
+def counsel_runner(
+    store: ClaimCheckStore,
+    *,
+    provider: Provider | None = None,
+    journal: RunJournal | None = None,
+    text: str | None = None,
+    max_turns: int = 8,
+) -> AgentRunner:
+    """The counsel agent with the claim check, recording to `journal` when one is given:
+    `run_scenario` runs it, and another process resumes it (`s3claim demo --failover`)."""
+    document = contract() if text is None else text
+    return AgentRunner(
+        provider=provider or counsel_script(),
+        tools=_registry(store, document).view(allow=("read_contract", "fetch_result"), agent=AGENT),
+        claim_check=ClaimCheck(store=store),
+        max_turns=max_turns,
+        system=SYSTEM,
+        journal=journal,
+    )
+
+
 def run_scenario(
     store: ClaimCheckStore,
     *,
@@ -212,6 +239,7 @@ def run_scenario(
     text: str | None = None,
     max_turns: int = 8,
     run_id: str | None = None,
+    journal: RunJournal | None = None,
 ) -> Scenario:
     """Run the counsel scenario with the claim check on `store`, then the baseline.
 
@@ -220,14 +248,9 @@ def run_scenario(
     the claim-checked run has already answered.
     """
     document = contract() if text is None else text
-    read_contract = read_contract_tool(document)
-    registry = ToolRegistry((read_contract, claim_check_tool(store)))
-    claimed = AgentRunner(
-        provider=provider or counsel_script(),
-        tools=registry.view(allow=("read_contract", "fetch_result"), agent=AGENT),
-        claim_check=ClaimCheck(store=store),
-        max_turns=max_turns,
-        system=SYSTEM,
+    registry = _registry(store, document)
+    claimed = counsel_runner(
+        store, provider=provider, journal=journal, text=document, max_turns=max_turns
     ).run(QUESTION, tenant=TENANT, run_id=run_id)
     if not baseline:
         return Scenario(len(document), claimed, None)

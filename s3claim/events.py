@@ -15,6 +15,7 @@ __all__ = [
     "Event",
     "ModelCalled",
     "RunFinished",
+    "RunResumed",
     "ToolFailed",
     "ToolResultStoreFailed",
     "ToolResultStored",
@@ -114,6 +115,19 @@ class RunFinished(_Event):
     reason: Literal["answered", "max_turns"]
 
 
+class RunResumed(_Event):
+    """A run carried on from its journal: what was restored, and which tools ran again.
+
+    `rerun_tools` names the calls whose results were not recorded before the last instance
+    stopped: they ran again (at least once, possibly twice in all).
+    """
+
+    kind: Literal["run_resumed"] = "run_resumed"
+    turns: int
+    messages: int
+    rerun_tools: tuple[str, ...]
+
+
 Event = Annotated[
     ModelCalled
     | ToolResultStored
@@ -125,6 +139,7 @@ Event = Annotated[
     | ClaimSearched
     | ClaimSearchFailed
     | ToolFailed
-    | RunFinished,
+    | RunFinished
+    | RunResumed,
     Field(discriminator="kind"),
 ]

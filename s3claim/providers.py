@@ -26,7 +26,10 @@ class ScriptedProvider:
     """A deterministic provider that plays its steps in order.
 
     A step is a message, or a function of the conversation so far that returns one: that
-    is how a script reads a handle out of a head and fetches with it.
+    is how a script reads a handle out of a head and fetches with it. Like a real model it
+    answers from the conversation alone: the step it plays is the number of assistant
+    messages already in it, so a fresh provider carries on a resumed run where it stopped.
+    `calls` counts the calls this instance answered.
     """
 
     def __init__(self, steps: Iterable[Step]) -> None:
@@ -36,10 +39,11 @@ class ScriptedProvider:
     def complete(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> AssistantMessage:
-        if self.calls >= len(self._steps):
+        index = sum(isinstance(m, AssistantMessage) for m in messages)
+        if index >= len(self._steps):
             raise RuntimeError(
-                f"ScriptedProvider has no step {self.calls + 1} (the script has {len(self._steps)})"
+                f"ScriptedProvider has no step {index + 1} (the script has {len(self._steps)})"
             )
-        step = self._steps[self.calls]
+        step = self._steps[index]
         self.calls += 1
         return step(messages) if callable(step) else step

@@ -1,4 +1,10 @@
-"""AgentRunner: the loop that calls the model, runs tools and checks results in."""
+"""AgentRunner: the loop that calls the model, runs tools and checks results in.
+
+With a journal the loop records the run after every model call, before that reply's tools
+run: the reply (the expensive, unrepeatable part) is kept, with the results of the turn
+before. So a crash loses at most the step in flight, and `resume` runs again only the tool
+calls whose results were not recorded (at least once, never zero times). One PUT per turn.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,9 @@ from dataclasses import dataclass
 from s3claim.admission import admit
 from s3claim.boundary import neutralise, result_text
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError
-from s3claim.events import Event, ModelCalled, RunFinished, ToolFailed
+from s3claim.errors import ConfigurationError, RunConflictError
+from s3claim.events import Event, ModelCalled, RunFinished, RunResumed, ToolFailed
+from s3claim.journal import RunJournal, RunRecord, RunStatus
 from s3claim.messages import (
     Message,
     SystemMessage,
@@ -59,6 +66,7 @@ class AgentRunner:
         max_tool_result_chars: int = 16_384,
         max_turns: int = 16,
         system: str | None = None,
+        journal: RunJournal | None = None,
     ) -> None:
         if max_tool_result_chars < 1 or max_turns < 1:
             raise ConfigurationError(
@@ -84,23 +92,72 @@ class AgentRunner:
         self.max_tool_result_chars = max_tool_result_chars
         self.max_turns = max_turns
         self.system = system
+        self.journal = journal
 
     def run(self, prompt: str, *, tenant: str, run_id: str | None = None) -> RunResult:
+        """Run from the prompt. With a journal, a `run_id` already recorded is refused
+        (`RunConflictError`) before the model is called: resume it, or choose another id."""
         scope = Scope(tenant, run_id or uuid.uuid4().hex)
-        events: list[Event] = []
-        context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
+        if self.journal is not None and run_id is not None and self.journal.exists(scope):
+            raise RunConflictError("run id taken: a run with this id is already recorded")
         messages: list[Message] = [SystemMessage(content=self.system)] if self.system else []
         messages.append(UserMessage(content=prompt))
+        return self._loop(_Recorder(self.journal, scope, version=None), messages, [], turns=0)
+
+    def resume(self, *, tenant: str, run_id: str) -> RunResult:
+        """Carry on a run from its journal, on this instance.
+
+        A finished run returns its recorded result without calling the model. Otherwise the
+        tool calls of the last recorded reply whose results were not recorded run again (the
+        `run_resumed` event names them), then the loop goes on from the next turn. Raises
+        `RunNotFoundError` for a run never recorded, expired, forgotten or of another tenant,
+        and `RunConflictError` if another instance records the run first.
+        """
+        if self.journal is None:
+            raise ConfigurationError("resume needs a journal: AgentRunner(..., journal=...)")
+        scope = Scope(tenant, run_id)
+        entry = self.journal.load(scope)
+        record = entry.record
+        if record.finished:
+            return RunResult(record.output, record.messages, record.events, scope)
+        pending = record.unanswered()
+        events: list[Event] = [*record.events]
+        events.append(
+            RunResumed(
+                turns=record.turns,
+                messages=len(record.messages),
+                rerun_tools=tuple(call.name for call in pending),
+            )
+        )
+        context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
+        messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
+        recorder = _Recorder(self.journal, scope, version=entry.version)
+        return self._loop(recorder, messages, events, turns=record.turns)
+
+    def _loop(
+        self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int
+    ) -> RunResult:
+        """Turns after the first `turns`: each reply is recorded before its tools run, except
+        on the last turn, whose results are recorded with the run's end."""
+        scope = recorder.scope
+        context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         schemas = self.tools.schemas()
-        for turn in range(1, self.max_turns + 1):
+        turn = turns
+        while turn < self.max_turns:
+            turn += 1
             events.append(ModelCalled(turn=turn, prefill_chars=conversation_chars(messages)))
             reply = self.provider.complete(tuple(messages), schemas)
             messages.append(reply)
             if not reply.tool_calls:
                 events.append(RunFinished(turns=turn, reason="answered"))
-                return RunResult(reply.content or "", tuple(messages), tuple(events), scope)
+                output = reply.content or ""
+                recorder.record(messages, events, turns=turn, status="answered", output=output)
+                return RunResult(output, tuple(messages), tuple(events), scope)
+            if turn < self.max_turns:
+                recorder.record(messages, events, turns=turn, status="running")
             messages.extend(self._run_tool(call, context) for call in reply.tool_calls)
-        events.append(RunFinished(turns=self.max_turns, reason="max_turns"))
+        events.append(RunFinished(turns=turn, reason="max_turns"))
+        recorder.record(messages, events, turns=turn, status="max_turns")
         return RunResult(None, tuple(messages), tuple(events), scope)
 
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
@@ -137,3 +194,36 @@ class AgentRunner:
                 searchable=self._searchable,
             )
         )
+
+
+class _Recorder:
+    """Saves a run to its journal (if any), each save conditional on the one before."""
+
+    __slots__ = ("journal", "scope", "version")
+
+    def __init__(self, journal: RunJournal | None, scope: Scope, *, version: str | None) -> None:
+        self.journal = journal
+        self.scope = scope
+        self.version = version
+
+    def record(
+        self,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        turns: int,
+        status: RunStatus,
+        output: str | None = None,
+    ) -> None:
+        """Raises rather than let the run go on unrecorded: a store fault (after the
+        journal's retries) as `ClaimStoreError`, another writer as `RunConflictError`."""
+        if self.journal is None:
+            return
+        record = RunRecord(
+            status=status,
+            turns=turns,
+            messages=tuple(messages),
+            events=tuple(events),
+            output=output,
+        )
+        self.version = self.journal.save(self.scope, record, replaces=self.version)

@@ -30,6 +30,19 @@ def test_core_names_are_exported() -> None:
     assert s3claim.DEFAULT_FETCH_CHARS == 4096
 
 
+def test_run_journal_names_are_exported() -> None:
+    expected = {
+        "JournalEntry", "MemoryRunJournal", "RunConflictError", "RunInfo", "RunJournal",
+        "RunNotFoundError", "RunRecord", "RunResumed", "S3RunJournal",
+    }  # fmt: skip
+    assert expected <= set(s3claim.__all__)
+    assert isinstance(s3claim.MemoryRunJournal(), s3claim.RunJournal)
+    assert issubclass(s3claim.RunConflictError, s3claim.ClaimCheckError)
+    assert issubclass(s3claim.RunNotFoundError, s3claim.ClaimCheckError)
+    assert s3claim.AgentRunner.resume.__kwdefaults__ is None  # tenant and run_id: required
+    assert s3claim.S3RunJournal.__module__ == "s3claim.journal._s3"
+
+
 def test_memory_store_satisfies_the_protocol() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
@@ -42,6 +55,7 @@ def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
 
     probe = (
         "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "
+        "import s3claim.journal; assert 'boto3' not in sys.modules, 'journal imported boto3'; "
         "s3claim.S3ClaimCheckStore; assert 'boto3' in sys.modules; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

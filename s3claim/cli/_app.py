@@ -8,6 +8,7 @@ from s3claim.cli._demo import demo
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
+from s3claim.cli._runs import runs
 
 __all__ = ["app", "main"]
 
@@ -26,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-for command in (demo, put, fetch, ls, forget, keygen, doctor):
+for command in (demo, put, fetch, ls, runs, forget, keygen, doctor):
     app.command(epilog=EPILOG)(command)
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 

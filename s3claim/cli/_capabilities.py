@@ -33,6 +33,7 @@ CAPABILITIES = (
 )
 _BODY = b"0123456789"
 _TAG = ("s3claim-doctor", "probe")
+_STALE_ETAG = '"' + "0" * 32 + '"'  # not the probe's ETag (that is its body's MD5)
 
 
 def probe_capabilities(client: S3Client, bucket: str, *, prefix: str) -> list[Check]:
@@ -99,16 +100,33 @@ def _tagging(client: S3Client, bucket: str, key: str) -> tuple[Status, str, str 
 
 
 def _conditional_put(client: S3Client, bucket: str, key: str) -> tuple[Status, str, str | None]:
+    """If-None-Match (check-in, a journal's first save) and If-Match (its later saves)."""
     try:
         client.put_object(Bucket=bucket, Key=key, Body=_BODY, IfNoneMatch="*")
     except ClientError as exc:
+        if error_code(exc) != "PreconditionFailed":
+            raise
+    else:
+        return (
+            Status.warning,
+            "If-None-Match is ignored: a repeated check-in rewrites its object (same bytes) "
+            "instead of refreshing it; a run journal cannot keep out a second writer",
+            None,
+        )
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=_BODY, IfMatch=_STALE_ETAG)
+    except ClientError as exc:
         if error_code(exc) == "PreconditionFailed":
-            return Status.passed, "If-None-Match: * on an existing key answers 412", None
+            return (
+                Status.passed,
+                "If-None-Match: * and a stale If-Match both answer 412 on an existing key",
+                None,
+            )
         raise
     return (
         Status.warning,
-        "If-None-Match is ignored: a repeated check-in rewrites its object (same bytes) "
-        "instead of refreshing it; a run journal cannot keep out a second writer",
+        "If-Match is ignored: a run journal cannot keep out a second writer (a stale "
+        "instance's save overwrites the run)",
         None,
     )
 

@@ -15,6 +15,7 @@ from pydantic_settings import SettingsError
 
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
+from s3claim.journal._s3 import S3RunJournal
 from s3claim.s3 import S3ClaimCheckStore, S3ClaimSettings
 from s3claim.s3._config import check_bucket, check_prefix, handle_key_of, make_client
 
@@ -29,6 +30,7 @@ __all__ = [
     "Target",
     "handle_key",
     "load_settings",
+    "open_journal",
     "open_store",
 ]
 
@@ -126,6 +128,20 @@ def open_store(target: Target) -> S3ClaimCheckStore:
     """The store on this bucket; refuses a missing S3CLAIM_HANDLE_KEY by name."""
     settings = target.settings
     return S3ClaimCheckStore(
+        target.bucket,
+        handle_key=handle_key(settings),
+        prefix=settings.prefix,
+        client=target.client,
+        sse=settings.sse,
+        kms_key_id=settings.kms_key_id,
+        ttl_day_classes=settings.ttl_day_classes,
+    )
+
+
+def open_journal(target: Target) -> S3RunJournal:
+    """The run journal on this bucket, under the store's settings and key."""
+    settings = target.settings
+    return S3RunJournal(
         target.bucket,
         handle_key=handle_key(settings),
         prefix=settings.prefix,

@@ -39,6 +39,7 @@ from s3claim.cli._config import (
 )
 from s3claim.cli._embedded import embedded_s3
 from s3claim.cli._exit import CliError, handled
+from s3claim.cli._failover import failover_demo
 from s3claim.events import Event
 from s3claim.handles import HandleKey
 from s3claim.memory import MemoryClaimCheckStore
@@ -260,14 +261,32 @@ def demo(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
+    failover: Annotated[
+        bool,
+        typer.Option(
+            help="Kill the run's process after its second model call; resume it in another."
+        ),
+    ] = False,
 ) -> None:
     """Show what claim-checking buys: one agent run with it, one without, measured.
 
     With no options it runs on an embedded S3 (a moto server on 127.0.0.1, stopped when done)
     with a scripted model. --bucket (or S3CLAIM_BUCKET) uses a real bucket instead; the demo
     forgets its claims afterwards. The API key for --provider openai is read from
-    OPENAI_API_KEY (local servers usually need none).
+    OPENAI_API_KEY (local servers usually need none). --failover runs the scenario in a
+    process that is killed mid-run, and resumes it from the bucket in another.
     """
+    if failover:
+        with handled() as context:
+            if store is StoreKind.memory or provider is not ProviderKind.scripted:
+                raise CliError(
+                    "--failover runs on S3 with the scripted model: a run in memory dies with "
+                    "its process, and a real model's answers cannot be compared run to run"
+                )
+            context.bucket = bucket
+            failover_demo(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix,
+                          region=region, as_json=as_json)  # fmt: skip
+        return
     started = time.perf_counter()
     with handled() as context:
         chosen = _provider(provider, base_url, model, timeout)

@@ -186,6 +186,9 @@ def forget(
 ) -> None:
     """Erase every claim of a tenant, or of one run: every version, every delete marker.
 
+    A run's journal (`s3claim runs`) lives under the run's prefix and goes with it; the
+    count printed is of claims.
+
     Needs the S3CLAIM_HANDLE_KEY the claims were written with: under another key the tenant
     maps to other keys, and nothing is found.
     """
@@ -198,7 +201,8 @@ def forget(
         what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
         if not yes:
             typer.confirm(
-                f"Erase every claim of {what} in bucket {target.bucket!r}? This cannot be undone",
+                f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "
+                "runs? This cannot be undone",
                 abort=True,
             )
         console = Console(stderr=True)

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
+from s3claim.s3.settings import S3ClaimSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -25,6 +26,7 @@ __all__ = [
     "check_bucket",
     "check_day_classes",
     "check_prefix",
+    "check_settings",
     "check_sse",
     "handle_key_of",
     "make_client",
@@ -96,6 +98,20 @@ def handle_key_of(
         return HandleKey(value)
     except ValueError as exc:  # the message gives lengths, never the secret
         raise ConfigurationError(f"{name}: {exc}") from None
+
+
+def check_settings(settings: S3ClaimSettings) -> tuple[str, HandleKey]:
+    """Every `S3CLAIM_*` setting, checked under its variable's name; the bucket and the key.
+
+    The store and the run journal both start from these, so they refuse the same settings
+    with the same messages.
+    """
+    bucket = check_bucket(settings.bucket, name="S3CLAIM_BUCKET")
+    key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
+    check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
+    check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
+    check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
+    return bucket, key
 
 
 def make_client(*, endpoint_url: str | None = None, region: str | None = None) -> S3Client:

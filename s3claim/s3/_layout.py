@@ -5,6 +5,9 @@ tenant or run name, and no name (slashes, `..`, `%2F`, control characters) can m
 of its place. Tenant first, then run: `forget` erases a tenant or one run with a prefix listing.
 The digest is the handle's own 32 hex digits; the handle is derived exactly as in every other
 store (`HandleKey.handle`).
+
+A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
+erases its journal, and the name, not being 33 hex digits, can never be a claim's.
 """
 
 from __future__ import annotations
@@ -12,7 +15,13 @@ from __future__ import annotations
 from s3claim.handles import HANDLE_PREFIX, HandleKey
 from s3claim.scope import Scope
 
-__all__ = ["Layout"]
+__all__ = ["JOURNAL_NAME", "Layout", "is_journal_key"]
+
+JOURNAL_NAME = "journal"
+
+
+def is_journal_key(key: str) -> bool:
+    return key.rsplit("/", 1)[-1] == JOURNAL_NAME
 
 
 class Layout:
@@ -34,3 +43,6 @@ class Layout:
     def object_key(self, scope: Scope, handle: str) -> str:
         """The key for a well-formed handle (the caller has checked it with `is_handle`)."""
         return self.run_prefix(scope) + handle.removeprefix(HANDLE_PREFIX)
+
+    def journal_key(self, scope: Scope) -> str:
+        return self.run_prefix(scope) + JOURNAL_NAME

@@ -50,11 +50,12 @@ from s3claim.s3._config import (
     check_bucket,
     check_day_classes,
     check_prefix,
+    check_settings,
     check_sse,
     handle_key_of,
     make_client,
 )
-from s3claim.s3._layout import Layout
+from s3claim.s3._layout import Layout, is_journal_key
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._retry import (
     MISSING,
@@ -143,11 +144,7 @@ class S3ClaimCheckStore:
         """
         if settings is None:
             settings = _load_settings()
-        bucket = check_bucket(settings.bucket, name="S3CLAIM_BUCKET")
-        key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
-        check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
-        check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
-        check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
+        bucket, key = check_settings(settings)
         return cls(
             bucket,
             handle_key=key,
@@ -412,7 +409,8 @@ class S3ClaimCheckStore:
     ) -> int:
         """Erase every claim of a tenant (or of one run): every version, every delete marker.
 
-        Returns the number of claims (distinct keys) removed; `progress(removed_so_far)` is
+        Returns the number of claims (distinct keys) removed; a run's journal goes with its
+        run but is not a claim, so it is not counted. `progress(removed_so_far)` is
         called after each batch. Each round lists from the start of the prefix again: what
         was deleted is gone from the listing, so no continuation marker is needed.
         """
@@ -439,9 +437,9 @@ class S3ClaimCheckStore:
                 for start in range(0, len(doomed), _DELETE_BATCH):
                     self._delete(doomed[start : start + _DELETE_BATCH])
                 for key in keys:
-                    if key != last_key:
+                    if key != last_key and not is_journal_key(key):
                         removed += 1
-                        last_key = key
+                    last_key = key
                 if progress is not None:
                     progress(removed)
                 if not truncated:

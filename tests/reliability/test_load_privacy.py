@@ -16,6 +16,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,9 @@ from s3claim import (
     HandleKey,
     ManualClock,
     Message,
+    RunConflictError,
     RunContext,
+    S3RunJournal,
     Scope,
     ToolRegistry,
     claim_check_tool,
@@ -35,6 +38,7 @@ from s3claim import (
 )
 from s3claim.errors import UNAVAILABLE_MESSAGE
 from s3claim.s3 import RetryPolicy, S3ClaimSettings
+from tests._s3 import moto_client
 from tests.reliability._support import (
     FaultInjector,
     Rig,
@@ -234,4 +238,77 @@ def test_tool_content_reaches_no_log_event_exception_or_repr(
     assert sum(r.name.startswith("botocore") for r in records) > 100
     assert any(r.name == "s3claim" for r in records)
     assert sum(faults.injected.values()) > 5
+    assert result.output == "done"
+
+
+def test_the_journal_carries_tool_content_to_no_log_event_error_repr_or_metadata(
+    clock: ManualClock, moto_endpoint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    canary = f"CANARY-{uuid.uuid4().hex}"
+    big = f"Clause. {canary} confidential words.\n" * 300
+    rig = make_rig("s3", clock, moto_endpoint)
+    journal_client = moto_client(moto_endpoint)
+    faults = FaultInjector(journal_client, seed=5, rate=0.3)
+    journal = S3RunJournal(
+        rig.bucket,
+        handle_key=rig.key,
+        client=journal_client,
+        clock=clock,
+        retry=RetryPolicy(attempts=8, initial_wait=0, max_wait=0),
+    )
+    caplog.set_level(logging.DEBUG)
+
+    @tool
+    def produce() -> str:
+        """Return a confidential document."""
+        return big
+
+    agent = runner(rig.store, [produce], [call("produce"), fetch_every_window, done()],
+                   journal=journal)  # fmt: skip
+    result = agent.run("q", tenant="acme", run_id="r")
+    scope = Scope(tenant="acme", run="r")
+    entry = journal.load(scope)
+    key = f"claims/{rig.key.tenant_tag('acme')}/{rig.key.run_tag(scope)}/journal"
+    body = rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read().decode()
+    damaged = Scope(tenant="acme", run="damaged")
+    damaged_key = f"claims/{rig.key.tenant_tag('acme')}/{rig.key.run_tag(damaged)}/journal"
+    rig.client.put_object(Bucket=rig.bucket, Key=damaged_key, Body=body[: len(body) // 2])
+
+    surfaces: list[str] = []
+    failures: list[tuple[type[BaseException], Any]] = [
+        (RunConflictError, lambda: journal.save(scope, entry.record, replaces='"stale"')),
+        (RunConflictError, lambda: agent.run("q", tenant="acme", run_id="r")),
+        (ClaimStoreError, lambda: journal.load(damaged)),
+        (ClaimStoreError, lambda: agent.resume(tenant="acme", run_id="damaged")),
+    ]
+    for kind, attempt in failures:
+        with pytest.raises(kind) as failed:
+            attempt()
+        surfaces.append("".join(traceback.format_exception(failed.value)))
+    faults.outage = True
+    for attempt in (
+        lambda: journal.save(scope, entry.record, replaces=entry.version),
+        lambda: journal.load(scope),
+    ):
+        with pytest.raises(ClaimStoreError) as failed:
+            attempt()
+        surfaces.append("".join(traceback.format_exception(failed.value)))
+    faults.outage = False
+
+    records = [r for r in caplog.records if not r.name.startswith(("werkzeug", "moto"))]
+    formatter = logging.Formatter()
+    surfaces += [r.getMessage() for r in records]
+    surfaces += [formatter.formatException(r.exc_info) for r in records if r.exc_info]
+    surfaces += [e.model_dump_json() for e in result.events]
+    surfaces.append(str(rig.client.head_object(Bucket=rig.bucket, Key=key)["Metadata"]))
+    surfaces += [
+        repr(x)
+        for x in (journal, entry, entry.record, list(journal.runs(tenant="acme")), result, agent)
+    ]
+    surfaces.append(str(entry.record))
+    assert [s[:200] for s in surfaces if leaks(s, canary)] == []
+    # not vacuous: the head was in the recorded conversation, botocore logged, faults hit
+    assert canary in body
+    assert sum(r.name.startswith("botocore") for r in records) > 100
+    assert sum(faults.injected.values()) >= 3
     assert result.output == "done"

@@ -1,0 +1,344 @@
+"""S3RunJournal: each run's record in the claim bucket, beside the run's claims.
+
+One object per run, `{prefix}{tenant_tag}/{run_tag}/journal`, rewritten whole at every save:
+
+- save: one PutObject, conditional. The first carries `If-None-Match: *` (a run id that
+  exists is refused, never overwritten); every later one `If-Match` on the ETag it last saw,
+  so of two instances that both think they own a run, the second to save gets 412 and a
+  `RunConflictError`. A retried save may meet its own earlier success (the answer was lost,
+  the write was not): each save carries a nonce, and a 412 after a retry costs one HeadObject
+  to tell "mine" from "another writer's".
+- load: one GetObject: body, ETag and metadata in one answer, whatever the run's length.
+- exists: one HeadObject.
+
+The object carries the store's SSE and lifecycle day-class tag (its TTL refreshed at every
+save), so `forget` erases it with the run's claims and lifecycle collects it like them.
+
+Format 1 body (UTF-8 JSON): {"format": 1, "run": run_tag, "write": nonce, "updated_at",
+"expires_at", "record": RunRecord}. Metadata repeats format, run tag, status, turns and times,
+so `runs` lists without reading a body. A body that is not JSON, does not validate, names
+another run or has a newer format is a `ClaimStoreError` naming the run's tag; nothing
+overwrites it.
+
+Servers that ignore conditional writes (s3rver) cannot keep a second writer out: there
+the last save wins. `s3claim doctor` reports whether the bucket's server honours them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from s3claim.clock import Clock, SystemClock
+from s3claim.errors import (
+    ClaimStoreError,
+    ConfigurationError,
+    RunConflictError,
+    RunNotFoundError,
+)
+from s3claim.handles import HandleKey
+from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
+from s3claim.journal._record import JournalEntry, RunInfo, RunRecord, RunStatus
+from s3claim.s3._config import (
+    check_bucket,
+    check_day_classes,
+    check_prefix,
+    check_settings,
+    check_sse,
+    handle_key_of,
+    make_client,
+)
+from s3claim.s3._layout import JOURNAL_NAME, Layout
+from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._retry import MISSING, Refused, RetryPolicy, own_retries, request
+from s3claim.s3._store import _load_settings
+from s3claim.s3.settings import S3ClaimSettings
+from s3claim.scope import Scope
+from s3claim.store import check_ttl
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["FORMAT", "S3RunJournal"]
+
+_T = TypeVar("_T")
+FORMAT = 1
+_CONTENT_TYPE = "application/json"
+_META_FORMAT = "s3claim-journal"
+_META_RUN = "s3claim-run"
+_META_STATUS = "s3claim-status"
+_META_TURNS = "s3claim-turns"
+_META_UPDATED = "s3claim-updated-at"
+_META_EXPIRES = "s3claim-expires-at"
+_META_WRITE = "s3claim-write"
+_PRECONDITION = frozenset({"PreconditionFailed"})
+_STATUSES = frozenset(get_args(RunStatus))
+_CONFLICT = "run conflict: another writer recorded this run since it was loaded"
+_TAKEN = "run id taken: a run with this id is already recorded"
+
+
+class _Stored(BaseModel):
+    """The object's body (format 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[1]
+    run: str
+    write: str
+    updated_at: float
+    expires_at: int
+    record: RunRecord
+
+
+class S3RunJournal:
+    """Run records in the claim bucket, one object per run under the run's key prefix.
+
+    Takes the store's settings (bucket, `handle_key`, prefix, SSE, day classes) so that its
+    objects sit under the same tags and follow the same erasure and lifecycle rules. A
+    `ttl_seconds` longer than the largest day class is refused, as a claim TTL is.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        handle_key: HandleKey | SecretStr | str | bytes,
+        prefix: str = "claims/",
+        client: S3Client | None = None,
+        clock: Clock | None = None,
+        sse: Literal["AES256", "aws:kms"] = "AES256",
+        kms_key_id: str | None = None,
+        ttl_day_classes: Sequence[int] = (1, 7, 30),
+        ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._bucket = check_bucket(bucket)
+        self._layout = Layout(check_prefix(prefix), handle_key_of(handle_key))
+        self._classes = check_day_classes(ttl_day_classes)
+        self._sse = check_sse(sse, kms_key_id)
+        check_ttl(ttl_seconds)
+        try:
+            self._days = day_class(ttl_seconds, self._classes)
+        except ValueError as exc:
+            raise ConfigurationError(f"run journal: {exc}") from None
+        self._ttl = ttl_seconds
+        self._clock = clock or SystemClock()
+        self._retry = retry or RetryPolicy()
+        self._client = client if client is not None else make_client()
+        own_retries(self._client)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: S3ClaimSettings | None = None,
+        *,
+        clock: Clock | None = None,
+        retry: RetryPolicy | None = None,
+        ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
+    ) -> S3RunJournal:
+        """A journal on the bucket `S3ClaimCheckStore.from_settings()` uses: the same variables."""
+        if settings is None:
+            settings = _load_settings()
+        bucket, key = check_settings(settings)
+        return cls(
+            bucket,
+            handle_key=key,
+            prefix=settings.prefix,
+            client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+            clock=clock,
+            sse=settings.sse,
+            kms_key_id=settings.kms_key_id,
+            ttl_day_classes=settings.ttl_day_classes,
+            ttl_seconds=ttl_seconds,
+            retry=retry,
+        )
+
+    @property
+    def max_ttl_seconds(self) -> int:
+        return self._classes[-1] * 86_400
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def exists(self, scope: Scope) -> bool:
+        return self._head(self._layout.journal_key(scope)) is not None
+
+    def load(self, scope: Scope) -> JournalEntry:
+        key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
+
+        def get() -> tuple[Mapping[str, str], bytes, str]:
+            response = self._client.get_object(Bucket=self._bucket, Key=key)
+            body = response["Body"]
+            try:
+                data = body.read()  # inside the retry: a cut stream is read again
+            finally:
+                body.close()
+            return response.get("Metadata", {}), data, response["ETag"]
+
+        try:
+            meta, data, etag = self._request("GetObject", get, expect=MISSING)
+        except Refused:
+            raise RunNotFoundError from None
+        stored = _decode(meta, data, run_tag)
+        if stored.run != run_tag or stored.expires_at <= self._clock.now():
+            raise RunNotFoundError
+        return JournalEntry(stored.record, etag)
+
+    def save(self, scope: Scope, record: RunRecord, *, replaces: str | None) -> str:
+        if not isinstance(record, RunRecord):
+            raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
+        key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
+        now = self._clock.now()
+        stored = _Stored(
+            format=FORMAT,
+            run=run_tag,
+            write=secrets.token_hex(8),
+            updated_at=now,
+            expires_at=math.ceil(now + self._ttl),
+            record=record,
+        )
+        body = stored.model_dump_json().encode("utf-8")
+        condition = {"IfNoneMatch": "*"} if replaces is None else {"IfMatch": replaces}
+        attempts = 0
+
+        def put() -> str:
+            nonlocal attempts
+            attempts += 1
+            response = self._client.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=body,
+                ContentType=_CONTENT_TYPE,
+                Metadata=_metadata(stored),
+                Tagging=tagging(self._days),
+                **condition,  # type: ignore[arg-type]
+                **self._sse,  # type: ignore[arg-type]
+            )
+            return response["ETag"]
+
+        try:
+            return self._request("PutObject", put, expect=_PRECONDITION | MISSING)
+        except Refused as refused:
+            if attempts > 1:  # an earlier attempt may have landed, its answer lost
+                current = self._head(key)
+                if current is not None and current[0].get(_META_WRITE) == stored.write:
+                    return current[1]
+            if refused.code in MISSING:  # If-Match on no object: forgotten while it ran
+                raise RunNotFoundError from None
+            raise RunConflictError(_TAKEN if replaces is None else _CONFLICT) from None
+
+    # -- operations (not part of the protocol) ---------------------------------------------
+
+    def runs(self, *, tenant: str) -> Iterator[RunInfo]:
+        """Every run of a tenant with a journal, by tag, expired ones included: one HEAD each,
+        and no body (which holds tool results) is ever read."""
+        under = self._layout.tenant_prefix(tenant)
+        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=under)
+        token: str | None = None
+        while True:
+            page = self._request(
+                "ListObjectsV2",
+                partial(first_page, ContinuationToken=token) if token else first_page,
+            )
+            for item in page.get("Contents", []):
+                parts = item["Key"][len(under) :].split("/")
+                if len(parts) != 2 or parts[1] != JOURNAL_NAME:
+                    continue
+                current = self._head(item["Key"])
+                if current is not None:  # forgotten or collected since the listing
+                    yield _info(current[0], parts[0])
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+
+    def _head(self, key: str) -> tuple[Mapping[str, str], str] | None:
+        """(metadata, ETag) of the object, or None when there is none."""
+        try:
+            head = self._request(
+                "HeadObject",
+                lambda: self._client.head_object(Bucket=self._bucket, Key=key),
+                expect=MISSING,
+            )
+        except Refused:
+            return None
+        return head.get("Metadata", {}), head["ETag"]
+
+    def _request(
+        self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
+    ) -> _T:
+        return request(operation, call, policy=self._retry, expect=expect)
+
+    def __repr__(self) -> str:
+        return (
+            f"S3RunJournal(bucket={self._bucket!r}, prefix={self._layout.prefix!r}, "
+            f"ttl_seconds={self._ttl}, clock={self._clock!r})"
+        )
+
+
+def _metadata(stored: _Stored) -> dict[str, str]:
+    return {
+        _META_FORMAT: str(stored.format),
+        _META_RUN: stored.run,
+        _META_STATUS: stored.record.status,
+        _META_TURNS: str(stored.record.turns),
+        _META_UPDATED: repr(stored.updated_at),
+        _META_EXPIRES: str(stored.expires_at),
+        _META_WRITE: stored.write,
+    }
+
+
+def _damaged(run_tag: str, reason: str) -> ClaimStoreError:
+    return ClaimStoreError(f"run journal {run_tag}: {reason}; it was left as it is")
+
+
+def _check_format(value: object, run_tag: str) -> None:
+    if isinstance(value, int | str) and str(value).isdigit() and int(value) > FORMAT:
+        raise _damaged(
+            run_tag,
+            f"written in format {int(value)} by a newer s3claim, which this one (format "
+            f"{FORMAT}) cannot read",
+        )
+
+
+def _decode(meta: Mapping[str, str], data: bytes, run_tag: str) -> _Stored:
+    """The body, checked; every failure names the run's tag and quotes nothing of the body."""
+    _check_format(meta.get(_META_FORMAT), run_tag)
+    try:
+        raw: Any = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _damaged(run_tag, f"not a JSON document ({len(data)} bytes; truncated?)") from None
+    if isinstance(raw, dict):
+        _check_format(raw.get("format"), run_tag)
+    try:
+        return _Stored.model_validate(raw)
+    except ValidationError as exc:
+        raise _damaged(run_tag, f"not a format {FORMAT} record ({_reasons(exc)})") from None
+
+
+def _reasons(exc: ValidationError) -> str:
+    """Error kinds only: field paths can hold a damaged body's own keys, which could be anything."""
+    kinds = sorted({str(e["type"]) for e in exc.errors(include_url=False, include_input=False)})
+    return f"{exc.error_count()} error(s): {', '.join(kinds[:5])}"
+
+
+def _info(meta: Mapping[str, str], run_tag: str) -> RunInfo:
+    """A listing row from metadata alone; an object this version cannot read is listed as
+    `unreadable` (its tag is what an operator needs), not allowed to break the listing."""
+    try:
+        status = meta[_META_STATUS]
+        if meta.get(_META_FORMAT) != str(FORMAT) or status not in _STATUSES:
+            raise ValueError(status)
+        return RunInfo(
+            run_tag=run_tag,
+            status=status,  # type: ignore[arg-type]
+            turns=int(meta[_META_TURNS]),
+            updated_at=float(meta[_META_UPDATED]),
+            expires_at=int(meta[_META_EXPIRES]),
+        )
+    except (KeyError, ValueError):
+        return RunInfo(run_tag=run_tag, status="unreadable", turns=0, updated_at=0.0, expires_at=0)

@@ -29,6 +29,13 @@ def test_core_names_are_exported() -> None:
     assert s3claim.DEFAULT_FETCH_CHARS == 4096
 
 
+def test_async_face_names_are_exported() -> None:
+    assert {"AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"} <= set(s3claim.__all__)
+    assert isinstance(
+        s3claim.ThreadedAsyncStore(s3claim.MemoryClaimCheckStore()), s3claim.AsyncClaimCheckStore
+    )
+
+
 def test_memory_store_satisfies_the_protocol() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
     assert isinstance(s3claim.ManualClock(0), s3claim.Clock)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from typing import Any
 
 import pytest
@@ -15,17 +14,11 @@ import pytest
 from s3claim import (
     AsyncClaimCheck,
     ClaimCheck,
-    ClaimCheckPolicy,
-    ClaimStoreError,
-    Event,
     MemoryClaimCheckStore,
     RetryPolicy,
-    RunContext,
     S3ClaimCheckStore,
     Scope,
     ThreadedAsyncStore,
-    ToolError,
-    claim_check_tool,
 )
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
 from tests._contract import contract
@@ -41,27 +34,21 @@ def test_no_s3_request_is_sent_from_the_event_loop_thread(s3: Any, bucket: str) 
         bucket, handle_key="test-handle-key-0123456789", client=s3, retry=RetryPolicy()
     )
     aclaim = AsyncClaimCheck(ClaimCheck(store))
-    fetch = claim_check_tool(store)
-    events: list[Event] = []
-    context = RunContext(scope=SCOPE, agent="a", emit=events.append)
     text = contract()
 
     async def main() -> int:
         checked = await aclaim.check_in(text, tool="read", scope=SCOPE)
         assert checked.handle is not None
-        admitted = await aclaim.admit(text + "!", tool="read", context=context, limit=100)
-        assert "Call fetch_result" in admitted
+        again = await aclaim.store.put(SCOPE, text + "!", ttl_seconds=TTL)
         window = await aclaim.store.fetch(SCOPE, checked.handle, 10, 20)
         assert window.text == text[10:30]
-        read = await aclaim.call(fetch, {"handle": checked.handle, "offset": 4096}, context)
-        assert read.startswith(text[4096 : 4096 + 100])
+        assert (await aclaim.store.fetch(SCOPE, again, len(text), 5)).text == "!"
         assert await aclaim.store.forget(tenant="acme") == 2
         return threading.get_ident()
 
     loop_thread = asyncio.run(main())
     assert senders  # requests were sent, and none from the loop's thread
     assert loop_thread not in senders
-    assert [e.kind for e in events] == ["tool_result_stored", "claim_fetched"]
 
 
 class _GatedStore(MemoryClaimCheckStore):
@@ -129,36 +116,6 @@ def test_check_in_through_either_face_gives_the_same_handle_and_head() -> None:
     assert asyncio.run(AsyncClaimCheck(claim_check).check_in("short", tool="r", scope=SCOPE)) == (
         claim_check.check_in("short", tool="r", scope=SCOPE)
     )
-
-
-class _DeadStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
-        raise ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
-
-
-def test_async_admission_falls_back_to_truncation_like_the_sync_one(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    aclaim = AsyncClaimCheck(ClaimCheck(_DeadStore(), policy=ClaimCheckPolicy()))
-    events: list[Event] = []
-    context = RunContext(scope=SCOPE, agent="counsel", emit=events.append)
-    text = contract()
-    admitted = asyncio.run(aclaim.admit(text, tool="read", context=context, limit=4096))
-    assert admitted.startswith(text[:4096])
-    assert f"[{len(text)} characters, {len(text) - 4096} cut off and not retrievable.]" in admitted
-    assert [e.kind for e in events] == ["tool_result_store_failed"]
-    assert "ClaimStoreError" in caplog.text
-    assert text[:40] not in caplog.text
-
-
-def test_a_claim_tool_error_comes_back_as_the_same_tool_error() -> None:
-    store = MemoryClaimCheckStore()
-    aclaim = AsyncClaimCheck(ClaimCheck(store))
-    context = RunContext(scope=SCOPE, agent="a", emit=lambda _: None)
-    unknown = "claim:" + uuid.uuid4().hex
-    with pytest.raises(ToolError) as raised:
-        asyncio.run(aclaim.call(claim_check_tool(store), {"handle": unknown}, context))
-    assert raised.value.code == "claim_unavailable"
 
 
 def test_construction_refuses_what_cannot_work() -> None:

@@ -55,3 +55,16 @@ def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
 
     assert S3ClaimCheckStore.__module__ == "s3claim.s3._store"
     assert {RetryPolicy.__name__, S3ClaimSettings.__name__} == {"RetryPolicy", "S3ClaimSettings"}
+
+
+def test_import_s3claim_imports_no_agent_framework() -> None:
+    import subprocess
+    import sys
+
+    frameworks = ("agents", "langchain", "langgraph", "langchain_core", "pydantic_ai", "mcp")
+    probe = (
+        "import sys, s3claim, s3claim.integrations; "
+        f"print(sorted(m for m in {frameworks!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,16 +1,11 @@
-"""AsyncClaimCheck: check-in, admission and claim tools for coroutines, off the event loop."""
+"""AsyncClaimCheck: check-in for coroutines, off the event loop."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from s3claim.admission import admit
 from s3claim.aio._store import ThreadedAsyncStore
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.scope import Scope
-from s3claim.tools import RunContext, Tool
 
 __all__ = ["AsyncClaimCheck"]
 
@@ -33,19 +28,6 @@ class AsyncClaimCheck:
     async def check_in(self, content: str, *, tool: str, scope: Scope) -> CheckIn:
         """`ClaimCheck.check_in`; store failures propagate as they do there."""
         return await self._workers.run(self.claim_check.check_in, content, tool=tool, scope=scope)
-
-    async def admit(self, text: str, *, tool: str, context: RunContext, limit: int) -> str:
-        """`s3claim.admission.admit` with this claim check: check in, or truncate on a fault.
-
-        `context.emit` is called on the worker thread.
-        """
-        return await self._workers.run(
-            admit, text, tool=tool, context=context, claim_check=self.claim_check, limit=limit
-        )
-
-    async def call(self, tool: Tool, arguments: Mapping[str, Any], context: RunContext) -> Any:
-        """`tool.call(arguments, context)` on a worker: claim tools block on their store."""
-        return await self._workers.run(tool.call, arguments, context)
 
     def __repr__(self) -> str:
         return f"AsyncClaimCheck({self.claim_check!r}, max_workers={self._workers.max_workers})"

@@ -7,15 +7,24 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV      := $(CHECKOV_VENV)/bin/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
+comma := ,
+
 .PHONY: demo test lint typecheck pytest clean bench
 
+# Installs write to a log, shown only when they fail: a new user's first screen is the demo.
+INSTALL_LOG := $(VENV)/install.log
+define quiet_install
+	@echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"
+	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[$(1)]'; } \
+		>> $(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
+endef
+
 $(PY):
-	python3 -m venv $(VENV)
+	@python3 -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(call quiet_install,dev)
+	@touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m s3claim demo
@@ -43,9 +52,8 @@ pytest: $(STAMP) $(CHECKOV_STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	touch $(BENCH_STAMP)
+	$(call quiet_install,dev$(comma)bench)
+	@touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(if $(QUICK),--quick,)

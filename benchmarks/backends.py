@@ -170,7 +170,14 @@ class _ChildServer:
     name = "server"
     credentials = ("S3RVER", "S3RVER")
 
-    def __init__(self, argv: list[str], *, ready: re.Pattern[str], port: int | None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        ready: re.Pattern[str],
+        port: int | None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._dir = tempfile.mkdtemp(prefix="s3claim-bench-")
         argv = [a.replace("{dir}", self._dir) for a in argv]
         self._process = subprocess.Popen(  # noqa: S603  (argv built here, no shell)
@@ -179,6 +186,7 @@ class _ChildServer:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
         self.url = self._wait_ready(ready, port)
 
@@ -226,9 +234,14 @@ class S3rver(_ChildServer):
     def __init__(self) -> None:
         binary = install_s3rver()
         super().__init__(
-            [str(binary), "-d", "{dir}", "-a", "127.0.0.1", "-p", "0"],
+            # --silent: one log line per request would fill the pipe nobody reads after start.
+            [str(binary), "-d", "{dir}", "-a", "127.0.0.1", "-p", "0", "--silent"],
             ready=re.compile(r"listening on 127\.0\.0\.1:(\d+)"),
             port=None,
+            # s3rver encrypts ListObjectsV2 continuation tokens with DES, which OpenSSL 3
+            # (Node 18+) only offers from its legacy provider: without it every truncated
+            # listing is a 500.
+            env={"NODE_OPTIONS": "--openssl-legacy-provider"},
         )
 
 

@@ -1,7 +1,12 @@
 """Handle derivation, shared by every store.
 
-A handle is `claim:` and 128 bits (32 lowercase hex digits) of
-HMAC-SHA256(key, len-prefixed("handle", tenant, run, SHA-256(content))).
+A handle is `claim:`, one digit naming the claim's storage width (1, 2 or 4 bytes a
+character; see `content_width`), and 128 bits (32 lowercase hex digits) of
+HMAC-SHA256(key, len-prefixed("handle", tenant, run, SHA-256(content), width)).
+
+The width travels in the handle because a cold S3 reader must choose its byte range before
+its first request; it is bound into the MAC (and, by the S3 layout, into the object key), so
+a handle whose width digit was altered names nothing and is refused like any unknown handle.
 The length prefixes make the encoding unambiguous, so ("a/b", "c") and ("a", "b/c") never
 meet; the key makes a handle impossible to derive, or to guess for another scope, without it.
 The same key also yields the opaque tenant and run tags the S3 layout uses.
@@ -16,17 +21,38 @@ import secrets
 
 from s3claim.scope import Scope
 
-__all__ = ["HANDLE_PREFIX", "HandleKey", "content_digest", "is_handle"]
+__all__ = [
+    "HANDLE_PREFIX",
+    "HandleKey",
+    "content_digest",
+    "content_width",
+    "handle_width",
+    "is_handle",
+]
 
 HANDLE_PREFIX = "claim:"
 _HANDLE_HEX = 32
-_HANDLE_RE = re.compile(r"claim:[0-9a-f]{32}")
+_HANDLE_RE = re.compile(r"claim:[124][0-9a-f]{32}")
 _MIN_KEY_BYTES = 16
+_ABOVE_LATIN1 = re.compile("[^\x00-\xff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def is_handle(value: object) -> bool:
     """True for a well-formed handle; anything else must never reach a store."""
     return isinstance(value, str) and _HANDLE_RE.fullmatch(value) is not None
+
+
+def handle_width(handle: str) -> int:
+    """The storage width a well-formed handle names (the caller has checked `is_handle`)."""
+    return int(handle[len(HANDLE_PREFIX)])
+
+
+def content_width(content: str) -> int:
+    """The narrowest fixed width that holds every character: 1 (Latin-1), 2 (BMP) or 4."""
+    if content.isascii() or _ABOVE_LATIN1.search(content) is None:
+        return 1
+    return 2 if _ASTRAL.search(content) is None else 4
 
 
 def content_digest(content: str) -> bytes:
@@ -67,9 +93,11 @@ class HandleKey:
     def _mac(self, *fields: str | bytes) -> str:
         return hmac.new(self._key, _encode(*fields), hashlib.sha256).hexdigest()
 
-    def handle(self, scope: Scope, digest: bytes) -> str:
-        """The one handle for this content (by its digest) in this scope."""
-        return HANDLE_PREFIX + self._mac("handle", scope.tenant, scope.run, digest)[:_HANDLE_HEX]
+    def handle(self, scope: Scope, content: str) -> str:
+        """The one handle for this content in this scope (refuses lone surrogates)."""
+        width = content_width(content)
+        mac = self._mac("handle", scope.tenant, scope.run, content_digest(content), str(width))
+        return f"{HANDLE_PREFIX}{width}{mac[:_HANDLE_HEX]}"
 
     def tenant_tag(self, tenant: str) -> str:
         return self._mac("tenant", tenant)[:_HANDLE_HEX]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimUnavailableError
-from s3claim.handles import HandleKey, content_digest, is_handle
+from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
 
@@ -39,7 +39,7 @@ class MemoryClaimCheckStore:
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         check_ttl(ttl_seconds)
-        handle = self._key.handle(scope, content_digest(content))
+        handle = self._key.handle(scope, content)
         with self._lock:
             now = self._clock.now()
             if now >= self._next_sweep:

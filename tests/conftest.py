@@ -1,8 +1,15 @@
-"""Shared fixtures: a sealed environment and a real moto S3 server on 127.0.0.1."""
+"""Shared fixtures: a sealed environment and real S3 servers on 127.0.0.1.
+
+Two servers, started once per session: moto's (AWS-shaped: versions, conditional writes,
+tagging) and s3rver's (npm; file-backed, no versioning API, ignores conditional writes and
+tags), so the behaviour suites prove the store on an S3-compatible server that lacks what
+AWS has, not only on one that imitates AWS.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +47,28 @@ def moto_endpoint() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def s3rver() -> Iterator[Any]:
+    """One s3rver for the session (installed from npm into benchmarks/.node on first use)."""
+    if shutil.which("npm") is None:
+        pytest.skip("s3rver is installed with npm, and npm is not on PATH: install Node.js")
+    from benchmarks.backends import S3rver
+
+    server = S3rver()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3rver_client(s3rver: Any) -> Any:
+    """A one-attempt client for s3rver, on its own credentials."""
+    from benchmarks.backends import make_client
+
+    return make_client(s3rver)
+
+
 @pytest.fixture
 def s3(moto_endpoint: str) -> Any:
     """A client for the moto server that makes one attempt per call, like the store's own."""
@@ -74,16 +103,22 @@ class StoreUnderTest:
         return sum(len(page.get("Contents", [])) for page in pages)
 
 
-@pytest.fixture(params=["memory", "s3"])
+@pytest.fixture(params=["memory", "s3", "s3rver"])
 def store_under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
-    """Each store in turn: memory, and S3 on moto's HTTP server with a bucket of its own."""
+    """Each store in turn: memory, then S3 on moto's and on s3rver's HTTP server.
+
+    Each S3 store gets a bucket of its own.
+    """
     clock = ManualClock()
     if request.param == "memory":
         return StoreUnderTest(MemoryClaimCheckStore(clock=clock), clock, "memory")
     from s3claim import RetryPolicy, S3ClaimCheckStore
     from tests._s3 import moto_client
 
-    client = moto_client(request.getfixturevalue("moto_endpoint"))
+    if request.param == "s3rver":
+        client = request.getfixturevalue("s3rver_client")
+    else:
+        client = moto_client(request.getfixturevalue("moto_endpoint"))
     bucket = f"sut-{uuid.uuid4().hex}"
     client.create_bucket(Bucket=bucket)
     store = S3ClaimCheckStore(
@@ -93,7 +128,7 @@ def store_under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
         clock=clock,
         retry=RetryPolicy(initial_wait=0, max_wait=0),
     )
-    return StoreUnderTest(store, clock, "s3", bucket)
+    return StoreUnderTest(store, clock, request.param, bucket)
 
 
 _SIDE_BY_SIDE: list[str] = []

@@ -1,10 +1,13 @@
 """The deterministic half of the benchmarks: request and byte budgets, never times.
 
-`test_s3_store.py` already pins one fetch = one ranged GET of at most 4 x limit bytes, a
+`test_s3_store.py` already pins one fetch = one ranged GET of width x limit bytes, a
 million non-ASCII characters at three offsets, and forget of 2,500 claims = 3 lists + 3
-deletes. Here: bytes per fetch do not depend on the document's size, charset or position;
-a put sends the body once; and forget against the naive per-key baseline that
-`benchmarks/` compares with, whose own budget is pinned too so the comparison stays honest.
+deletes. Here: a window costs its storage width in bytes a character (4,096 bytes for
+ASCII and Latin-1, 8,192 for Japanese and Russian, 16,384 with emoji), whatever the
+document's size or the window's position; what is stored is ASCII's UTF-8 byte for byte and
+2 bytes a BMP character; a put sends the body once; and forget against the naive per-key
+baseline that `benchmarks/` compares with, whose own budget is pinned too so the comparison
+stays honest.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from s3claim.store import DEFAULT_FETCH_CHARS
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
-WINDOW_BYTES = 4 * DEFAULT_FETCH_CHARS
+WINDOW_BYTES = {"ascii": 4096, "latin1": 4096, "bmp": 8192, "utf8": 16384}
+"""A 4,096-character window's body: the physical limit of each kind of text's width."""
 
 
 @pytest.fixture
@@ -46,7 +50,7 @@ def wire(s3: Any) -> Wire:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("charset", ["ascii", "utf8"])
+@pytest.mark.parametrize("charset", list(WINDOW_BYTES))
 def test_bytes_per_fetch_do_not_depend_on_document_size_or_position(
     store: S3ClaimCheckStore, wire: Wire, charset: Any
 ) -> None:
@@ -58,16 +62,32 @@ def test_bytes_per_fetch_do_not_depend_on_document_size_or_position(
             window = store.fetch(Scope(tenant="acme", run=f"size-{chars}"), handle, offset=offset)
             assert window.text == text[offset : offset + DEFAULT_FETCH_CHARS]
             assert dict(wire.requests) == {"GetObject": 1}, (chars, offset)
-            assert dict(wire.response_bytes) == {"GetObject": WINDOW_BYTES}, (chars, offset)
+            assert dict(wire.response_bytes) == {"GetObject": WINDOW_BYTES[charset]}, (
+                chars,
+                offset,
+            )
 
 
-def test_a_put_sends_the_body_once_at_four_bytes_a_character(
-    store: S3ClaimCheckStore, wire: Wire
+@pytest.mark.parametrize("charset", list(WINDOW_BYTES))
+def test_a_put_sends_the_body_once_at_its_width(
+    store: S3ClaimCheckStore, wire: Wire, charset: Any
 ) -> None:
-    text = document(100_000, "utf8")
+    text = document(100_000, charset)
     store.put(SCOPE, text, ttl_seconds=TTL)
     assert dict(wire.requests) == {"PutObject": 1}
-    assert dict(wire.request_bytes) == {"PutObject": 4 * len(text)}
+    assert dict(wire.request_bytes) == {"PutObject": WINDOW_BYTES[charset] // 4096 * len(text)}
+
+
+def test_stored_ascii_is_its_utf8_and_bmp_text_two_bytes_a_character(
+    store: S3ClaimCheckStore, s3: Any, bucket: str
+) -> None:
+    ascii_text, bmp_text = document(50_000, "ascii"), document(50_000, "bmp")
+    japanese = "本契約は東京地方裁判所を専属的合意管轄裁判所とする。" * 1000
+    for text in (ascii_text, bmp_text, japanese):
+        store.put(SCOPE, text, ttl_seconds=TTL)
+    sizes = sorted(o["Size"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert sizes == sorted([len(ascii_text.encode()), 2 * len(bmp_text), 2 * len(japanese)])
+    assert 2 * len(japanese) < len(japanese.encode())  # mostly CJK: smaller than UTF-8
 
 
 def test_the_naive_baseline_moves_the_whole_object_on_every_fetch(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -219,7 +219,7 @@ def test_bad_settings_and_input_are_named() -> None:
 def test_a_tenant_or_run_name_out_of_bounds_is_one_usage_line(command: str) -> None:
     args = [command, "--tenant", "", "--run", "r" * 1025]
     if command == "fetch":
-        args.append("claim:" + "0" * 32)
+        args.append("claim:1" + "0" * 32)
     if command == "forget":
         args.append("--yes")
     result = runner.invoke(app, args, input="some content")
@@ -256,7 +256,9 @@ def test_store_errors_are_explained_by_their_cause(
 # -- doctor --------------------------------------------------------------------------------
 
 
-def test_doctor_passes_the_bucket_the_terraform_module_makes(bucket: str) -> None:
+def test_doctor_passes_the_bucket_the_terraform_module_makes(
+    bucket: str, client: S3Client
+) -> None:
     result = runner.invoke(app, ["doctor", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -271,7 +273,13 @@ def test_doctor_passes_the_bucket_the_terraform_module_makes(bucket: str) -> Non
         "lifecycle: 7-day class",
         "lifecycle: 30-day class",
         "lifecycle: abort incomplete uploads",
+        "capability: ranged GET",
+        "capability: object tagging",
+        "capability: conditional PUT",
+        "capability: versioning API",
+        "capability: lifecycle rules",
     ]
+    assert client.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0  # the probe is gone
     table = runner.invoke(app, ["doctor"])
     assert table.exit_code == 0 and "✓ pass" in table.stdout and "fail" not in table.stdout
 
@@ -341,6 +349,35 @@ def test_doctor_on_a_missing_bucket_fails_and_skips_the_rest(moto_endpoint: str)
     checks = json.loads(result.stdout)["checks"]
     assert checks[0]["status"] == "fail" and "does not exist" in checks[0]["detail"]
     assert {c["status"] for c in checks[1:]} == {"skip"}
+
+
+def test_doctor_reports_what_s3rver_lacks_and_what_the_store_does_without_it(
+    s3rver: Any, s3rver_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"doctor-{uuid.uuid4().hex[:12]}"
+    s3rver_client.create_bucket(Bucket=name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3rver.credentials[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3rver.credentials[1])
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # it caches the first credentials
+    args = ["doctor", "--bucket", name, "--endpoint-url", s3rver.url, "--json"]
+
+    result = runner.invoke(app, args)
+
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    status = {name: check["status"] for name, check in checks.items()}
+    assert result.exit_code == 0, checks  # nothing the store cannot work around
+    assert status["capability: ranged GET"] == "pass"
+    assert status["capability: versioning API"] == "pass"
+    assert "forget lists keys instead" in checks["capability: versioning API"]["detail"]
+    for lacking in ("object tagging", "conditional PUT", "lifecycle rules"):
+        assert status[f"capability: {lacking}"] == "warn", lacking
+    assert "journal cannot keep out a second writer" in checks["capability: conditional PUT"][
+        "detail"
+    ]
+    assert "reads still refuse them" in checks["capability: lifecycle rules"]["detail"]
+    assert status["default encryption"] == status["lifecycle rules"] == "warn"
+    assert "no API" in checks["default encryption"]["detail"]
+    assert s3rver_client.list_objects_v2(Bucket=name).get("KeyCount", 0) == 0
 
 
 def test_doctor_prints_the_lifecycle_the_store_needs(monkeypatch: pytest.MonkeyPatch) -> None:

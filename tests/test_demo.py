@@ -53,7 +53,7 @@ def test_the_demo_prints_the_head_the_table_and_a_ratio_from_the_events(store: s
     # verbatim: head, blank line, marker, exactly as the model got them (the handle differs
     # between the two runs: each demo has a key of its own)
     handle = data["events"][1]["handle"]
-    printed = re.search(r"handle='(claim:[0-9a-f]{32})'", out)
+    printed = re.search(r"handle='(claim:[0-9a-z]+)'", out)
     assert printed is not None
     assert f"{head}\n\n{marker.replace(handle, printed.group(1))}\n" in out
     assert f"{ratio:.1f}×" in out

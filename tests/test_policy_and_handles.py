@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 
 import pytest
 from pydantic import ValidationError
 
 from s3claim import ClaimCheckPolicy, HandleKey, Scope
-from s3claim.handles import content_digest, is_handle
+from s3claim.handles import content_digest, content_width, handle_width, is_handle
 
 
 def test_policy_defaults() -> None:
@@ -40,34 +41,43 @@ def test_policy_is_frozen() -> None:
 KEY = HandleKey(b"k" * 32)
 
 
-def test_handle_format_is_claim_and_128_bits_of_hex() -> None:
-    handle = KEY.handle(Scope("acme", "run-1"), content_digest("hello"))
-    assert is_handle(handle)
-    assert handle.startswith("claim:") and len(handle) == len("claim:") + 32
+def test_handle_format_is_claim_a_width_digit_and_128_bits_of_hex() -> None:
+    for content, width in [("hello", 1), ("Zoë", 1), ("Łódź", 2), ("株式", 2), ("ok 👍", 4)]:
+        handle = KEY.handle(Scope("acme", "run-1"), content)
+        assert is_handle(handle)
+        assert handle_width(handle) == content_width(content) == width
+        assert re.fullmatch(rf"claim:{width}[0-9a-f]{{32}}", handle)
 
 
-def test_handle_is_an_hmac_over_an_unambiguous_encoding() -> None:
+def test_the_width_is_the_narrowest_that_holds_every_character() -> None:
+    assert content_width("") == 1
+    assert content_width("\x00\xff") == 1
+    assert content_width("\u0100") == 2
+    assert content_width("\uffff" * 3) == 2
+    assert content_width("a" * 1000 + "\U00010000") == 4
+    assert content_width("\U0010ffff") == 4
+
+
+def test_handle_is_an_hmac_over_an_unambiguous_encoding_of_scope_digest_and_width() -> None:
     digest = content_digest("hello")
-    fields = [b"handle", b"acme", b"run-1", digest]
+    fields = [b"handle", b"acme", b"run-1", digest, b"1"]
     message = b"".join(len(f).to_bytes(8, "big") + f for f in fields)
     expected = hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest()[:32]
-    assert KEY.handle(Scope("acme", "run-1"), digest) == "claim:" + expected
+    assert KEY.handle(Scope("acme", "run-1"), "hello") == "claim:1" + expected
 
 
 def test_scope_fields_cannot_be_shifted_into_each_other() -> None:
-    digest = content_digest("x")
-    assert KEY.handle(Scope("a/b", "c"), digest) != KEY.handle(Scope("a", "b/c"), digest)
+    assert KEY.handle(Scope("a/b", "c"), "x") != KEY.handle(Scope("a", "b/c"), "x")
     assert KEY.tenant_tag("a") != KEY.tenant_tag("a ")
     assert KEY.run_tag(Scope("ab", "c")) != KEY.run_tag(Scope("a", "bc"))
 
 
 def test_same_content_same_scope_one_handle_other_scope_or_key_another() -> None:
-    digest = content_digest("contract text")
-    handle = KEY.handle(Scope("acme", "r1"), digest)
-    assert KEY.handle(Scope("acme", "r1"), digest) == handle
-    assert KEY.handle(Scope("acme", "r2"), digest) != handle
-    assert KEY.handle(Scope("umbrella", "r1"), digest) != handle
-    assert HandleKey(b"j" * 32).handle(Scope("acme", "r1"), digest) != handle
+    handle = KEY.handle(Scope("acme", "r1"), "contract text")
+    assert KEY.handle(Scope("acme", "r1"), "contract text") == handle
+    assert KEY.handle(Scope("acme", "r2"), "contract text") != handle
+    assert KEY.handle(Scope("umbrella", "r1"), "contract text") != handle
+    assert HandleKey(b"j" * 32).handle(Scope("acme", "r1"), "contract text") != handle
 
 
 def test_key_is_never_shown_and_must_be_long_enough() -> None:
@@ -80,16 +90,20 @@ def test_key_is_never_shown_and_must_be_long_enough() -> None:
     "value",
     [
         "claim:",
-        "claim:" + "A" * 32,
-        "claim:" + "g" * 32,
+        "claim:1" + "A" * 32,
+        "claim:1" + "g" * 32,
+        "claim:" + "a" * 32,  # format 1: no width digit
+        "claim:3" + "a" * 32,
+        "claim:0" + "a" * 32,
+        "claim:8" + "a" * 32,
         "../../etc/passwd",
         "",
         None,
         7,
-        "claim:" + "a" * 31,
-        "claim:" + "a" * 33,
-        " claim:" + "a" * 32,
-        "claim：" + "a" * 32,
+        "claim:1" + "a" * 31,
+        "claim:1" + "a" * 33,
+        " claim:1" + "a" * 32,
+        "claim：1" + "a" * 32,
     ],
 )
 def test_malformed_handles_are_recognised(value: object) -> None:

@@ -68,7 +68,7 @@ def done(text: str = "done") -> AssistantMessage:
 
 def handle_in(messages: Sequence[Message]) -> str:
     for message in reversed(messages):
-        match = re.search(r"handle='(claim:[0-9a-f]{32})'", message.content or "")
+        match = re.search(r"handle='(claim:[0-9a-z]+)'", message.content or "")
         if match:
             return match.group(1)
     raise AssertionError("no handle in the conversation")
@@ -230,7 +230,7 @@ def test_other_run_expired_and_unknown_handles_are_refused_identically(
         "q", tenant="t", run_id="r1"
     )
     handle = handle_in(first.messages)
-    unknown = "claim:" + "0" * 32
+    unknown = "claim:1" + "0" * 32
     refusals = []
     for tenant, run_id, target in [("t", "r2", handle), ("u", "r1", handle), ("t", "r1", unknown)]:
         result = rig.runner([call("fetch_result", handle=target), done()]).run(
@@ -249,7 +249,7 @@ def test_other_run_expired_and_unknown_handles_are_refused_identically(
 def test_the_model_cannot_choose_the_scope(store_under_test: StoreUnderTest) -> None:
     rig = Rig(store_under_test)
     result = rig.runner(
-        [call("fetch_result", handle="claim:" + "0" * 32, tenant="other", run="r"), done()]
+        [call("fetch_result", handle="claim:1" + "0" * 32, tenant="other", run="r"), done()]
     ).run("q", tenant="t")
     assert json.loads(tool_texts(result.messages)[0])["error"] == "invalid_arguments"
 
@@ -342,7 +342,7 @@ def test_a_store_failure_degrades_to_truncation_and_the_run_goes_on() -> None:
         provider=ScriptedProvider(
             [
                 call("read_contract", name="big"),
-                call("fetch_result", "f", handle="claim:" + "1" * 32),
+                call("fetch_result", "f", handle="claim:1" + "1" * 32),
                 outage_ends,
                 fetch_step(0),
                 done(),

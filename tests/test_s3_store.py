@@ -136,28 +136,45 @@ def test_keys_reveal_no_names_and_names_cannot_move_them(
     handles = [store.put(scope, "content", ttl_seconds=TTL) for scope in scopes]
     keys = all_keys(s3, bucket)
     assert len(keys) == 3
-    layout = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{32}")
+    layout = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[124][0-9a-f]{32}")
     assert all(layout.fullmatch(k) for k in keys), keys
     assert sorted(keys) == sorted(
         object_key(key, s, h) for s, h in zip(scopes, handles, strict=True)
     )
 
 
+@pytest.mark.parametrize(
+    ("content", "width", "encoding", "charset"),
+    [
+        ("hello world", 1, "latin-1", "iso-8859-1"),
+        ("héllo wörld", 1, "latin-1", "iso-8859-1"),
+        ("Łódź, 東京", 2, "utf-16-le", "utf-16le"),
+        ("héllo wörld 👋", 4, "utf-32-le", "utf-32le"),
+    ],
+)
 def test_metadata_carries_expiry_size_encoding_format_and_run(
-    store: S3ClaimCheckStore, s3: Any, bucket: str, key: HandleKey, clock: ManualClock
+    store: S3ClaimCheckStore,
+    s3: Any,
+    bucket: str,
+    key: HandleKey,
+    clock: ManualClock,
+    content: str,
+    width: int,
+    encoding: str,
+    charset: str,
 ) -> None:
-    content = "héllo wörld 👋"
     handle = store.put(SCOPE, content, ttl_seconds=TTL)
+    assert handle.startswith(f"claim:{width}")
     head = s3.head_object(Bucket=bucket, Key=object_key(key, SCOPE, handle))
     assert head["Metadata"] == {
-        "s3claim-format": "1",
+        "s3claim-format": "2",
         "s3claim-expires-at": str(math.ceil(clock.now() + TTL)),
         "s3claim-chars": str(len(content)),
-        "s3claim-encoding": "utf-32-le",
+        "s3claim-encoding": encoding,
         "s3claim-run": key.run_tag(SCOPE),
     }
-    assert head["ContentLength"] == 4 * len(content)
-    assert head["ContentType"] == "text/plain; charset=utf-32le"
+    assert head["ContentLength"] == width * len(content)
+    assert head["ContentType"] == f"text/plain; charset={charset}"
 
 
 def test_no_request_in_this_suite_sends_more_than_2kb_of_metadata(
@@ -348,7 +365,7 @@ def test_a_put_after_the_object_vanished_writes_it_again(
     assert store.fetch(SCOPE, handle).text == "collected"
 
 
-def test_fetch_is_one_ranged_get_of_at_most_4x_limit_bytes(
+def test_fetch_is_one_ranged_get_of_width_times_limit_bytes(
     store: S3ClaimCheckStore, wire: Wire, bucket: str, key: HandleKey, moto_endpoint: str
 ) -> None:
     content = "".join(chr(ord("a") + i % 26) for i in range(50_000))
@@ -357,15 +374,15 @@ def test_fetch_is_one_ranged_get_of_at_most_4x_limit_bytes(
     window = store.fetch(SCOPE, handle, offset=1000)
     assert window.text == content[1000:5096]
     assert wire.ops == ["GetObject"]
-    assert wire.headers("GetObject")[0]["range"] == f"bytes={4 * 1000}-{4 * 5096 - 1}"
-    assert wire.response_bytes == [4 * 4096]
+    assert wire.headers("GetObject")[0]["range"] == f"bytes={1000}-{5096 - 1}"
+    assert wire.response_bytes == [4096]
 
     client = new_client(moto_endpoint)  # a cold process reads the same way
     cold_wire = Wire(client)
     cold = S3ClaimCheckStore(bucket, handle_key=key, client=client, clock=ManualClock())
     assert cold.fetch(SCOPE, handle, offset=49_000, limit=2000).text == content[49_000:]
     assert cold_wire.ops == ["GetObject"]
-    assert cold_wire.response_bytes == [4 * 1000]
+    assert cold_wire.response_bytes == [1000]
 
 
 @pytest.mark.slow
@@ -398,13 +415,13 @@ def test_malformed_handles_cost_no_request(
     with pytest.raises(ClaimUnavailableError):
         store.fetch(SCOPE, handle)
     with pytest.raises(ValueError, match="offset"):
-        store.fetch(SCOPE, "claim:" + "0" * 32, offset=-1)
+        store.fetch(SCOPE, "claim:1" + "0" * 32, offset=-1)
     assert wire.ops == []
 
 
 def test_an_unknown_handle_is_one_get(store: S3ClaimCheckStore, wire: Wire) -> None:
     with pytest.raises(ClaimUnavailableError):
-        store.fetch(SCOPE, "claim:" + "0" * 32)
+        store.fetch(SCOPE, "claim:1" + "0" * 32)
     assert wire.ops == ["GetObject"]
 
 
@@ -498,7 +515,7 @@ def test_a_missing_bucket_is_a_store_error_naming_operation_and_code(
     ):
         store.put(SCOPE, "secret content", ttl_seconds=TTL)
     with pytest.raises(ClaimStoreError, match=r"GetObject.*NoSuchBucket") as failed:
-        store.fetch(SCOPE, "claim:" + "0" * 32)
+        store.fetch(SCOPE, "claim:1" + "0" * 32)
     assert "secret content" not in str(failed.value)
 
 
@@ -587,23 +604,28 @@ def test_a_handle_minted_by_one_process_is_redeemed_by_another(
 # -- objects the store did not write as it would -------------------------------------------
 
 _GOOD_META = {
-    "s3claim-format": "1",
+    "s3claim-format": "2",
     "s3claim-expires-at": "1800000000",
     "s3claim-chars": "3",
     "s3claim-encoding": "utf-32-le",
 }
+_ABC32 = "abc".encode("utf-32-le")
 
 
 @pytest.mark.parametrize(
-    ("body", "meta", "offset", "message"),
+    ("width", "body", "meta", "offset", "message"),
     [
-        ("abc".encode("utf-32-le"), {"s3claim-format": "2"}, 0, "not s3claim format 1"),
-        ("abc".encode("utf-32-le"), {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 1"),
-        ("abc".encode("utf-32-le"), {"s3claim-chars": "three"}, 0, "incomplete"),
-        (b"abcde", {"s3claim-chars": "2"}, 0, "not whole characters"),
-        (b"\x00\xd8\x00\x00", {"s3claim-chars": "1"}, 0, "not valid utf-32-le"),
-        ("abc".encode("utf-32-le"), {"s3claim-chars": "100"}, 0, "disagrees"),
-        ("abc".encode("utf-32-le"), {"s3claim-chars": "100"}, 5, "refused inside"),
+        (4, _ABC32, {"s3claim-format": "1"}, 0, "format '1', not s3claim format 2"),
+        (4, _ABC32, {"s3claim-format": "3"}, 0, "format '3', not s3claim format 2"),
+        (4, _ABC32, {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 2"),
+        (4, _ABC32, {"s3claim-chars": "three"}, 0, "incomplete"),
+        (4, b"abcde", {"s3claim-chars": "2"}, 0, "not whole characters"),
+        (4, b"\x00\xd8\x00\x00", {"s3claim-chars": "1"}, 0, "not valid utf-32-le"),
+        (2, b"\x00\xd8", {"s3claim-chars": "1", "s3claim-encoding": "utf-16-le"}, 0,
+         "not valid utf-16-le"),
+        (4, _ABC32, {"s3claim-encoding": "latin-1"}, 0, "encoding disagrees with its handle"),
+        (4, _ABC32, {"s3claim-chars": "100"}, 0, "disagrees with the object's size"),
+        (4, _ABC32, {"s3claim-chars": "100"}, 5, "refused inside"),
     ],
 )
 def test_an_object_that_breaks_the_format_is_a_store_error(
@@ -611,12 +633,13 @@ def test_an_object_that_breaks_the_format_is_a_store_error(
     s3: Any,
     bucket: str,
     key: HandleKey,
+    width: int,
     body: bytes,
     meta: dict[str, str],
     offset: int,
     message: str,
 ) -> None:
-    handle = "claim:" + "ab" * 16
+    handle = f"claim:{width}" + "ab" * 16
     s3.put_object(
         Bucket=bucket,
         Key=object_key(key, SCOPE, handle),
@@ -632,10 +655,13 @@ def test_content_too_large_for_one_object_is_refused_without_a_request(
 ) -> None:
     from s3claim.s3 import _format
 
-    monkeypatch.setattr(_format, "MAX_CONTENT_CHARS", 5)
-    with pytest.raises(ValueError, match="6 characters"):
-        store.put(SCOPE, "sixsix", ttl_seconds=TTL)
-    assert wire.ops == []
+    monkeypatch.setattr(_format, "MAX_OBJECT_BYTES", 10)
+    with pytest.raises(ValueError, match=r"11 characters exceeds the 10 .* 1 byte"):
+        store.put(SCOPE, "elevenchars", ttl_seconds=TTL)
+    with pytest.raises(ValueError, match=r"6 characters exceeds the 5 .* 2 byte"):
+        store.put(SCOPE, "sixsiĀ", ttl_seconds=TTL)
+    store.put(SCOPE, "fivéĀ", ttl_seconds=TTL)  # 5 characters at 2 bytes: fits
+    assert wire.ops == ["PutObject"]
 
 
 def test_the_written_claims_cache_is_bounded(

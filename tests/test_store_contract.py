@@ -163,7 +163,7 @@ def test_other_scope_gets_another_handle_and_cannot_redeem(
 @pytest.mark.parametrize(
     "handle",
     [
-        "claim:" + "0" * 32,  # well-formed, never stored
+        "claim:1" + "0" * 32,  # well-formed, never stored
         "claim:XYZ",
         "../../etc/passwd",
         "",
@@ -178,6 +178,24 @@ def test_unknown_and_malformed_handles_are_unavailable(store: ClaimCheckStore, h
     with pytest.raises(ClaimUnavailableError) as refused:
         store.fetch(SCOPE, handle)
     assert str(refused.value) == UNAVAILABLE_MESSAGE
+
+
+@pytest.mark.parametrize(
+    "content", ["plain ASCII", "Zoë Müller", "Łódź 東京", "emoji 👩‍⚖️"], ids=[1, "1b", 2, 4]
+)
+def test_a_handle_with_its_width_digit_altered_is_unavailable(
+    store: ClaimCheckStore, content: str
+) -> None:
+    """The width rides in the handle; changing it must never read the object at another width."""
+    handle = store.put(SCOPE, content, ttl_seconds=TTL)
+    width = handle[len("claim:")]
+    for other in "124":
+        if other != width:
+            forged = f"claim:{other}{handle[len('claim:') + 1 :]}"
+            with pytest.raises(ClaimUnavailableError) as refused:
+                store.fetch(SCOPE, forged)
+            assert str(refused.value) == UNAVAILABLE_MESSAGE
+    assert store.fetch(SCOPE, handle).text == content
 
 
 def test_readable_until_the_ttl_and_not_after(store: ClaimCheckStore, clock: ManualClock) -> None:

@@ -3,16 +3,16 @@
 Each check reads one bucket setting and compares it with what `_bucket` (the Terraform
 module's shape) writes: reachable, encrypted by default, public access blocked, versioning
 off or its old versions collected, and a lifecycle rule collecting each TTL day class no
-sooner than the TTLs it holds. A failure comes with the fix. Only configuration is read,
-never an object.
+sooner than the TTLs it holds. A failure comes with the fix. A setting the server has no API
+for is a warning that says so. Then `_capabilities` probes what the server itself can do,
+with one small object of its own; no claim is ever read.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from enum import StrEnum
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from s3claim.cli._bucket import PUBLIC_ACCESS_BLOCK
+from s3claim.cli._capabilities import CAPABILITIES, probe_capabilities
+from s3claim.cli._check import Check, Status
 from s3claim.cli._config import (
     BucketOption,
     EndpointOption,
@@ -32,28 +34,14 @@ from s3claim.cli._config import (
 )
 from s3claim.cli._exit import Exit, describe, handled
 from s3claim.s3._lifecycle import TAG_KEY, lifecycle_rules
+from s3claim.s3._retry import UNSUPPORTED
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["Check", "Status", "check_bucket", "doctor"]
+__all__ = ["check_bucket", "doctor"]
 
 TERRAFORM = "or apply the Terraform module in terraform/, which sets it"
-
-
-class Status(StrEnum):
-    passed = "pass"
-    failed = "fail"
-    warning = "warn"
-    skipped = "skip"
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    status: Status
-    detail: str
-    fix: str | None = None
 
 
 def _code(exc: ClientError) -> str:
@@ -61,6 +49,8 @@ def _code(exc: ClientError) -> str:
 
 
 def _unreadable(name: str, exc: ClientError, permission: str) -> Check:
+    if _code(exc) in UNSUPPORTED:
+        return Check(name, Status.warning, f"the server has no API for it ({_code(exc)})")
     return Check(
         name,
         Status.failed,
@@ -240,6 +230,7 @@ def check_bucket(
     reachable = _reachable(client, bucket)
     if reachable.status is Status.failed:
         rest = ["default encryption", "public access blocked", "versioning off", "lifecycle"]
+        rest += CAPABILITIES
         return [reachable] + [Check(n, Status.skipped, "bucket not reachable") for n in rest]
     rules = _rules(client, bucket)
     steps: list[Callable[[], Check]] = [
@@ -247,7 +238,12 @@ def check_bucket(
         lambda: _public_access(client, bucket),
         lambda: _versioning(client, bucket, prefix, rules),
     ]
-    return [reachable, *(step() for step in steps), *_lifecycle(rules, prefix, day_classes)]
+    return [
+        reachable,
+        *(step() for step in steps),
+        *_lifecycle(rules, prefix, day_classes),
+        *probe_capabilities(client, bucket, prefix=prefix),
+    ]
 
 
 _MARK = {

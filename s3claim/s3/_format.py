@@ -1,53 +1,64 @@
-"""The object format: a UTF-32-LE body and five fields of user metadata.
+"""The object format (version 2): a fixed-width body and six fields of user metadata.
 
-Why UTF-32-LE. A reader has to choose its byte range before its first request: the object's
-metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4 bytes a
-character) the bytes of character N cannot be known without an index, and a range can split a
-character. At a fixed 4 bytes per character, window [offset, offset + limit) is always bytes
-[4*offset, 4*(offset + limit)), so any process, cold, serves any window of any claim with one
-ranged GET of at most 4*limit bytes, and every window is whole characters.
+Why a fixed width. A reader has to choose its byte range before its first request: the
+object's metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4
+bytes a character) the bytes of character N cannot be known without an index, and a range
+can split a character. At a fixed w bytes a character, window [offset, offset + limit) is
+always bytes [w*offset, w*(offset + limit)), so any process, cold, serves any window of any
+claim with one ranged GET, and every window is whole characters.
 
-The price is storage against UTF-8: 4x for ASCII, 4/3x for most CJK, 1x outside the BMP.
-Claims are short-lived and deleted by lifecycle, so bytes-at-rest are cheap next to a second
-request per window or a window that is wrong.
+Why the narrowest one. Each claim is stored at the narrowest width its characters allow:
+Latin-1 (1 byte) when every code point is below U+0100, UTF-16-LE (2) when all are in the
+BMP (the boundary refuses lone surrogates, so no surrogate can be mistaken for half a pair),
+UTF-32-LE (4) otherwise. ASCII text is then byte for byte its UTF-8, a 4,096-character window
+of it is 4,096 bytes, and mostly-CJK text is smaller than in UTF-8. One character outside the
+BMP (an emoji) makes the whole claim 4 bytes a character: the cost of the one-GET window. The
+width travels in the handle (`s3claim.handles`), so the reader knows it before it asks.
 
 Metadata carries what a read must check without another request: the expiry (integer epoch
 seconds, enforced to the second on every read), the run tag (the scope is checked, not only
 hashed into the key), the length in characters, the encoding and the format version.
+Format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
 
 __all__ = [
-    "BYTES_PER_CHAR",
-    "CONTENT_TYPE",
-    "ENCODING",
-    "MAX_CONTENT_CHARS",
+    "CONTENT_TYPES",
+    "ENCODINGS",
     "MAX_METADATA_BYTES",
+    "MAX_OBJECT_BYTES",
     "ClaimMeta",
     "byte_range",
     "check_metadata_size",
+    "content_range",
     "decode",
     "encode",
+    "max_chars",
     "metadata",
     "metadata_bytes",
     "parse_metadata",
 ]
 
-ENCODING = "utf-32-le"
-BYTES_PER_CHAR = 4
-FORMAT_VERSION = "1"
-CONTENT_TYPE = "text/plain; charset=utf-32le"
+FORMAT_VERSION = "2"
+ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
+"""Storage width (bytes a character) -> the codec that has exactly that width."""
+CONTENT_TYPES = {
+    1: "text/plain; charset=iso-8859-1",
+    2: "text/plain; charset=utf-16le",
+    4: "text/plain; charset=utf-32le",
+}
 
 MAX_METADATA_BYTES = 2048
 """S3 refuses more user metadata than this (names and values, UTF-8); moto does not."""
 
-MAX_CONTENT_CHARS = 5 * 1024**3 // BYTES_PER_CHAR
+MAX_OBJECT_BYTES = 5 * 1024**3
 """A single PutObject carries at most 5 GiB."""
 
 _META_FORMAT = "s3claim-format"
@@ -56,6 +67,8 @@ _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
 _HEADER_PREFIX = "x-amz-meta-"
+_WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,28 +76,46 @@ class ClaimMeta:
     expires_at: int
     chars: int
     run_tag: str
+    width: int
 
     def readable(self, *, run_tag: str, now: float) -> bool:
         """Readable while now < expires_at, and only from the run that stored it."""
         return self.run_tag == run_tag and now < self.expires_at
 
 
-def encode(content: str) -> bytes:
-    return content.encode(ENCODING)
+def max_chars(width: int) -> int:
+    """The most characters one object of this width can hold."""
+    return MAX_OBJECT_BYTES // width
 
 
-def decode(body: bytes, *, operation: str) -> str:
-    if len(body) % BYTES_PER_CHAR:
+def encode(content: str, width: int) -> bytes:
+    """The body at `width` (which `content_width` chose, so every character fits)."""
+    return content.encode(ENCODINGS[width])
+
+
+def decode(body: bytes, width: int, *, operation: str) -> str:
+    if len(body) % width:
         raise ClaimStoreError(f"{operation}: body of {len(body)} bytes is not whole characters")
     try:
-        return body.decode(ENCODING)
+        return body.decode(ENCODINGS[width])
     except UnicodeDecodeError:
-        raise ClaimStoreError(f"{operation}: body is not valid {ENCODING}") from None
+        raise ClaimStoreError(f"{operation}: body is not valid {ENCODINGS[width]}") from None
 
 
-def byte_range(offset: int, limit: int) -> str:
+def byte_range(offset: int, limit: int, width: int) -> str:
     """The HTTP range (inclusive) holding characters [offset, offset + limit)."""
-    return f"bytes={BYTES_PER_CHAR * offset}-{BYTES_PER_CHAR * (offset + limit) - 1}"
+    return f"bytes={width * offset}-{width * (offset + limit) - 1}"
+
+
+def content_range(header: str | None) -> tuple[int, int, int] | None:
+    """(first, last, total) of a `Content-Range: bytes a-b/total` header; None if absent."""
+    if not header:
+        return None
+    found = _CONTENT_RANGE.fullmatch(header.strip())
+    if found is None:
+        raise ClaimStoreError("GetObject: the server sent a malformed Content-Range")
+    first, last, total = (int(n) for n in found.groups())
+    return first, last, total
 
 
 def metadata_bytes(meta: Mapping[str, str]) -> int:
@@ -100,12 +131,12 @@ def check_metadata_size(meta: Mapping[str, str]) -> None:
         )
 
 
-def metadata(*, expires_at: int, chars: int, run_tag: str) -> dict[str, str]:
+def metadata(*, expires_at: int, chars: int, run_tag: str, width: int) -> dict[str, str]:
     meta = {
         _META_FORMAT: FORMAT_VERSION,
         _META_EXPIRES: str(expires_at),
         _META_CHARS: str(chars),
-        _META_ENCODING: ENCODING,
+        _META_ENCODING: ENCODINGS[width],
         _META_RUN: run_tag,
     }
     check_metadata_size(meta)
@@ -115,13 +146,18 @@ def metadata(*, expires_at: int, chars: int, run_tag: str) -> dict[str, str]:
 def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
     """Read our fields back; an object we cannot read is a store fault, not a refusal."""
     version = meta.get(_META_FORMAT)
-    if version != FORMAT_VERSION or meta.get(_META_ENCODING) != ENCODING:
-        raise ClaimStoreError(f"{operation}: object is not s3claim format {FORMAT_VERSION}")
+    width = _WIDTH_OF.get(meta.get(_META_ENCODING, ""))
+    if version != FORMAT_VERSION or width is None:
+        found = f"format {version[:16]!r}" if version else "not an s3claim object"
+        raise ClaimStoreError(
+            f"{operation}: object is {found}, not s3claim format {FORMAT_VERSION}"
+        )
     try:
         return ClaimMeta(
             expires_at=int(meta[_META_EXPIRES]),
             chars=int(meta[_META_CHARS]),
             run_tag=meta[_META_RUN],
+            width=width,
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(f"{operation}: object metadata is incomplete") from None

@@ -1,17 +1,22 @@
 """Retries for S3 requests: tenacity owns them, botocore makes exactly one attempt.
 
 Two retry layers would multiply (5 botocore attempts x 5 of ours = 25 requests per call),
-so the client is built with `total_max_attempts=1` and every request goes through
-`retrying(policy)`. Only failures that a later attempt can fix are retried: server errors,
-throttling, timeouts, broken connections, and the 409 a conditional write race answers.
-Access, bucket and request errors fail at once.
+so every request goes through `request(...)`, whose retries botocore does not double: the
+clients s3claim builds make one attempt per call, and on a client passed in `own_retries`
+vetoes botocore's retries for s3claim's requests. Only failures that a later attempt can fix
+are retried: server errors, throttling, timeouts, broken connections, and the 409 a
+conditional write race answers. Access, bucket and request errors fail at once.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from botocore.exceptions import (
+    BotoCoreError,
     ChecksumError,
     ClientError,
     ConnectTimeoutError,
@@ -29,14 +34,26 @@ from tenacity import (
     stop_after_delay,
 )
 
+from s3claim.errors import ClaimStoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
 __all__ = [
+    "MISSING",
+    "UNSUPPORTED",
+    "Refused",
     "RetryPolicy",
     "RetryableStoreFault",
     "error_code",
     "http_status",
     "is_retryable",
+    "own_retries",
+    "request",
     "retrying",
 ]
+
+_T = TypeVar("_T")
 
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _RETRYABLE_CODES = frozenset(
@@ -147,3 +164,77 @@ def retrying(policy: RetryPolicy) -> Retrying:
         retry=retry_if_exception(is_retryable),
         reraise=True,
     )
+
+
+class Refused(Exception):
+    """An answer the caller handles (missing, exists, out of range): not a store failure."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+UNSUPPORTED = frozenset({"NotImplemented", "MethodNotAllowed", "501", "405"})
+"""How S3-compatible servers refuse an API they lack (Garage: 501; s3rver: 405)."""
+
+_OURS: ContextVar[bool] = ContextVar("s3claim_request", default=False)
+
+
+def own_retries(client: S3Client) -> None:
+    """Make botocore stand down from retrying the requests s3claim makes on `client`.
+
+    Whatever retry mode and attempts a client passed in was built with, each store request
+    is then one HTTP attempt and `request` alone decides whether to try again, so an outage
+    costs at most `RetryPolicy.attempts` requests per operation instead of that times
+    botocore's attempts. Vetoing (botocore >= 1.43.3 reads a handler's False as "do not
+    retry") rather than rebuilding the client keeps everything the caller set up on it
+    (credentials, endpoint, event hooks); and the veto holds only while s3claim's own request
+    runs, so the caller's other calls on the same client keep their retries. Registered once
+    per client, however many stores share it.
+    """
+    # The stubs type handlers as returning None; botocore reads what they return.
+    veto = cast("Callable[..., None]", _veto)
+    client.meta.events.register_first("needs-retry.s3", veto, unique_id="s3claim-own-retries")
+
+
+def _veto(**_: object) -> bool | None:
+    return False if _OURS.get() else None
+
+
+def request(
+    operation: str,
+    call: Callable[[], _T],
+    *,
+    policy: RetryPolicy,
+    expect: frozenset[str] = frozenset(),
+) -> _T:
+    """Run one logical request under the retry policy; nothing from botocore escapes.
+
+    An error whose code is in `expect` is raised as `Refused` at once; anything else still
+    failing after the policy's retries is a `ClaimStoreError` naming the operation, the
+    attempts and the S3 error code (never a message, which can echo the request).
+    """
+    controller = retrying(policy)
+    token = _OURS.set(True)
+    try:
+        return controller(call)
+    except ClientError as exc:
+        code = error_code(exc)
+        if code in expect:
+            raise Refused(code) from None
+        raise ClaimStoreError(
+            f"{operation} failed after {_attempts(controller)} attempt(s): "
+            f"{code} (HTTP {http_status(exc)})"
+        ) from exc
+    except (BotoCoreError, RetryableStoreFault) as exc:
+        detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
+        raise ClaimStoreError(
+            f"{operation} failed after {_attempts(controller)} attempt(s): {detail}"
+        ) from exc
+    finally:
+        _OURS.reset(token)
+
+
+def _attempts(controller: Retrying) -> object:
+    return controller.statistics.get("attempt_number", "?")

@@ -6,11 +6,14 @@ Request budgets (each a single HTTP request unless retried):
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
   nothing.
-- fetch: one ranged GetObject of at most 4*limit bytes; expiry and run are checked from that
-  response's metadata. The only two-request case is a window at or past the end (or an empty
-  claim): S3 answers 416 without metadata, so one HeadObject checks the claim still stands.
+- fetch: one ranged GetObject of exactly width*limit bytes (at most; less at the end), the
+  width (1, 2 or 4) read from the handle; expiry and run are checked from that response's
+  metadata. The only two-request case is a window at or past the end (or an empty claim):
+  S3 answers 416 without metadata, so one HeadObject checks the claim still stands.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
-  version and delete marker under the prefix goes, on versioned buckets too.
+  version and delete marker under the prefix goes, on versioned buckets too. A server
+  without the versioning API (it answers 501 or 405: Garage, s3rver) has no versions to
+  keep: the store lists with ListObjectsV2 instead, and remembers that it must.
 
 Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
 
@@ -35,13 +38,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
-from s3claim.handles import HANDLE_PREFIX, HandleKey, content_digest, is_handle
+from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
 from s3claim.s3 import _format
 from s3claim.s3._config import (
     check_bucket,
@@ -54,11 +56,13 @@ from s3claim.s3._config import (
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._retry import (
+    MISSING,
+    UNSUPPORTED,
+    Refused,
     RetryableStoreFault,
     RetryPolicy,
-    error_code,
-    http_status,
-    retrying,
+    own_retries,
+    request,
 )
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
@@ -74,15 +78,6 @@ _T = TypeVar("_T")
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
 _DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
-_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
-
-
-class _Refused(Exception):
-    """An answer the caller handles (missing, exists, out of range): not a store failure."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +91,12 @@ class ClaimInfo:
 
 
 class S3ClaimCheckStore:
-    """Claims in an S3 bucket, stored as UTF-32-LE so any window is one ranged GET.
+    """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
-    redeem another's handles needs the same key and bucket. A `client` you pass keeps its own
-    retry configuration; build it with `Config(retries={"total_max_attempts": 1})` so that
-    botocore's retries do not multiply with the store's `retry` policy.
+    redeem another's handles needs the same key and bucket. A `client` you pass keeps its
+    credentials, endpoint and hooks, but not its retries for the store's requests: the
+    store's `retry` policy is the only one (see `s3claim.s3._retry.own_retries`).
     """
 
     def __init__(
@@ -125,7 +120,9 @@ class S3ClaimCheckStore:
         self._clock = clock or SystemClock()
         self._retry = retry or RetryPolicy()
         self._client = client if client is not None else make_client()
+        own_retries(self._client)
         self._written: OrderedDict[str, int] = OrderedDict()
+        self._versions_api = True  # until the server says it has none (see forget)
         self._lock = threading.Lock()
 
     @classmethod
@@ -170,12 +167,13 @@ class S3ClaimCheckStore:
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         days = day_class(ttl_seconds, self._classes)
-        if len(content) > _format.MAX_CONTENT_CHARS:
+        handle = self._key.handle(scope, content)
+        width = handle_width(handle)
+        if len(content) > _format.max_chars(width):
             raise ValueError(
-                f"content of {len(content)} characters exceeds the "
-                f"{_format.MAX_CONTENT_CHARS} a single S3 object can hold in this format"
+                f"content of {len(content)} characters exceeds the {_format.max_chars(width)} "
+                f"a single S3 object can hold at {width} byte(s) a character"
             )
-        handle = self._key.handle(scope, content_digest(content))
         key = self._layout.object_key(scope, handle)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)  # lives at least its TTL
         with self._lock:
@@ -185,15 +183,18 @@ class S3ClaimCheckStore:
         if known is not None and known >= expires_at:
             return handle
         meta = _format.metadata(
-            expires_at=expires_at, chars=len(content), run_tag=self._layout.run_tag(scope)
+            expires_at=expires_at,
+            chars=len(content),
+            run_tag=self._layout.run_tag(scope),
+            width=width,
         )
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
         # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
-            if refresh_first and self._refresh(key, meta, days):
+            if refresh_first and self._refresh(key, width, meta, days):
                 break
-            if self._create(key, content, meta, days):
+            if self._create(key, content, width, meta, days):
                 break
             refresh_first = True
         else:
@@ -201,9 +202,11 @@ class S3ClaimCheckStore:
         self._remember(key, expires_at)
         return handle
 
-    def _create(self, key: str, content: str, meta: dict[str, str], days: int) -> bool:
+    def _create(
+        self, key: str, content: str, width: int, meta: dict[str, str], days: int
+    ) -> bool:
         """One conditional PutObject; False when the object already exists (412)."""
-        body = _format.encode(content)
+        body = _format.encode(content, width)
 
         def call() -> None:
             self._client.put_object(
@@ -211,7 +214,7 @@ class S3ClaimCheckStore:
                 Key=key,
                 Body=body,
                 IfNoneMatch="*",
-                ContentType=_format.CONTENT_TYPE,
+                ContentType=_format.CONTENT_TYPES[width],
                 Metadata=meta,
                 Tagging=tagging(days),
                 **self._sse,  # type: ignore[arg-type]
@@ -219,11 +222,11 @@ class S3ClaimCheckStore:
 
         try:
             self._request("PutObject", call, expect=frozenset({"PreconditionFailed"}))
-        except _Refused:
+        except Refused:
             return False
         return True
 
-    def _refresh(self, key: str, meta: dict[str, str], days: int) -> bool:
+    def _refresh(self, key: str, width: int, meta: dict[str, str], days: int) -> bool:
         """Rewrite expiry in place, without the body; False when the object is gone.
 
         The copy is a new object (lifecycle counts from now) whose metadata holds the new
@@ -236,7 +239,7 @@ class S3ClaimCheckStore:
                 Key=key,
                 CopySource={"Bucket": self._bucket, "Key": key},
                 MetadataDirective="REPLACE",
-                ContentType=_format.CONTENT_TYPE,
+                ContentType=_format.CONTENT_TYPES[width],
                 Metadata=meta,
                 TaggingDirective="REPLACE",
                 Tagging=tagging(days),
@@ -244,8 +247,8 @@ class S3ClaimCheckStore:
             )
 
         try:
-            self._request("CopyObject", call, expect=_MISSING)
-        except _Refused:
+            self._request("CopyObject", call, expect=MISSING)
+        except Refused:
             return False
         return True
 
@@ -267,35 +270,47 @@ class S3ClaimCheckStore:
             raise ClaimUnavailableError
         key = self._layout.object_key(scope, handle)
         run_tag = self._layout.run_tag(scope)
-        # No object holds a character at or past MAX_CONTENT_CHARS, and a Range beyond it
-        # (up to 10**30 from a model's offset) is a header S3 need not parse as meant.
-        if offset >= _format.MAX_CONTENT_CHARS:
+        width = handle_width(handle)
+        # No object holds a character at or past max_chars, and a Range beyond it (up to
+        # 10**30 from a model's offset) is a header S3 need not parse as meant.
+        if offset >= _format.max_chars(width):
             return self._empty_window(key, run_tag, offset)
-        limit = min(limit, _format.MAX_CONTENT_CHARS - offset)
+        limit = min(limit, _format.max_chars(width) - offset)
 
         def get() -> tuple[Mapping[str, str], bytes]:
             response = self._client.get_object(
-                Bucket=self._bucket, Key=key, Range=_format.byte_range(offset, limit)
+                Bucket=self._bucket, Key=key, Range=_format.byte_range(offset, limit, width)
             )
             # Read inside the retry, so a cut stream is retried, and through StreamingBody
             # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
             # length and checksum checks and raises urllib3's own errors, not botocore's.
             body = response["Body"]
             try:
-                return response["Metadata"], body.read()
+                answered = _format.content_range(response.get("ContentRange"))
+                if answered is not None and answered[2] == 0:
+                    # An empty object: S3 answers 416, but s3rver a 206 promising a byte it
+                    # never sends. Nothing to read either way, and the metadata is here.
+                    return response["Metadata"], b""
+                data = body.read()
             finally:
                 body.close()
+            if answered is not None and answered[0] != width * offset:
+                raise ClaimStoreError("GetObject: the server answered another range")
+            # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
+            return response["Metadata"], data[: width * limit]
 
         try:
-            raw_meta, body = self._request("GetObject", get, expect=_MISSING | {"InvalidRange"})
-        except _Refused as refused:
+            raw_meta, body = self._request("GetObject", get, expect=MISSING | {"InvalidRange"})
+        except Refused as refused:
             if refused.code == "InvalidRange":
                 return self._empty_window(key, run_tag, offset)
             raise ClaimUnavailableError from None
         meta = _format.parse_metadata(raw_meta, operation="GetObject")
         if not meta.readable(run_tag=run_tag, now=self._clock.now()):
             raise ClaimUnavailableError
-        text = _format.decode(body, operation="GetObject")
+        if meta.width != width:  # the key binds the width: only a damaged object disagrees
+            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
+        text = _format.decode(body, width, operation="GetObject")
         if len(text) != max(0, min(limit, meta.chars - offset)):
             raise ClaimStoreError("GetObject: window length disagrees with the object's size")
         return Window.of(text, offset=offset, total_chars=meta.chars)
@@ -306,9 +321,9 @@ class S3ClaimCheckStore:
             head = self._request(
                 "HeadObject",
                 lambda: self._client.head_object(Bucket=self._bucket, Key=key),
-                expect=_MISSING,
+                expect=MISSING,
             )
-        except _Refused:
+        except Refused:
             raise ClaimUnavailableError from None
         meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
         if not meta.readable(run_tag=run_tag, now=self._clock.now()):
@@ -343,40 +358,63 @@ class S3ClaimCheckStore:
         last_key: str | None = None  # versions of one key are listed together, maybe on two pages
         try:
             while True:
-                page = self._request(
-                    "ListObjectVersions",
-                    lambda: self._client.list_object_versions(
-                        Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
-                    ),
-                )
-                versions = page.get("Versions", [])
-                doomed: list[ObjectIdentifierTypeDef] = [
-                    {"Key": v["Key"], "VersionId": v["VersionId"]}
-                    for v in (*versions, *page.get("DeleteMarkers", []))
-                ]
+                doomed, keys, truncated = self._list_doomed(prefix)
                 if not doomed:
-                    if page.get("IsTruncated"):
-                        raise ClaimStoreError("ListObjectVersions: truncated page with no entries")
+                    if truncated:
+                        raise ClaimStoreError("listing: truncated page with no entries")
                     break
                 ids = {(d["Key"], d.get("VersionId", "")) for d in doomed}
                 if ids & gone:  # deleted without error, yet listed again: never loop forever
-                    raise ClaimStoreError("DeleteObjects: deleted versions are still listed")
+                    raise ClaimStoreError("DeleteObjects: deleted objects are still listed")
                 gone |= ids
                 for start in range(0, len(doomed), _DELETE_BATCH):
                     self._delete(doomed[start : start + _DELETE_BATCH])
-                for version in versions:
-                    if version["Key"] != last_key:
+                for key in keys:
+                    if key != last_key:
                         removed += 1
-                        last_key = version["Key"]
+                        last_key = key
                 if progress is not None:
                     progress(removed)
-                if not page.get("IsTruncated"):
+                if not truncated:
                     break
         finally:
             with self._lock:
                 for key in [k for k in self._written if k.startswith(prefix)]:
                     del self._written[key]
         return removed
+
+    def _list_doomed(self, prefix: str) -> tuple[list[ObjectIdentifierTypeDef], list[str], bool]:
+        """One page of what must go: (objects to delete, keys of live objects, truncated).
+
+        Versions and delete markers where the server has the versioning API; where it answers
+        501 or 405 there are no versions, so plain keys, and later calls skip the question.
+        """
+        if self._versions_api:
+            try:
+                page = self._request(
+                    "ListObjectVersions",
+                    lambda: self._client.list_object_versions(
+                        Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+                    ),
+                    expect=UNSUPPORTED,
+                )
+            except Refused:
+                self._versions_api = False
+            else:
+                versions = page.get("Versions", [])
+                doomed: list[ObjectIdentifierTypeDef] = [
+                    {"Key": v["Key"], "VersionId": v["VersionId"]}
+                    for v in (*versions, *page.get("DeleteMarkers", []))
+                ]
+                return doomed, [v["Key"] for v in versions], bool(page.get("IsTruncated"))
+        listing = self._request(
+            "ListObjectsV2",
+            lambda: self._client.list_objects_v2(
+                Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+            ),
+        )
+        keys = [item["Key"] for item in listing.get("Contents", [])]
+        return [{"Key": k} for k in keys], keys, bool(listing.get("IsTruncated"))
 
     def _delete(self, batch: list[ObjectIdentifierTypeDef]) -> None:
         """One DeleteObjects; the keys it reports in `Errors` (inside a 200) are retried."""
@@ -430,9 +468,9 @@ class S3ClaimCheckStore:
                     head = self._request(
                         "HeadObject",
                         partial(self._client.head_object, Bucket=self._bucket, Key=item["Key"]),
-                        expect=_MISSING,
+                        expect=MISSING,
                     )
-                except _Refused:
+                except Refused:
                     continue  # forgotten or collected since the listing
                 meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
                 yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
@@ -445,23 +483,7 @@ class S3ClaimCheckStore:
     def _request(
         self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
     ) -> _T:
-        """Run one logical request under the retry policy; nothing from botocore escapes."""
-        controller = retrying(self._retry)
-        try:
-            return controller(call)
-        except ClientError as exc:
-            code = error_code(exc)
-            if code in expect:
-                raise _Refused(code) from None
-            raise ClaimStoreError(
-                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): "
-                f"{code} (HTTP {http_status(exc)})"
-            ) from exc
-        except (BotoCoreError, RetryableStoreFault) as exc:
-            detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
-            raise ClaimStoreError(
-                f"{operation} failed after {_attempts(controller.statistics)} attempt(s): {detail}"
-            ) from exc
+        return request(operation, call, policy=self._retry, expect=expect)
 
     def __repr__(self) -> str:
         return (
@@ -469,10 +491,6 @@ class S3ClaimCheckStore:
             f"sse={self._sse['ServerSideEncryption']!r}, ttl_day_classes={self._classes}, "
             f"clock={self._clock!r})"
         )
-
-
-def _attempts(statistics: Mapping[str, object]) -> object:
-    return statistics.get("attempt_number", "?")
 
 
 def _load_settings() -> S3ClaimSettings:

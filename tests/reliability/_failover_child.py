@@ -48,7 +48,7 @@ def main() -> None:
         def play(messages: Sequence[Message]) -> AssistantMessage:
             if n:
                 shown = messages[-1].content or ""
-                handle = re.findall(r"handle='(claim:[0-9a-f]{32})'", shown)[-1]
+                handle = re.findall(r"handle='(claim:[0-9a-z]+)'", shown)[-1]
                 digest = hashlib.sha256(content_for(n - 1).encode()).hexdigest()
                 report = {"n": n - 1, "handle": handle, "text": shown, "sha256": digest}
                 print(json.dumps(report), flush=True)

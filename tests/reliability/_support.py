@@ -45,13 +45,13 @@ from tests._s3 import s3_error, s3_response
 
 MARKER = re.compile(
     r"\n\n\[(\d+) characters, (\d+) not shown\. Call fetch_result with "
-    r"handle='(claim:[0-9a-f]{32})' to read the rest\.\]\Z"
+    r"handle='(claim:[0-9a-z]+)' to read the rest\.\]\Z"
 )
 FOOTER = re.compile(
     r"\n\n\[characters (\d+)-(\d+) of (\d+)\. Call fetch_result with "
-    r"handle='(claim:[0-9a-f]{32})' and offset=(\d+) to continue\.\]\Z"
+    r"handle='(claim:[0-9a-z]+)' and offset=(\d+) to continue\.\]\Z"
 )
-KEY_LAYOUT = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{32}")
+KEY_LAYOUT = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[124][0-9a-f]{32}")
 
 
 # -- clients and rigs ------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_a_claim_is_readable_until_its_ttl_and_refused_at_once_after(rig: Rig, o
     scope = Scope(tenant="acme", run="r")
     content = "expiring content"
     handle = rig.store.put(scope, content, ttl_seconds=TTL)
-    never_stored = tool_answer(rig, scope, "claim:" + "0" * 32, offset)
+    never_stored = tool_answer(rig, scope, "claim:1" + "0" * 32, offset)
     assert never_stored == (
         '{"error": "claim_unavailable", "message": "' + UNAVAILABLE_MESSAGE + '"}'
     )

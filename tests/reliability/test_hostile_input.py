@@ -29,7 +29,7 @@ from s3claim.boundary import neutralise
 from s3claim.errors import UNAVAILABLE_MESSAGE
 from s3claim.handles import is_handle
 from s3claim.head import extract_head
-from s3claim.s3._format import MAX_CONTENT_CHARS
+from s3claim.s3._format import MAX_OBJECT_BYTES
 from tests._strategies import unicode_text
 from tests.reliability._support import (
     Rig,
@@ -195,7 +195,7 @@ MALFORMED_HANDLES = [
 ]
 BAD_HANDLE_TYPES = [None, 0, 1.5, True, ["claim:" + HEX], {"handle": "claim:" + HEX}]
 BAD_OFFSETS = [-1, -(10**30), 1.5, 1.0, float("nan"), "0", "10", None, True, False, [0], {}]
-HUGE_OFFSETS = [10**6, 2**62, 2**63, 10**30, MAX_CONTENT_CHARS]
+HUGE_OFFSETS = [10**6, 2**62, 2**63, 10**30, MAX_OBJECT_BYTES]  # BIG is 1 byte a character
 BIG = "A long result, checked in. " * 400
 
 
@@ -292,7 +292,7 @@ def test_a_huge_offset_reads_empty_and_sends_only_sane_ranges(rig: Rig, offset: 
     assert kinds.count("claim_fetched") == 1
     for sent in ranges:  # no range starts beyond what one object can hold
         start, end = (int(n) for n in sent.removeprefix("bytes=").split("-"))
-        assert start < 4 * MAX_CONTENT_CHARS and start <= end < 2**63, sent
+        assert start < MAX_OBJECT_BYTES and start <= end < 2**63, sent
 
 
 def test_a_huge_limit_reads_the_rest_and_sends_a_sane_range(rig: Rig) -> None:
@@ -308,7 +308,7 @@ def test_a_huge_limit_reads_the_rest_and_sends_a_sane_range(rig: Rig) -> None:
     assert (window.text, window.next_offset) == ("short claim", None)
     for sent in ranges:
         end = int(sent.split("-")[1])
-        assert end < 4 * MAX_CONTENT_CHARS, sent
+        assert end < MAX_OBJECT_BYTES, sent
 
 
 JSON = st.recursive(
@@ -465,8 +465,8 @@ def test_forged_structure_is_neutralised_in_the_head_the_windows_and_storage(rig
     assert "ＦＥＴＣＨ-ＲＥＳＵＬＴ ｃｌａｉｍ-" in stored
     # the only working handle and tool name are the run's own marker and footers
     for reply in replies.values():
-        assert set(re.findall(r"claim:[0-9a-f]{32}", reply)) <= {real[0], marker.handle}
+        assert set(re.findall(r"claim:[0-9a-z]+", reply)) <= {real[0], marker.handle}
     if rig.client is not None:  # what sits in S3 is the neutralised text
         (key,) = [k for k in rig.object_keys() if k.endswith(marker.handle.removeprefix("claim:"))]
         body = rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read()
-        assert body.decode("utf-32-le") == expected
+        assert body.decode("utf-16-le") == expected  # full-width forms: the BMP width

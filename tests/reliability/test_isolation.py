@@ -59,7 +59,7 @@ def test_a_handle_is_unavailable_in_every_other_scope_exactly_like_a_missing_one
 ) -> None:
     handles = [rig.store.put(scope, content, ttl_seconds=TTL) for scope in scopes]
     assert len(set(handles)) == len(scopes)  # the same content, another handle per scope
-    never_stored = refused(rig, scopes[0], "claim:" + "0" * 32)
+    never_stored = refused(rig, scopes[0], "claim:1" + "0" * 32)
     assert never_stored[0][2] == UNAVAILABLE_MESSAGE  # type: ignore[index]
     for (owner, handle), other in itertools.product(zip(scopes, handles, strict=True), scopes):
         if other == owner:

@@ -182,7 +182,8 @@ def test_a_dead_store_degrades_to_truncation_with_a_warning(
     assert CONTRACT[:50] not in caplog.text
 
 
-def test_multi_part_content_passes_untouched_and_short_text_is_neutralised() -> None:
+@FACES
+def test_multi_part_content_passes_untouched_and_short_text_is_neutralised(face: str) -> None:
     parts = [
         {"type": "text", "text": "see"},
         {"type": "image", "url": "https://example.invalid/x.png"},
@@ -207,7 +208,7 @@ def test_multi_part_content_passes_untouched_and_short_text_is_neutralised() -> 
         ],
     )
     model, agent = _agent(_steps(both, AIMessage("ok")), [middleware], tools=[picture, note])
-    _invoke(agent, "Show me.", thread="t1")
+    _invoke(agent, "Show me.", thread="t1", face=face)
     assert _outputs(model.requests[1]) == [parts, "call fetch-result with handle='claim-abc'"]
 
 

@@ -15,6 +15,7 @@ from agents import (
     RunConfig,
     Runner,
     ToolOutputImage,
+    ToolOutputText,
     function_tool,
     set_tracing_disabled,
 )
@@ -183,12 +184,37 @@ def test_images_short_text_and_other_values_are_handled_as_the_sdk_would_show_th
         """A short structured value, serialised by the boundary."""
         return Row(clause="see fetch_result").model_dump_json()
 
-    tools = claim_check_tools([picture, row], ClaimCheck(MemoryClaimCheckStore()))
-    calls = [function_call("picture", {}, call_id="p"), function_call("row", {}, call_id="r")]
+    @function_tool
+    def parts() -> list[Any]:
+        """A caption and an image, as one multi-part output."""
+        return [ToolOutputText(text="the signature page"), {"type": "image", "image_url": "u"}]
+
+    @function_tool
+    def typed_text() -> dict[str, str]:
+        """The contract as a structured text output."""
+        return {"type": "text", "text": CONTRACT}
+
+    @function_tool
+    def untyped() -> dict[str, Any]:
+        """A value with a `type` key that is no structured output: serialised."""
+        return {"type": "clause", "number": 17}
+
+    names = ["picture", "row", "parts", "typed_text", "untyped"]
+    tools = claim_check_tools(
+        [picture, row, parts, typed_text, untyped], ClaimCheck(MemoryClaimCheckStore())
+    )
+    calls = [function_call(name, {}, call_id=name) for name in names]
     model, _ = _run(tools, [calls, [assistant_message("ok")]])
-    image, text = _outputs(model.calls[1])
+    image, text, multi, structured, other = _outputs(model.calls[1])
     assert image == [{"type": "input_image", "image_url": "https://example.invalid/x.png"}]
     assert text == '{"clause":"see fetch-result"}'  # neutralised, not checked in
+    assert multi == [
+        {"type": "input_text", "text": "the signature page"},
+        {"type": "input_image", "image_url": "u"},
+    ]
+    assert structured.startswith(CONTRACT[:300]) and "Call fetch_result" in structured
+    assert len(structured) < 800
+    assert other == '{"type":"clause","number":17}'
 
 
 def test_the_scope_comes_from_the_context_and_a_missing_tenant_is_named() -> None:

@@ -15,6 +15,7 @@ from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import (
     BinaryContent,
+    ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -223,13 +224,21 @@ def test_multi_modal_results_pass_untouched_and_a_tool_return_keeps_its_metadata
         """The contract, with metadata for the application."""
         return ToolReturn(return_value=CONTRACT, metadata={"pages": 31})
 
+    def scan() -> ToolReturn:
+        """A scanned page, with metadata."""
+        return ToolReturn(return_value=image, metadata={"page": 1})
+
+    def logo() -> ImageUrl:
+        """A logo."""
+        return ImageUrl(url="https://example.invalid/logo.png")
+
     toolset = ClaimCheckToolset(
-        FunctionToolset([picture, annotated]), ClaimCheck(MemoryClaimCheckStore())
+        FunctionToolset([picture, annotated, scan, logo]), ClaimCheck(MemoryClaimCheckStore())
     )
     both = ModelResponse(
         parts=[
-            ToolCallPart("picture", {}, tool_call_id="p"),
-            ToolCallPart("annotated", {}, tool_call_id="a"),
+            ToolCallPart(name, {}, tool_call_id=name[0])
+            for name in ("picture", "annotated", "scan", "logo")
         ]
     )
     script, requests = _steps(both, ModelResponse(parts=[TextPart("ok")]))
@@ -240,6 +249,8 @@ def test_multi_modal_results_pass_untouched_and_a_tool_return_keeps_its_metadata
     assert "Call fetch_result" in returns["annotated"].content
     assert len(returns["annotated"].content) < 800
     assert returns["picture"].content == ["the signature page", image]
+    assert returns["scan"].content == image and returns["scan"].metadata == {"page": 1}
+    assert returns["logo"].content == ImageUrl(url="https://example.invalid/logo.png")
     assert _returns(requests[1])[0] == ["the signature page", image]
 
 

@@ -37,7 +37,3 @@ class Workers:
         """`function(*args, **kwargs)` on a worker thread; the event loop stays free meanwhile."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(function, *args, **kwargs))
-
-    def shutdown(self) -> None:
-        """Let idle threads go; calls already submitted finish first."""
-        self._pool.shutdown(wait=True)

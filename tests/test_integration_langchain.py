@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,3 +266,10 @@ def test_side_by_side_with_context_editing(record: Callable[..., None]) -> None:
     assert cleared[1] == [False, False, False]
     assert claim[0] * 10 < plain[0]
     record("langchain", claim=claim, defaults=defaults, cleared=cleared)
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for row, (chars, _) in [
+        ("LangChain + claim check", claim),
+        ("LangChain + `ContextEditingMiddleware()`", defaults),
+        ("LangChain + `ClearToolUsesEdit(trigger=10_000, keep=0)`", cleared),
+    ]:
+        assert f"| {row} | {chars:,} |" in readme  # the README quotes what this measures

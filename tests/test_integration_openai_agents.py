@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -310,3 +311,10 @@ def test_side_by_side_with_the_sdk_tool_output_trimmer(record: Callable[..., Non
     assert with_trimmer[1] == [True, True, False]
     assert with_claim[0] * 5 < with_trimmer[0] < plain[0]
     record("openai-agents", claim=with_claim, trimmer=with_trimmer, plain=plain)
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for row, (chars, _) in [
+        ("Agents SDK + claim check", with_claim),
+        ("Agents SDK + `ToolOutputTrimmer()`", with_trimmer),
+        ("Agents SDK, neither", plain),
+    ]:
+        assert f"| {row} | {chars:,} |" in readme  # the README quotes what this measures

@@ -25,6 +25,7 @@ from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, percentile
 from s3claim.aio import DEFAULT_MAX_WORKERS, ThreadedAsyncStore
+from s3claim.handles import handle_width
 from s3claim.s3 import _format
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
@@ -102,6 +103,7 @@ def _aiobotocore(
 
     key = store._layout.object_key(SCOPE, handle)
     run_tag = store._layout.run_tag(SCOPE)
+    width = handle_width(handle)
     access, secret = bench.timing.credentials
 
     async def main() -> tuple[float, float, float]:
@@ -125,13 +127,13 @@ def _aiobotocore(
                     response = await client.get_object(
                         Bucket=bucket,
                         Key=key,
-                        Range=_format.byte_range(offset, DEFAULT_FETCH_CHARS),
+                        Range=_format.byte_range(offset, DEFAULT_FETCH_CHARS, width),
                     )
                     async with response["Body"] as body:
                         data = await body.read()
                 meta = _format.parse_metadata(response["Metadata"], operation="GetObject")
                 assert meta.readable(run_tag=run_tag, now=time.time())
-                return _format.decode(data, operation="GetObject")
+                return _format.decode(data, width, operation="GetObject")
 
             await asyncio.gather(*(fetch(offset) for offset in offsets[:TASKS]))  # connections
             return await _drive(fetch, offsets)

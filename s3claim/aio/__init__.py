@@ -3,33 +3,43 @@
 `AsyncClaimCheckStore` is a sibling of `ClaimCheckStore` (the same three operations, the same
 errors), not a mode of it. `ThreadedAsyncStore` implements it for any sync store by running
 each call on a small pool of worker threads of its own; `AsyncClaimCheck` does the same for a
-`ClaimCheck`'s check-in, for the admission path and for claim tools. No boto3 call ever runs on
-the event-loop thread, and claims are shared: a handle from either face redeems on the other.
+`ClaimCheck`'s check-in. No boto3 call ever runs on the event-loop thread, and claims are
+shared: a handle from either face redeems on the other.
 
-Why threads and not an async S3 client (aiobotocore), by measurement (`make bench`, measure 7,
-and the same measure run in a venv with aiobotocore 3.10): 64 tasks on one loop fetch random
-4,096-character windows from s3rver on 127.0.0.1 while a 1 ms ticker records the loop's lag;
-2 cores, shared with s3rver and with other jobs (load average 4-6), medians of 5 interleaved
-runs of 960 fetches:
+Why worker threads and not an async S3 client (aiobotocore 3.10), by measurement: `make
+bench` measure 7, also run in a venv with aiobotocore, where the same 64 tasks make the
+store's one ranged GET through aiobotocore. 64 tasks on one loop fetch random 4,096-character
+windows from s3rver on 127.0.0.1 while a 1 ms ticker records the loop's lag (p99); the
+baseline is 16 threads calling the sync store. 2 cores, shared with s3rver and with other
+sessions' jobs (load average 3 to 7): each figure is the median of 3 to 7 interleaved runs of
+960 fetches, and each range spans four to eight such measurements:
 
-    ==========================================  =========  ==========  =============
-    face                                        fetches/s  vs 16 sync  loop lag p99
-    ==========================================  =========  ==========  =============
-    16 sync threads (the baseline)                    588       1.00x        -
-    threads, 4 workers (the default)                  592       1.01x      10.8 ms
-    threads, 8 workers                                678       1.15x      17.3 ms
-    aiobotocore, 4 requests in flight                 997       1.70x       4.4 ms
-    aiobotocore, 8 requests in flight               1,104       1.88x       8.2 ms
-    aiobotocore, 64 requests in flight                641       1.09x       126 ms
-    ==========================================  =========  ==========  =============
+    =====================================  ======================  ==============
+    face                                   fetches/s vs 16 sync    loop lag p99
+    =====================================  ======================  ==============
+    threads, 4 workers (the default)       0.71x - 1.07x           7.8 - 10.9 ms
+    threads, 8 workers                     0.81x - 1.15x           11 - 17 ms
+    aiobotocore, 4 requests in flight      0.84x - 1.70x           4.4 - 12.2 ms
+    aiobotocore, 8 requests in flight      0.99x - 1.88x           8.2 - 23 ms
+    aiobotocore, 64 requests in flight     0.97x - 1.39x           126 - 133 ms
+    =====================================  ======================  ==============
 
-Both need a bound: lag grows with what runs at once (worker threads contend with the loop for
-the GIL; aiobotocore parses every response on the loop itself). Within the bound aiobotocore
-is faster. We use threads anyway: both meet the budget's throughput, and the difference is
-fetches per second that no agent can use (one window per model turn, and a turn takes
-seconds), whereas aiobotocore would cost a second S3 store to keep identical to the first
-(conditional puts, refreshes, ranged reads, versioned erasure, retries: everything the sync
-store's tests pin) and a pin of botocore below the version boto3 needs here.
+Both need a bound: lag grows with what runs at once (each worker thread competes with the
+loop for the GIL; aiobotocore parses every response on the loop itself), and unbounded
+aiobotocore stalls the loop for over 100 ms. Within the bound aiobotocore measured faster,
+by a margin that varied with the machine's load. Threads met the budget (lag p99 < 10 ms, at
+least 16 sync threads' throughput) in the least loaded session (1.07x, 7.8 ms); in busier
+ones they missed its throughput half, and at times its lag half. We use threads all the
+same, because what aiobotocore buys is fetches per second that no agent uses (one window per
+model turn, and a turn takes seconds: 64 agents fetch tens of windows a second, not
+hundreds), while it costs:
+
+- a second S3 store to keep identical to the first: widths and formats, conditional puts
+  and refreshes, ranged reads and their 416s, versioned erasure and its fallbacks, the retry
+  policy and its veto, each pinned by the sync store's tests and all still changing;
+- a pin of botocore below 1.43.118, under the boto3 this project otherwise resolves;
+- threads anyway for check-in: serialising, neutralising and cutting the head of a
+  92,212-character result takes several milliseconds of CPU, which must not run on the loop.
 """
 
 from s3claim.aio._claimcheck import AsyncClaimCheck

@@ -70,3 +70,26 @@ def test_a_claim_tool_reads_what_the_bridge_checked_in() -> None:
 def test_only_a_claim_check_is_accepted() -> None:
     with pytest.raises(TypeError, match="expected a ClaimCheck, got MemoryClaimCheckStore"):
         Bridge(MemoryClaimCheckStore())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "framework", "extra"),
+    [
+        ("openai_agents", "agents", "openai-agents"),
+        ("langchain", "langchain", "langchain"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ],
+)
+def test_an_adapter_without_its_framework_names_the_extra(
+    adapter: str, framework: str, extra: str
+) -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        f"try:\n    import s3claim.integrations.{adapter}\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"this adapter needs its framework: pip install 's3claim[{extra}]'"

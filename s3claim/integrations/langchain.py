@@ -22,12 +22,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
+try:
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain.tools import ToolRuntime
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command
+except ImportError as exc:  # say which extra brings it
+    raise ImportError("this adapter needs its framework: pip install 's3claim[langchain]'") from exc
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import Event

@@ -19,16 +19,22 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents import (
-    FunctionTool,
-    RunContextWrapper,
-    ToolOutputFileContent,
-    ToolOutputImage,
-    ToolOutputText,
-)
-from agents.tool import ValidToolOutputPydanticModelsTypeAdapter
-from agents.tool_context import ToolContext
 from pydantic import ValidationError
+
+try:
+    from agents import (
+        FunctionTool,
+        RunContextWrapper,
+        ToolOutputFileContent,
+        ToolOutputImage,
+        ToolOutputText,
+    )
+    from agents.tool import ValidToolOutputPydanticModelsTypeAdapter
+    from agents.tool_context import ToolContext
+except ImportError as exc:  # say which extra brings it
+    raise ImportError(
+        "this adapter needs its framework: pip install 's3claim[openai-agents]'"
+    ) from exc
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError

@@ -21,12 +21,18 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn, is_multi_modal_content
-from pydantic_ai.tools import AgentDepsT, ToolDefinition
-from pydantic_ai.toolsets import WrapperToolset
-from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import ToolReturn, is_multi_modal_content
+    from pydantic_ai.tools import AgentDepsT, ToolDefinition
+    from pydantic_ai.toolsets import WrapperToolset
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+except ImportError as exc:  # say which extra brings it
+    raise ImportError(
+        "this adapter needs its framework: pip install 's3claim[pydantic-ai]'"
+    ) from exc
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import Event

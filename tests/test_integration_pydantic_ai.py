@@ -90,7 +90,9 @@ def _run(
     )
 
 
-READ_THEN_OK = (_call("read_contract", "c1", name="msa"), ModelResponse(parts=[TextPart("ok")]))
+def _read_then_ok() -> list[ModelResponse]:
+    """Fresh responses each time: pydantic-ai stamps its run's conversation id on them."""
+    return [_call("read_contract", "c1", name="msa"), ModelResponse(parts=[TextPart("ok")])]
 
 
 def test_the_next_request_carries_the_head_and_marker_and_not_the_rest() -> None:
@@ -100,7 +102,7 @@ def test_the_next_request_carries_the_head_and_marker_and_not_the_rest() -> None
         ClaimCheck(MemoryClaimCheckStore()),
         on_event=events.append,
     )
-    script, requests = _steps(*READ_THEN_OK)
+    script, requests = _steps(*_read_then_ok())
     result = _run(script, toolset)
     (seen,) = _returns(requests[1])
     assert seen.startswith(CONTRACT[:300])
@@ -142,7 +144,7 @@ def test_another_tenant_or_conversation_cannot_redeem_the_handle() -> None:
     toolset = ClaimCheckToolset(
         FunctionToolset([read_contract]), ClaimCheck(MemoryClaimCheckStore())
     )
-    script, requests = _steps(*READ_THEN_OK)
+    script, requests = _steps(*_read_then_ok())
     _run(script, toolset)
     found = HANDLE.search(_returns(requests[1])[0])
     assert found is not None
@@ -178,7 +180,7 @@ def test_a_dead_store_degrades_to_truncation_with_a_warning(
     toolset = ClaimCheckToolset(
         FunctionToolset([read_contract]), ClaimCheck(DeadStore()), on_event=events.append
     )
-    script, requests = _steps(*READ_THEN_OK)
+    script, requests = _steps(*_read_then_ok())
     with caplog.at_level(logging.WARNING, logger="s3claim"):
         result = _run(script, toolset)
     assert _returns(requests[1]) == [truncate(CONTRACT, 4096)]
@@ -258,7 +260,7 @@ def test_a_missing_tenant_is_named_and_a_clashing_tool_refused() -> None:
     toolset = ClaimCheckToolset(
         FunctionToolset([read_contract]), ClaimCheck(MemoryClaimCheckStore())
     )
-    script, _ = _steps(*READ_THEN_OK)
+    script, _ = _steps(*_read_then_ok())
     with pytest.raises(ConfigurationError, match="no tenant for the claim check: run the agent"):
         _run(script, toolset, deps={"org": "acme"})
 
@@ -269,6 +271,21 @@ def test_a_missing_tenant_is_named_and_a_clashing_tool_refused() -> None:
     clashing = ClaimCheckToolset(
         FunctionToolset([fetch_result]), ClaimCheck(MemoryClaimCheckStore())
     )
-    script, _ = _steps(*READ_THEN_OK)
+    script, _ = _steps(*_read_then_ok())
     with pytest.raises(ConfigurationError, match=r"tools named \['fetch_result'\] would collide"):
         _run(script, clashing)
+
+
+def test_a_later_run_on_the_same_message_history_still_redeems_the_handle() -> None:
+    toolset = ClaimCheckToolset(
+        FunctionToolset([read_contract]), ClaimCheck(MemoryClaimCheckStore())
+    )
+    first = _run(_steps(*_read_then_ok())[0], toolset, conversation=None)  # a fresh id
+    found = HANDLE.search(_returns(first.all_messages())[0])
+    assert found is not None
+    script, requests = _steps(
+        _call("fetch_result", "f", handle=found.group(), offset=4096),
+        ModelResponse(parts=[TextPart("done")]),
+    )
+    _run(script, toolset, conversation=None, history=first.all_messages())
+    assert _returns(requests[1])[-1].startswith(CONTRACT[4096 : 4096 + 4096])

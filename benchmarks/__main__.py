@@ -26,20 +26,34 @@ from benchmarks.measures import (
     fetch,
     forget,
     memory,
+    search,
+    width,
 )
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
+    "width": width.run,
     "checkin": checkin.run,
     "forget": forget.run,
     "conversation": conversation.run,
+    "search": search.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
     "async": async_fetch.run,
 }
-ORDER = ("fetch", "checkin", "forget", "conversation", "concurrency", "memory", "async")
+ORDER = (
+    "fetch",
+    "width",
+    "checkin",
+    "forget",
+    "conversation",
+    "search",
+    "concurrency",
+    "memory",
+    "async",
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -98,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                     "grow with the object although its requests and bytes do not."
                 )
             sections.append(section)
-            print(render_text(section))
+            print(render_text(section, len(sections)))
             print(f"({name}: {fmt_ms(time.monotonic() - began)})\n", flush=True)
     finally:
         timing.stop()

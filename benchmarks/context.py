@@ -31,6 +31,7 @@ class Profile:
     concurrency_fetches: int
     """Fetches per thread count for s3claim; the naive store does a tenth (at least 8)."""
     memory_chars: int
+    search_chars: int
 
     def naive_repeats(self, chars: int) -> int:
         """Whole-object GETs get expensive: fewer repeats as the document grows (at least 3)."""
@@ -54,6 +55,7 @@ FULL = Profile(
     concurrency_chars=16 * MiB,
     concurrency_fetches=480,
     memory_chars=64 * MiB,
+    search_chars=64 * MiB,
 )
 
 QUICK = Profile(
@@ -66,6 +68,7 @@ QUICK = Profile(
     concurrency_chars=1 * MiB,
     concurrency_fetches=96,
     memory_chars=1 * MiB,
+    search_chars=4 * MiB,
 )
 
 

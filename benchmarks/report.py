@@ -23,6 +23,7 @@ class Table:
 @dataclass
 class Section:
     title: str
+    """Without a number: sections are numbered in the order the report runs them."""
     intro: str
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -63,8 +64,8 @@ def render_markdown(
     lines += ["## Machine and versions", "", "| | |", "| :--- | :--- |"]
     lines += [f"| {name} | {value} |" for name, value in environment]
     lines.append("")
-    for section in sections:
-        lines += [f"## {section.title}", "", section.intro, ""]
+    for number, section in enumerate(sections, start=1):
+        lines += [f"## {number}. {section.title}", "", section.intro, ""]
         for table in section.tables:
             lines += _markdown_table(table)
         lines += [f"- {note}" for note in section.notes]
@@ -91,8 +92,8 @@ def _text_table(table: Table) -> list[str]:
     return [*out, ""]
 
 
-def render_text(section: Section) -> str:
-    lines = [f"== {section.title} ==", ""]
+def render_text(section: Section, number: int) -> str:
+    lines = [f"== {number}. {section.title} ==", ""]
     for table in section.tables:
         lines += _text_table(table)
     lines += [f"* {note}" for note in section.notes]

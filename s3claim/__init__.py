@@ -18,6 +18,8 @@ from s3claim.errors import (
 from s3claim.events import (
     ClaimFetched,
     ClaimFetchFailed,
+    ClaimSearched,
+    ClaimSearchFailed,
     ClaimUnavailable,
     Event,
     ModelCalled,
@@ -43,6 +45,7 @@ from s3claim.providers import Provider, ScriptedProvider
 from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
+from s3claim.search import SearchableStore, claim_search_tool
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
 
@@ -74,6 +77,8 @@ __all__ = [
     "ClaimFetchFailed",
     "ClaimFetched",
     "ClaimInfo",
+    "ClaimSearchFailed",
+    "ClaimSearched",
     "ClaimStoreError",
     "ClaimUnavailable",
     "ClaimUnavailableError",
@@ -96,6 +101,7 @@ __all__ = [
     "S3ClaimSettings",
     "Scope",
     "ScriptedProvider",
+    "SearchableStore",
     "SystemClock",
     "SystemMessage",
     "ThreadedAsyncStore",
@@ -112,5 +118,6 @@ __all__ = [
     "UserMessage",
     "Window",
     "claim_check_tool",
+    "claim_search_tool",
     "tool",
 ]

@@ -32,8 +32,12 @@ def admit(
     context: RunContext,
     claim_check: ClaimCheck | None,
     limit: int,
+    searchable: bool = False,
 ) -> str:
-    """What the conversation receives for `text`, a result that has passed the boundary."""
+    """What the conversation receives for `text`, a result that has passed the boundary.
+
+    `searchable`: the agent has `search_result` for the claim check's store.
+    """
     if claim_check is None:
         if len(text) <= limit:
             return text
@@ -44,7 +48,9 @@ def admit(
         )
         return truncate(text, limit)
     try:
-        checked = claim_check.check_in(text, tool=tool, scope=context.scope)
+        checked = claim_check.check_in(
+            text, tool=tool, scope=context.scope, searchable=searchable
+        )
     except Exception as exc:  # a store fault degrades the result, never the run
         _log.warning("check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__)
         context.emit(

@@ -13,8 +13,8 @@ Three steps, in order:
    found (case-insensitive; ASCII or full-width)      becomes
    ================================================  ==========================
    ``claim:`` followed by a letter or digit           ``claim-`` (a handle no store accepts)
-   ``fetch_result``                                   ``fetch-result`` (no marker or footer
-                                                      can name the real tool)
+   ``fetch_result``, ``search_result``                ``fetch-result``, ``search-result`` (no
+                                                      marker or footer can name a real tool)
    ``<|name|>`` (also with full-width bars ``｜``)    ``(|name|)``
    ``[INST]`` ``[/INST]`` ``[SYS]`` ``[/SYS]``        the same in parentheses: ``(INST)``
    ``[TOOL_CALLS]`` ``[TOOL_RESULTS]``                ``(TOOL_CALLS)`` ...
@@ -42,8 +42,9 @@ from s3claim.tools import Tool, ToolError
 __all__ = ["neutralise", "result_text", "text_of"]
 
 _HANDLE = regex.compile(r"([cｃ][lｌ][aａ][iｉ][mｍ])[:：](?=[\p{L}\p{N}])", regex.IGNORECASE)
-_FETCH = regex.compile(
-    r"([fｆ][eｅ][tｔ][cｃ][hｈ])[_＿]([rｒ][eｅ][sｓ][uｕ][lｌ][tｔ])", regex.IGNORECASE
+_TOOL_NAME = regex.compile(
+    r"([fｆ][eｅ][tｔ][cｃ][hｈ]|[sｓ][eｅ][aａ][rｒ][cｃ][hｈ])[_＿]([rｒ][eｅ][sｓ][uｕ][lｌ][tｔ])",
+    regex.IGNORECASE,
 )
 _BAR_TOKEN = regex.compile(r"<([|｜][^\s<>|｜]{1,64}[|｜])>")
 _BRACKET_TOKEN = regex.compile(
@@ -64,7 +65,7 @@ def _angle(match: regex.Match[str]) -> str:
 def neutralise(text: str) -> str:
     """Defang text that imitates s3claim's structure or a chat template's control tokens."""
     text = _HANDLE.sub(r"\1-", text)
-    text = _FETCH.sub(r"\1-\2", text)
+    text = _TOOL_NAME.sub(r"\1-\2", text)
     # Angle tokens before bar tokens: rewriting `<s>` inside `<|<s>|>` yields `<|(s)|>`, a
     # bar token, which a later pass must still see. No rewrite creates an angle token.
     text = _ANGLE_TOKEN.sub(_angle, text)

@@ -14,11 +14,15 @@ from s3claim.store import ClaimCheckStore
 __all__ = ["CheckIn", "ClaimCheck", "marker"]
 
 
-def marker(*, total_chars: int, shown_chars: int, handle: str) -> str:
-    """The line after a head that tells the model how to read on."""
+def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:
+    """The line after a head that tells the model how to read on.
+
+    It names `search_result` only when the agent has it; otherwise it is the spec's line.
+    """
+    search = ", or search_result to find text in it" if searchable else ""
     return (
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
-        f"Call fetch_result with handle='{handle}' to read the rest.]"
+        f"Call fetch_result with handle='{handle}' to read the rest{search}.]"
     )
 
 
@@ -66,9 +70,12 @@ class ClaimCheck:
     def policy_for(self, tool: str) -> ClaimCheckPolicy:
         return self.per_tool.get(tool, self.policy)
 
-    def check_in(self, content: str, *, tool: str, scope: Scope) -> CheckIn:
+    def check_in(
+        self, content: str, *, tool: str, scope: Scope, searchable: bool = False
+    ) -> CheckIn:
         """Pass a short result through; store a long one and return its head and marker.
 
+        `searchable`: the agent also has `search_result`, so the marker may say so.
         Store failures propagate (`ClaimStoreError`): the caller decides the fallback.
         """
         policy = self.policy_for(tool)
@@ -77,7 +84,10 @@ class ClaimCheck:
             return CheckIn(content, None, total)
         handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
         head = extract_head(content, policy.head_chars)
-        text = f"{head}\n\n{marker(total_chars=total, shown_chars=len(head), handle=handle)}"
+        line = marker(
+            total_chars=total, shown_chars=len(head), handle=handle, searchable=searchable
+        )
+        text = f"{head}\n\n{line}"
         return CheckIn(text, handle, total)
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = ["ClaimCheckError", "ClaimStoreError", "ClaimUnavailableError", "ConfigurationError"]
 
 UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
+STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
 
 
 class ClaimCheckError(Exception):

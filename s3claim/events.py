@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "ClaimFetchFailed",
     "ClaimFetched",
+    "ClaimSearchFailed",
+    "ClaimSearched",
     "ClaimUnavailable",
     "Event",
     "ModelCalled",
@@ -88,6 +90,24 @@ class ClaimFetchFailed(_Event):
     error: str
 
 
+class ClaimSearched(_Event):
+    """A search ran: how long the pattern was and what it found, never the pattern itself."""
+
+    kind: Literal["claim_searched"] = "claim_searched"
+    handle: str
+    pattern_chars: int
+    matches: int
+    total_matches: int
+
+
+class ClaimSearchFailed(_Event):
+    """The store failed, or the pattern used up its matching time (`pattern_too_costly`)."""
+
+    kind: Literal["claim_search_failed"] = "claim_search_failed"
+    handle: str | None
+    error: str
+
+
 class RunFinished(_Event):
     kind: Literal["run_finished"] = "run_finished"
     turns: int
@@ -102,6 +122,8 @@ Event = Annotated[
     | ClaimFetched
     | ClaimUnavailable
     | ClaimFetchFailed
+    | ClaimSearched
+    | ClaimSearchFailed
     | ToolFailed
     | RunFinished,
     Field(discriminator="kind"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from s3claim.clock import Clock, SystemClock
@@ -14,6 +15,7 @@ from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
 __all__ = ["MemoryClaimCheckStore"]
 
 _SWEEP_EVERY_SECONDS = 60.0
+_SCAN_CHARS = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -56,6 +58,15 @@ class MemoryClaimCheckStore:
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         check_window(offset, limit)
+        content = self._content(scope, handle)
+        return Window.of(content[offset : offset + limit], offset=offset, total_chars=len(content))
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        """The claim's text in pieces (`SearchableStore`); refuses exactly as `fetch` does."""
+        content = self._content(scope, handle)
+        return (content[i : i + _SCAN_CHARS] for i in range(0, len(content), _SCAN_CHARS))
+
+    def _content(self, scope: Scope, handle: str) -> str:
         if not is_handle(handle):
             raise ClaimUnavailableError
         with self._lock:
@@ -65,8 +76,7 @@ class MemoryClaimCheckStore:
                 entry = None
         if entry is None or entry.scope != scope:
             raise ClaimUnavailableError
-        content = entry.content
-        return Window.of(content[offset : offset + limit], offset=offset, total_chars=len(content))
+        return entry.content
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         with self._lock:

@@ -8,16 +8,16 @@ from typing import Annotated
 
 from pydantic import Field
 
-from s3claim.errors import UNAVAILABLE_MESSAGE, ClaimUnavailableError
+from s3claim.errors import STORE_UNAVAILABLE_MESSAGE, UNAVAILABLE_MESSAGE, ClaimUnavailableError
 from s3claim.events import ClaimFetched, ClaimFetchFailed, ClaimUnavailable
 from s3claim.handles import is_handle
+from s3claim.search import SearchableStore, claim_search_tool
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore
 from s3claim.tools import RunContext, Tool, ToolError, tool
 
 __all__ = ["FETCH_TOOL_NAME", "claim_check_tool", "claim_tools", "footer"]
 
 FETCH_TOOL_NAME = "fetch_result"
-STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
 _log = logging.getLogger("s3claim")
 
 
@@ -78,6 +78,9 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:
     """Every tool that reads `store`'s claims: what an adapter or proxy adds beside its own.
 
-    One place, so each way in (runner, framework adapters, MCP proxy) offers the same set.
+    One place, so each way in (runner, framework adapters, MCP proxy) offers the same set:
+    `fetch_result`, and `search_result` when the store can be searched (both of ours can).
     """
+    if isinstance(store, SearchableStore):
+        return (claim_check_tool(store), claim_search_tool(store))
     return (claim_check_tool(store),)

@@ -23,6 +23,7 @@ from s3claim.messages import (
 from s3claim.providers import Provider
 from s3claim.retrieval import FETCH_TOOL_NAME
 from s3claim.scope import Scope
+from s3claim.search import SEARCH_TOOL_NAME
 from s3claim.tools import RunContext, Tool, ToolError, ToolView
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -73,6 +74,10 @@ class AgentRunner:
                     "same store: every handle would be a dead end. Add "
                     "claim_check_tool(store) to the agent's tools."
                 )
+        search = view.get(SEARCH_TOOL_NAME)
+        self._searchable = (
+            claim_check is not None and search is not None and search.redeems is claim_check.store
+        )
         self.provider = provider
         self.tools = view
         self.claim_check = claim_check
@@ -129,5 +134,6 @@ class AgentRunner:
                 context=context,
                 claim_check=self.claim_check,
                 limit=self.max_tool_result_chars,
+                searchable=self._searchable,
             )
         )

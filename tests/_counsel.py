@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from s3claim._contract import contract
+from s3claim.memory import MemoryClaimCheckStore
+from s3claim.retrieval import claim_tools
 from s3claim.store import DEFAULT_FETCH_CHARS
 
 __all__ = [
+    "CLAIM_TOOLS",
     "CONTRACT",
     "HANDLE",
     "QUESTIONS",
@@ -27,6 +30,8 @@ __all__ = [
 ]
 
 CONTRACT = contract()
+CLAIM_TOOLS = [t.name for t in claim_tools(MemoryClaimCheckStore())]
+"""What every adapter adds: each claim tool, whatever the set holds today."""
 HANDLE = re.compile(r"claim:[0-9a-z]+")
 _FOOTER = re.compile(
     r"\n\n\[characters \d+-\d+ of \d+\. Call fetch_result with handle='[^']+' "

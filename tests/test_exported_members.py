@@ -24,6 +24,7 @@ def test_core_names_are_exported() -> None:
         "ScriptedProvider", "SystemClock", "SystemMessage", "Tool", "ToolCall", "ToolMessage",
         "ToolRegistry", "ToolResultStoreFailed", "ToolResultStored", "ToolResultTruncated",
         "UserMessage", "Window", "claim_check_tool", "tool",
+        "ClaimSearched", "ClaimSearchFailed", "SearchableStore", "claim_search_tool",
     }  # fmt: skip
     assert expected <= set(s3claim.__all__)
     assert s3claim.DEFAULT_FETCH_CHARS == 4096
@@ -38,6 +39,7 @@ def test_async_face_names_are_exported() -> None:
 
 def test_memory_store_satisfies_the_protocol() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
     assert isinstance(s3claim.ManualClock(0), s3claim.Clock)
 
 

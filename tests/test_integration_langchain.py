@@ -23,7 +23,7 @@ from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, S
 from s3claim.admission import truncate
 from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
 from s3claim.integrations.langchain import ClaimCheckMiddleware
-from tests._counsel import CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
+from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 Script = Callable[[list[BaseMessage]], AIMessage]
 
@@ -103,7 +103,7 @@ def test_the_next_request_carries_the_head_and_marker_and_not_the_rest(face: str
     assert HANDLE.search(seen) and len(seen) < 800
     assert not any(CONTRACT[1_000:1_200] in str(m.content) for m in model.requests[1])
     assert [e.kind for e in events] == ["tool_result_stored"]
-    assert [t.name for t in middleware.tools] == ["fetch_result"]
+    assert [t.name for t in middleware.tools] == CLAIM_TOOLS
 
 
 def _read_everything(messages: list[BaseMessage]) -> AIMessage:

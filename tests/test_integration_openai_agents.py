@@ -29,7 +29,7 @@ from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, S
 from s3claim.admission import truncate
 from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
 from s3claim.integrations.openai_agents import claim_check_tools
-from tests._counsel import CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
+from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 set_tracing_disabled(True)
 RUN = RunConfig(tracing_disabled=True)
@@ -87,7 +87,7 @@ def test_the_next_request_carries_the_head_and_marker_and_not_the_rest() -> None
     assert CONTRACT[1_000:1_200] not in json.dumps(model.calls[1].input, ensure_ascii=False)
     assert result.final_output == "ok"
     assert [e.kind for e in events] == ["tool_result_stored"]
-    assert [t.name for t in tools] == ["read_contract", "fetch_result"]
+    assert [t.name for t in tools] == ["read_contract", *CLAIM_TOOLS]
     assert read_contract.on_invoke_tool is not tools[0].on_invoke_tool  # wrapped, not mutated
 
 
@@ -318,3 +318,29 @@ def test_side_by_side_with_the_sdk_tool_output_trimmer(record: Callable[..., Non
         ("Agents SDK, neither", plain),
     ]:
         assert f"| {row} | {chars:,} |" in readme  # the README quotes what this measures
+
+
+def test_every_claim_tool_is_offered_search_result_included() -> None:
+    """A claim tool added to the core (search_result) reaches the model with no adapter change."""
+    clause = QUESTIONS[1].clause
+
+    def step(call: ModelCall) -> Any:
+        outputs = _outputs(call)
+        if not outputs:
+            return [function_call("read_contract", {"name": "msa"}, call_id="read")]
+        handle = HANDLE.search(outputs[0])
+        assert handle is not None
+        if len(outputs) == 1:
+            assert "or search_result to find text in it" in outputs[0]
+            pattern = {"handle": handle.group(), "pattern": clause[:40]}
+            return [function_call("search_result", pattern, call_id="s")]
+        if len(outputs) == 2:
+            (match,) = json.loads(outputs[1])["matches"]
+            at = {"handle": handle.group(), "offset": match["offset"]}
+            return [function_call("fetch_result", at, call_id="f")]
+        return [assistant_message("found")]
+
+    tools = claim_check_tools([read_contract], ClaimCheck(MemoryClaimCheckStore()))
+    model, result = _run(tools, [ModelStep.respond(step)] * 4)
+    assert result.final_output == "found"
+    assert _outputs(model.calls[-1])[2].startswith(clause)

@@ -31,7 +31,7 @@ from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, S
 from s3claim.admission import truncate
 from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
-from tests._counsel import CONTRACT, HANDLE, reassemble
+from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, reassemble
 
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
@@ -203,7 +203,7 @@ def test_an_mcp_toolset_is_checked_in_and_read_back() -> None:
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         returns = _returns(messages)
         if not returns:
-            assert {t.name for t in info.function_tools} == {"read_contract", "fetch_result"}
+            assert [t.name for t in info.function_tools] == ["read_contract", *CLAIM_TOOLS]
             return _call("read_contract", "read", name="msa")
         if len(returns) == 1:
             handle = HANDLE.search(returns[0])

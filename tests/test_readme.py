@@ -55,6 +55,20 @@ def test_the_library_quickstart_runs_as_written() -> None:
     assert f"[{total} characters, " in README  # the README shows what this code prints
 
 
+def test_the_search_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    (code,) = [
+        block.split("```")[0]
+        for block in README.split("```python\n")[1:]
+        if block.startswith("# search_result:")
+    ]
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-3] == "1 120085"  # the README shows what this code prints
+    assert "# 1 120085" in README
+    assert printed[-2:] == ["term 2718.", "Clause 2719. The parties agre"]
+    assert "kind='claim_searched'" in printed[0] and "pattern_chars=10" in printed[0]
+
+
 def _section(title: str) -> str:
     return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 

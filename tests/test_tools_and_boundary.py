@@ -126,8 +126,13 @@ def test_untyped_results_cross_the_same_boundary() -> None:
 def test_claim_tools_are_the_tools_that_read_a_store() -> None:
     store = MemoryClaimCheckStore(clock=ManualClock())
     tools = claim_tools(store)
-    assert [t.name for t in tools] == ["fetch_result"]
+    assert [t.name for t in tools] == ["fetch_result", "search_result"]
     assert all(t.redeems is store and not t.check_in for t in tools)
+
+    class Unsearchable:  # put/fetch/forget only: a store of someone else's
+        put, fetch, forget = store.put, store.fetch, store.forget
+
+    assert [t.name for t in claim_tools(Unsearchable())] == ["fetch_result"]  # type: ignore[arg-type]
 
 
 def test_boundary_refuses_lone_surrogates() -> None:

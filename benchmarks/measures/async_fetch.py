@@ -1,4 +1,4 @@
-"""Measure 7: 64 concurrent async fetches, against 16 sync threads, with event-loop lag.
+"""64 concurrent async fetches, against 16 sync threads, with event-loop lag.
 
 The async face (`s3claim.ThreadedAsyncStore`) runs the sync S3 store on a bounded pool of
 worker threads. While 64 tasks fetch random windows of one document from the timing server, a
@@ -201,7 +201,7 @@ def run(bench: Bench) -> Section:
         )
     verdict = "within budget" if not failures else "OVER BUDGET: " + "; ".join(failures)
     return Section(
-        title="7. Async fetches and event-loop lag",
+        title="Async fetches and event-loop lag",
         intro=(
             f"{TASKS} tasks on one event loop fetch {count} random 4,096-character windows of a "
             f"{label(chars)}-character ASCII document from {bench.timing.name} through "

@@ -85,7 +85,7 @@ def run(bench: Bench) -> Section:
     finally:
         empty_bucket(client, bucket)
     return Section(
-        title="5. Concurrent fetches",
+        title="Concurrent fetches",
         intro=(
             f"Threads fetching random 4,096-character windows of one {label(chars)}-character "
             f"ASCII document from {bench.timing.name}, through one shared store and client "

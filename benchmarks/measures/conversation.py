@@ -253,7 +253,7 @@ def run(bench: Bench) -> Section:
             ]
         )
     return Section(
-        title="4. Conversation cost",
+        title="Conversation cost",
         intro=(
             f"Characters and tokens sent to the model over whole runs, with a contract of "
             f"{len(document):,} characters read at the first turn. Tokens: {method}."

@@ -88,7 +88,7 @@ def run(bench: Bench) -> Section:
     ratio = total("naive") / total("s3claim")
     deletes = per_op["s3claim"]["DeleteObjects"] / requests["s3claim"]["DeleteObjects"]
     return Section(
-        title="3. Forget a tenant",
+        title="Forget a tenant",
         intro=(
             f"`forget(tenant=...)` of a tenant holding {claims:,} claims over {_RUNS} runs, "
             f"beside another tenant's {_KEPT} that must stay, on moto's HTTP server; each store "

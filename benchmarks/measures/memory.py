@@ -62,7 +62,7 @@ def run(bench: Bench) -> Section:
             ]
         )
     return Section(
-        title="6. Memory of one fetch",
+        title="Memory of one fetch",
         intro=(
             f"tracemalloc's peak during one fetch of a middle window of a {label(chars)}-"
             f"character document from {bench.timing.name}."

@@ -6,8 +6,8 @@ each call on a small pool of worker threads of its own; `AsyncClaimCheck` does t
 `ClaimCheck`'s check-in. No boto3 call ever runs on the event-loop thread, and claims are
 shared: a handle from either face redeems on the other.
 
-Why worker threads and not an async S3 client (aiobotocore 3.10), by measurement: `make
-bench` measure 7, also run in a venv with aiobotocore, where the same 64 tasks make the
+Why worker threads and not an async S3 client (aiobotocore 3.10), by measurement: the async
+measure of `make bench`, also run in a venv with aiobotocore, where the same 64 tasks make the
 store's one ranged GET through aiobotocore. 64 tasks on one loop fetch random 4,096-character
 windows from s3rver on 127.0.0.1 while a 1 ms ticker records the loop's lag (p99); the
 baseline is 16 threads calling the sync store. 2 cores, shared with s3rver and with other

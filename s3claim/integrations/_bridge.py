@@ -23,6 +23,7 @@ from s3claim.errors import ConfigurationError
 from s3claim.events import Event
 from s3claim.retrieval import claim_tools
 from s3claim.scope import Scope
+from s3claim.search import SEARCH_TOOL_NAME
 from s3claim.tools import RunContext, Tool, ToolError
 
 __all__ = ["Bridge", "field_of", "scope_of"]
@@ -66,6 +67,7 @@ class Bridge:
             raise TypeError(f"expected a ClaimCheck, got {type(claim_check).__name__}")
         self.claim_check = claim_check
         self.tools = {t.name: t for t in claim_tools(claim_check.store)}
+        self._searchable = SEARCH_TOOL_NAME in self.tools  # the marker may then name it
         self._emit = on_event or _ignore
         self._workers = Workers()
 
@@ -99,6 +101,7 @@ class Bridge:
             claim_check=self.claim_check,
             # Without a working store, what passes through untouched is the most that may.
             limit=self.claim_check.policy_for(tool).threshold_chars,
+            searchable=self._searchable,
         )
 
     def call(

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from botocore.exceptions import BotoCoreError
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
@@ -69,14 +70,17 @@ from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
 
 if TYPE_CHECKING:
+    from botocore.response import StreamingBody
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
+    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef, ObjectIdentifierTypeDef
 
 __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _T = TypeVar("_T")
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
+_SCAN_BYTES = 1024 * 1024
+"""How much of a claim `scan` reads at a time: memory is bounded by this, not the claim."""
 _DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
 
 
@@ -331,6 +335,71 @@ class S3ClaimCheckStore:
         if offset < meta.chars:
             raise ClaimStoreError("GetObject: range refused inside the object's size")
         return Window.of("", offset=offset, total_chars=meta.chars)
+
+    # -- scan (search) --------------------------------------------------------------------
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        """The claim's text, start to end, in pieces, from one streaming GET.
+
+        The GET and every check `fetch` makes happen here, before the first piece, so an
+        unavailable claim raises at the call. The body is then read `_SCAN_BYTES` at a time
+        (memory stays bounded whatever the claim's size); a stream cut midway resumes with a
+        ranged GET from the next byte, at most `RetryPolicy.attempts` times.
+        """
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        key = self._layout.object_key(scope, handle)
+        width = handle_width(handle)
+        response = self._open(key, first_byte=0)
+        meta = _format.parse_metadata(response["Metadata"], operation="GetObject")
+        if not meta.readable(run_tag=self._layout.run_tag(scope), now=self._clock.now()):
+            response["Body"].close()
+            raise ClaimUnavailableError
+        if meta.width != width:
+            response["Body"].close()
+            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
+        return self._pieces(key, response["Body"], width, expected=meta.chars * width)
+
+    def _open(self, key: str, *, first_byte: int) -> GetObjectOutputTypeDef:
+        ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
+        try:
+            return self._request(
+                "GetObject",
+                lambda: self._client.get_object(Bucket=self._bucket, Key=key, **ranged),  # type: ignore[arg-type]
+                expect=MISSING,
+            )
+        except Refused:
+            raise ClaimUnavailableError from None
+
+    def _pieces(
+        self, key: str, body: StreamingBody, width: int, *, expected: int
+    ) -> Iterator[str]:
+        received = 0
+        carry = b""  # the bytes of a character split between two reads
+        resumes = 0
+        try:
+            while True:
+                try:
+                    for chunk in body.iter_chunks(_SCAN_BYTES):
+                        received += len(chunk)
+                        data = carry + chunk
+                        cut = len(data) - len(data) % width
+                        carry = data[cut:]
+                        if cut:
+                            yield _format.decode(data[:cut], width, operation="GetObject")
+                    break
+                except BotoCoreError as exc:  # the stream broke: go on from the next byte
+                    resumes += 1
+                    if resumes >= self._retry.attempts:
+                        raise ClaimStoreError(
+                            f"GetObject stream failed {resumes} time(s): {type(exc).__name__}"
+                        ) from exc
+                    body.close()
+                    body = self._open(key, first_byte=received)["Body"]
+            if carry or received != expected:
+                raise ClaimStoreError("GetObject: body length disagrees with the object's size")
+        finally:
+            body.close()
 
     # -- forget -------------------------------------------------------------------------
 

@@ -407,7 +407,7 @@ def test_neutralised_text_carries_no_forgery_and_is_a_fixed_point(text: str) -> 
     assert neutralise(out) == out  # idempotent, as documented
     for pattern in (
         boundary._HANDLE,
-        boundary._FETCH,
+        boundary._TOOL_NAME,
         boundary._BAR_TOKEN,
         boundary._BRACKET_TOKEN,
         boundary._ANGLE_TOKEN,

@@ -1,0 +1,246 @@
+"""`search_result`: find text inside a claim; only the matches enter the conversation.
+
+The store streams the claim's text (`SearchableStore.scan`: the S3 store with one GET, read
+in pieces), and the pattern runs over it here, beside the store, in bounded memory:
+
+- Pieces are scanned in a buffer that keeps the last `_CARRY` characters of the one before,
+  so a match that spans two pieces is found whole. A match is accepted only once the buffer
+  holds `_CARRY` characters after it, so matches of up to `_CARRY` characters are exact;
+  a longer one (only a regex can match that much) may be found cut at a piece boundary.
+- Offsets are characters of the claim, the unit `fetch_result` reads in, whatever width the
+  store keeps the text at.
+- `total_matches` counts every match in the claim, so it is the same on every page;
+  `next_offset` continues after the last match returned. Empty matches are not matches.
+- Matching time is budgeted: `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character
+  the store streams (a fast engine's pace, so an honest pattern never runs short on a large
+  claim). Only time in the regex engine counts, not the store's I/O. A pattern that
+  backtracks catastrophically uses up its budget on the first piece and stops with
+  `pattern_too_costly` instead of holding the run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Annotated, Protocol, runtime_checkable
+
+import regex
+from pydantic import Field
+
+from s3claim.boundary import neutralise
+from s3claim.errors import STORE_UNAVAILABLE_MESSAGE, UNAVAILABLE_MESSAGE, ClaimUnavailableError
+from s3claim.events import ClaimSearched, ClaimSearchFailed, ClaimUnavailable
+from s3claim.handles import is_handle
+from s3claim.scope import Scope
+from s3claim.store import ClaimCheckStore
+from s3claim.tools import RunContext, Tool, ToolError, tool
+
+__all__ = [
+    "MAX_MATCHES",
+    "MAX_PATTERN_CHARS",
+    "SEARCH_TOOL_NAME",
+    "SNIPPET_CHARS",
+    "Match",
+    "PatternTooCostlyError",
+    "SearchResult",
+    "SearchableStore",
+    "claim_search_tool",
+    "compile_pattern",
+    "search_text",
+]
+
+SEARCH_TOOL_NAME = "search_result"
+MAX_MATCHES = 20
+SNIPPET_CHARS = 200
+MAX_PATTERN_CHARS = 1000
+_CARRY = 64 * 1024
+_CONTEXT = SNIPPET_CHARS
+_REGEX_SECONDS = 0.5
+_SECONDS_PER_CHAR = 5e-9
+_log = logging.getLogger("s3claim")
+
+
+@runtime_checkable
+class SearchableStore(Protocol):
+    """A store that can stream a claim's text, start to end, in pieces.
+
+    `scan` checks the handle, the scope and the expiry exactly as `fetch` does, raising
+    `ClaimUnavailableError` (before yielding anything) for every handle `fetch` refuses.
+    """
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    offset: int
+    snippet: str
+
+    def __repr__(self) -> str:  # the snippet is tool content: never in a repr
+        return f"Match(offset={self.offset}, snippet_chars={len(self.snippet)})"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    matches: tuple[Match, ...]
+    total_matches: int
+    next_offset: int | None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "matches": [{"offset": m.offset, "snippet": m.snippet} for m in self.matches],
+                "total_matches": self.total_matches,
+                "next_offset": self.next_offset,
+            },
+            ensure_ascii=False,
+        )
+
+
+class PatternTooCostlyError(Exception):
+    """The pattern used up its matching time (catastrophic backtracking, most likely)."""
+
+
+def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex.Pattern[str]:
+    """The compiled pattern; `ValueError` (with the engine's reason) for an invalid regex."""
+    flags = regex.IGNORECASE if ignore_case else 0
+    try:
+        return regex.compile(pattern if is_regex else regex.escape(pattern), flags)
+    except regex.error as exc:  # "missing ) at position 4": the reason, never the pattern
+        raise ValueError(f"pattern: not a valid regular expression ({exc})") from None
+
+
+def _snippet(buffer: str, start: int, end: int) -> str:
+    """At most SNIPPET_CHARS of `buffer` around [start, end), the match centred."""
+    if end - start >= SNIPPET_CHARS:
+        return buffer[start : start + SNIPPET_CHARS]
+    before = (SNIPPET_CHARS - (end - start)) // 2
+    first = max(0, start - before)
+    return buffer[first : first + SNIPPET_CHARS]
+
+
+def search_text(
+    pieces: Iterable[str], pattern: regex.Pattern[str], *, offset: int = 0
+) -> SearchResult:
+    """Search text given in consecutive pieces; see the module docstring for the rules."""
+    budget = _REGEX_SECONDS
+    found: list[Match] = []
+    total = 0
+    last_end: int | None = None  # end of the last match returned
+    more = False  # a match after the page
+    buffer, base = "", 0  # buffer[i] is character base + i of the claim
+    resume = 0  # matches starting before this are settled
+    iterator = iter(pieces)
+    final = False
+    while not final:
+        piece = next(iterator, None)
+        final = piece is None
+        buffer += piece or ""
+        budget += len(piece or "") * _SECONDS_PER_CHAR
+        settled_until = base + len(buffer) - (0 if final else _CARRY)
+        if settled_until <= resume:
+            continue  # too little text after `resume` to settle anything yet
+        deferred = False
+        began = time.perf_counter()
+        for m in _matches(pattern, buffer, resume - base, budget):
+            start, end = base + m.start(), base + m.end()
+            if not final and end > settled_until and start >= settled_until - _CARRY:
+                resume, deferred = start, True  # it may go on: the next round settles it
+                break
+            resume = end
+            total += 1
+            if start < offset:
+                continue
+            if len(found) < MAX_MATCHES:
+                found.append(Match(start, neutralise(_snippet(buffer, m.start(), m.end()))))
+                last_end = end
+            else:
+                more = True
+        budget -= time.perf_counter() - began
+        if not deferred:
+            resume = max(resume, settled_until)
+        # Keep the unsettled tail, and the context its snippets may need.
+        keep_from = max(0, resume - base - _CONTEXT)
+        buffer, base = buffer[keep_from:], base + keep_from
+    return SearchResult(tuple(found), total, last_end if more else None)
+
+
+def _matches(
+    pattern: regex.Pattern[str], buffer: str, pos: int, seconds: float
+) -> Iterator[regex.Match[str]]:
+    """Non-empty matches from `pos`, within `seconds` of matching time."""
+    if seconds <= 0:
+        raise PatternTooCostlyError
+    try:
+        for m in pattern.finditer(buffer, pos, timeout=seconds):
+            if m.end() > m.start():
+                yield m
+    except TimeoutError:
+        raise PatternTooCostlyError from None
+
+
+def claim_search_tool(store: ClaimCheckStore) -> Tool:
+    """The `search_result` tool for `store`; give it to agents beside `fetch_result`."""
+    if not isinstance(store, SearchableStore):
+        raise TypeError(f"{type(store).__name__} cannot be searched: it has no scan()")
+    searchable: SearchableStore = store
+
+    def search_result(
+        context: RunContext,
+        handle: str,
+        pattern: Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_CHARS)],
+        regex: bool = False,
+        ignore_case: bool = False,
+        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+    ) -> str:
+        try:
+            compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
+        except ValueError as exc:
+            raise ToolError("invalid_arguments", str(exc)) from None
+        known = handle if is_handle(handle) else None
+        try:
+            if known is None:  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
+            pieces = searchable.scan(context.scope, handle)
+            try:
+                result = search_text(pieces, compiled, offset=offset)
+            finally:  # a stopped search must not leave an HTTP stream open
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
+        except ClaimUnavailableError:
+            context.emit(ClaimUnavailable(handle=known))
+            raise ToolError("claim_unavailable", UNAVAILABLE_MESSAGE) from None
+        except PatternTooCostlyError:
+            context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
+            raise ToolError(
+                "pattern_too_costly",
+                "the pattern needed more matching time than it is given (nested repetition "
+                "backtracks without end); search for a literal or a simpler pattern",
+            ) from None
+        except Exception as exc:  # a store fault is the model's to retry, never the run's end
+            _log.warning("search_result: store failed for %s (%s)", known, type(exc).__name__)
+            context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
+            raise ToolError("store_unavailable", STORE_UNAVAILABLE_MESSAGE) from None
+        context.emit(
+            ClaimSearched(
+                handle=handle,
+                pattern_chars=len(pattern),
+                matches=len(result.matches),
+                total_matches=result.total_matches,
+            )
+        )
+        return result.to_json()
+
+    search_result.__doc__ = (
+        "Find text in a tool result that was checked in, without reading it all: returns JSON "
+        f'{{"matches": [{{"offset", "snippet"}}], "total_matches", "next_offset"}}, at most '
+        f"{MAX_MATCHES} matches from `offset` on, each with up to {SNIPPET_CHARS} characters "
+        "around it. `offset` is in characters, as in fetch_result: fetch the window at a "
+        "match's offset to read it whole. `regex` makes the pattern a regular expression; "
+        "`ignore_case` ignores case. Pass `next_offset` as `offset` for more matches."
+    )
+    return replace(tool(search_result), check_in=False, redeems=store)

@@ -1,0 +1,313 @@
+"""`search_result`: one contract for every store (memory, S3 on moto, S3 on s3rver).
+
+Matches are checked against the regex engine run over the whole text, and every offset is
+confirmed by `fetch` at that offset; chunk boundaries are crossed on purpose (the S3 store
+reads 1 MiB at a time, so 1 Mi, 512 Ki or 256 Ki characters a piece by width).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.backends import Wire
+from s3claim import (
+    AgentRunner,
+    AssistantMessage,
+    ClaimCheck,
+    RunContext,
+    ScriptedProvider,
+    ToolCall,
+    ToolRegistry,
+    claim_check_tool,
+    claim_search_tool,
+    tool,
+)
+from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim.events import Event
+from s3claim.scope import Scope
+from s3claim.search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
+from tests.conftest import StoreUnderTest
+
+SCOPE = Scope(tenant="acme", run="run-1")
+TTL = 3600
+KI = 1024
+
+
+def search(sut: StoreUnderTest, handle: str, pattern: str, **arguments: Any) -> dict[str, Any]:
+    """The tool's answer, parsed: results as JSON, refusals as {"error": ..., "message": ...}."""
+    events: list[Event] = []
+    context = RunContext(scope=arguments.pop("scope", SCOPE), agent="a", emit=events.append)
+    from s3claim.tools import ToolError
+
+    try:
+        answer = claim_search_tool(sut.store).call(
+            {"handle": handle, "pattern": pattern, **arguments}, context
+        )
+    except ToolError as error:
+        answer = error.render()
+    parsed: dict[str, Any] = json.loads(answer)
+    parsed["_events"] = [e.model_dump() for e in events]
+    return parsed
+
+
+def reference(text: str, pattern: str, flags: int = 0) -> list[int]:
+    return [m.start() for m in regex.finditer(pattern, text, flags) if m.end() > m.start()]
+
+
+def confirm(sut: StoreUnderTest, handle: str, offsets: list[int], needle: str) -> None:
+    """`fetch` at each offset starts with what was matched: the offsets are the same unit."""
+    for offset in offsets:
+        window = sut.store.fetch(SCOPE, handle, offset=offset, limit=len(needle))
+        assert window.text.casefold() == needle.casefold(), offset
+
+
+def test_a_literal_is_found_with_exact_offsets_and_snippets(
+    store_under_test: StoreUnderTest,
+) -> None:
+    text = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1, 400))
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    found = search(store_under_test, handle, "term 37.")
+    assert found["total_matches"] == 1 and found["next_offset"] is None
+    (match,) = found["matches"]
+    assert match["offset"] == text.index("term 37.")
+    assert "term 37." in match["snippet"] and len(match["snippet"]) <= SNIPPET_CHARS
+    assert match["snippet"] in text
+    confirm(store_under_test, handle, [match["offset"]], "term 37.")
+    assert found["_events"] == [
+        {
+            "kind": "claim_searched",
+            "handle": handle,
+            "pattern_chars": 8,
+            "matches": 1,
+            "total_matches": 1,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern", "is_regex", "ignore_case", "needle"),
+    [
+        ("Section 14.2 Termination. " * 30, r"Section \d+\.\d", True, False, "Section 14.2"),
+        ("the TERMINATION; termination; Termination " * 30, "termination", False, True, "term"),
+        ("本契約は東京地方裁判所を管轄とする。" * 50, "東京地方裁判所", False, False, "東京地方"),
+        ("Договор поставки. ДОГОВОР аренды. " * 60, "договор", False, True, "договор"),
+        ("emoji 👩‍⚖️ and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 text; " * 80, "𝔘𝔫𝔦", False, False, "𝔘𝔫𝔦"),
+        ("a.b a+b a*b (a|b) " * 50, "(a|b)", False, False, "(a|b)"),
+    ],
+    ids=["regex", "ignore-case", "japanese", "cyrillic-ignore-case", "astral", "literal-metachars"],
+)  # fmt: skip
+def test_patterns_of_every_kind_and_width(
+    store_under_test: StoreUnderTest,
+    text: str,
+    pattern: str,
+    is_regex: bool,
+    ignore_case: bool,
+    needle: str,
+) -> None:
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    found = search(store_under_test, handle, pattern, regex=is_regex, ignore_case=ignore_case)
+    expected = reference(
+        text,
+        pattern if is_regex else regex.escape(pattern),
+        regex.IGNORECASE if ignore_case else 0,
+    )
+    assert found["total_matches"] == len(expected) > MAX_MATCHES
+    assert [m["offset"] for m in found["matches"]] == expected[:MAX_MATCHES]
+    if is_regex:
+        needle = text[expected[0] : expected[0] + len(needle)]
+    confirm(store_under_test, handle, [m["offset"] for m in found["matches"]], needle)
+
+
+def test_paging_with_next_offset_returns_every_match_once(store_under_test: StoreUnderTest) -> None:
+    text = "".join(f"row {n}: needle\n" for n in range(45))
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    offsets: list[int] = []
+    offset: int | None = 0
+    pages = 0
+    while offset is not None:
+        page = search(store_under_test, handle, "needle", offset=offset)
+        assert page["total_matches"] == 45  # the claim's total, on every page
+        offsets += [m["offset"] for m in page["matches"]]
+        offset = page["next_offset"]
+        pages += 1
+    assert pages == 3
+    assert offsets == reference(text, "needle")
+
+
+@pytest.mark.slow
+def test_matches_across_the_pieces_a_store_streams_are_found(
+    store_under_test: StoreUnderTest,
+) -> None:
+    for filler, width in (("x", 1), ("é", 1), ("ж", 2), ("🙂", 4)):
+        size = 2 * 1024 * KI
+        needle = "NEEDLE-across"
+        chars = list(filler * size)
+        starts = [k * 256 * KI - 5 for k in range(1, 8)]
+        for start in starts:  # straddles a piece boundary at every width
+            chars[start : start + len(needle)] = needle
+        text = "".join(chars)
+        handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+        assert handle.startswith(f"claim:{width}")
+        found = search(store_under_test, handle, needle)
+        assert [m["offset"] for m in found["matches"]] == sorted(starts), width
+        confirm(store_under_test, handle, sorted(starts)[:3], needle)
+
+
+def test_a_catastrophic_regex_stops_within_a_second(store_under_test: StoreUnderTest) -> None:
+    handle = store_under_test.store.put(SCOPE, "a" * 20_000 + "!", ttl_seconds=TTL)
+    started = time.monotonic()
+    found = search(store_under_test, handle, "(a|aa)+b", regex=True)
+    assert time.monotonic() - started < 1.5
+    assert found["error"] == "pattern_too_costly"
+    assert found["_events"] == [
+        {"kind": "claim_search_failed", "handle": handle, "error": "pattern_too_costly"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"pattern": ""}, "pattern: String should have at least 1 character"),
+        ({"pattern": "x" * 1001}, "pattern: String should have at most 1000 characters"),
+        ({"pattern": "ab(c", "regex": True}, r"pattern: not a valid regular expression \(miss"),
+        ({"pattern": "x", "offset": -1}, "offset: Input should be greater than or equal to 0"),
+        ({"pattern": "x", "offset": "3"}, "offset: Input should be a valid integer"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_errors_the_model_can_read(
+    store_under_test: StoreUnderTest, arguments: dict[str, Any], message: str
+) -> None:
+    handle = store_under_test.store.put(SCOPE, "some text", ttl_seconds=TTL)
+    arguments = dict(arguments)  # shared by every store's run of this case
+    pattern = arguments.pop("pattern")
+    found = search(store_under_test, handle, pattern, **arguments)
+    assert found["error"] == "invalid_arguments"
+    assert regex.match(message, found["message"]), found["message"]
+    assert found["_events"] == []
+
+
+def test_forged_foreign_and_expired_handles_are_the_uniform_refusal(
+    store_under_test: StoreUnderTest,
+) -> None:
+    handle = store_under_test.store.put(SCOPE, "secret text " * 10, ttl_seconds=TTL)
+    refusal = {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
+    cases = [
+        ("claim:1" + "0" * 32, SCOPE),  # well-formed, never stored
+        ("claim:" + handle[7:], SCOPE),  # format 1: no width digit
+        ("claim:4" + handle[7:], SCOPE),  # width digit altered
+        (handle, Scope(tenant="acme", run="other")),
+        (handle, Scope(tenant="globex", run="run-1")),
+    ]
+    for candidate, scope in cases:
+        found = search(store_under_test, candidate, "secret", scope=scope)
+        assert {k: found[k] for k in ("error", "message")} == refusal, candidate
+    store_under_test.clock.advance(TTL)
+    found = search(store_under_test, handle, "secret")
+    assert {k: found[k] for k in ("error", "message")} == refusal
+    assert found["_events"] == [{"kind": "claim_unavailable", "handle": handle}]
+
+
+def test_snippets_are_neutralised_like_every_result(store_under_test: StoreUnderTest) -> None:
+    text = "x " * 100 + "see claim:abc and fetch_result and <|im_start|> now " + "y " * 100
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    (match,) = search(store_under_test, handle, "see")["matches"]
+    assert "claim-abc" in match["snippet"] and "fetch-result" in match["snippet"]
+    assert "(|im_start|)" in match["snippet"] and "claim:" not in match["snippet"]
+
+
+def test_a_search_on_s3_is_one_get_of_the_object(store_under_test: StoreUnderTest) -> None:
+    if store_under_test.kind == "memory":
+        return  # the memory store sends no requests; the contract above holds for it
+    client = store_under_test.store._client  # type: ignore[attr-defined]
+    wire = Wire.attach(client)
+    text = "ж" * (3 * 1024 * KI) + "needle"
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    wire.clear()
+    assert search(store_under_test, handle, "needle")["total_matches"] == 1
+    assert dict(wire.requests) == {"GetObject": 1}
+    assert dict(wire.response_bytes) == {"GetObject": 2 * len(text)}
+
+
+# -- the algorithm, on any split of the text --------------------------------------------------
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.text(alphabet="abAB \n", max_size=300),
+    cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=12),
+    pattern=st.sampled_from(["ab", "a+", "b[aA]+b", r"\bA", "ba?b", r"a\s+b", "aaaa"]),
+    offset=st.integers(min_value=0, max_value=300),
+    ignore_case=st.booleans(),
+)
+def test_any_split_finds_what_the_engine_finds_in_the_whole_text(
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    cuts: list[int],
+    pattern: str,
+    offset: int,
+    ignore_case: bool,
+) -> None:
+    from s3claim import search as module
+
+    monkeypatch.setattr(module, "_CARRY", 16)  # small pieces must cross boundaries often
+    monkeypatch.setattr(module, "_CONTEXT", 16)
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    compiled = compile_pattern(pattern, is_regex=True, ignore_case=ignore_case)
+    result = search_text(iter(pieces), compiled, offset=offset)
+    expected = [m for m in compiled.finditer(text) if m.end() > m.start()]
+    assert result.total_matches == len(expected)
+    page = [m for m in expected if m.start() >= offset][:MAX_MATCHES]
+    assert [m.offset for m in result.matches] == [m.start() for m in page]
+    for found, want in zip(result.matches, page, strict=True):
+        assert want.group() in found.snippet
+    more = len([m for m in expected if m.start() >= offset]) > MAX_MATCHES
+    assert result.next_offset == (page[-1].end() if more else None)
+
+
+# -- in the run loop ------------------------------------------------------------------------
+
+
+def test_the_runner_offers_search_and_the_marker_says_so(
+    store_under_test: StoreUnderTest,
+) -> None:
+    contract = "".join(f"Clause {n}. Terms of article {n}.\n\n" for n in range(1, 3000))
+    store = store_under_test.store
+
+    @tool
+    def read_contract() -> str:
+        """The contract."""
+        return contract
+
+    def search_step(messages: Any) -> AssistantMessage:
+        handle = regex.search(r"handle='(claim:[0-9a-z]+)'", messages[-1].content).group(1)
+        call = ToolCall(
+            id="s", name="search_result", arguments={"handle": handle, "pattern": "article 2718."}
+        )
+        return AssistantMessage(tool_calls=(call,))
+
+    provider = ScriptedProvider(
+        [
+            AssistantMessage(tool_calls=(ToolCall(id="r", name="read_contract"),)),
+            search_step,
+            AssistantMessage(content="done"),
+        ]
+    )
+    registry = ToolRegistry((read_contract, claim_check_tool(store), claim_search_tool(store)))
+    runner = AgentRunner(provider=provider, tools=registry.view(), claim_check=ClaimCheck(store))
+    result = runner.run("find article 2718", tenant=SCOPE.tenant, run_id=SCOPE.run)
+    head = result.messages[2].content
+    assert head.endswith("to read the rest, or search_result to find text in it.]")
+    found = json.loads(result.messages[4].content)
+    assert [m["offset"] for m in found["matches"]] == [contract.index("article 2718.")]
+    assert [e.kind for e in result.events].count("claim_searched") == 1

@@ -12,13 +12,13 @@ store's one ranged GET through aiobotocore. 64 tasks on one loop fetch random 4,
 windows from s3rver on 127.0.0.1 while a 1 ms ticker records the loop's lag (p99); the
 baseline is 16 threads calling the sync store. 2 cores, shared with s3rver and with other
 sessions' jobs (load average 3 to 7): each figure is the median of 3 to 7 interleaved runs of
-960 fetches, and each range spans four to eight such measurements:
+960 fetches, and each range spans four to nine such measurements:
 
     =====================================  ======================  ==============
     face                                   fetches/s vs 16 sync    loop lag p99
     =====================================  ======================  ==============
-    threads, 4 workers (the default)       0.71x - 1.07x           7.8 - 10.9 ms
-    threads, 8 workers                     0.81x - 1.15x           11 - 17 ms
+    threads, 4 workers (the default)       0.71x - 1.41x           7.8 - 10.9 ms
+    threads, 8 workers                     0.81x - 1.17x           11 - 22 ms
     aiobotocore, 4 requests in flight      0.84x - 1.70x           4.4 - 12.2 ms
     aiobotocore, 8 requests in flight      0.99x - 1.88x           8.2 - 23 ms
     aiobotocore, 64 requests in flight     0.97x - 1.39x           126 - 133 ms

@@ -20,7 +20,7 @@ Needs `pip install 's3claim[langchain]'`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 try:
     from langchain.agents.middleware import AgentMiddleware
@@ -62,7 +62,7 @@ def default_scope(runtime: ToolRuntime) -> Scope:
 
 
 class ClaimCheckMiddleware(AgentMiddleware):
-    """Checks oversized tool results in and contributes the claim tools (`fetch_result`)."""
+    """Checks oversized tool results in; contributes and answers the claim tools."""
 
     def __init__(
         self,
@@ -86,7 +86,6 @@ class ClaimCheckMiddleware(AgentMiddleware):
         result = handler(request)
         if not _is_text(result):
             return result
-        assert isinstance(result, ToolMessage)
         text = self._bridge.admit(result.content, tool=call["name"], scope=scope, agent=_AGENT)
         return result.model_copy(update={"content": text})
 
@@ -101,14 +100,13 @@ class ClaimCheckMiddleware(AgentMiddleware):
         result = await handler(request)
         if not _is_text(result):
             return result
-        assert isinstance(result, ToolMessage)
         text = await bridge.admit_async(
             result.content, tool=call["name"], scope=scope, agent=_AGENT
         )
         return result.model_copy(update={"content": text})
 
 
-def _is_text(result: object) -> bool:
+def _is_text(result: object) -> TypeGuard[ToolMessage]:
     return isinstance(result, ToolMessage) and isinstance(result.content, str)
 
 

@@ -58,7 +58,7 @@ def default_scope(context: RunContext[Any]) -> Scope:
 
 @dataclass
 class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
-    """`wrapped`, with oversized results checked in, plus the claim tools (`fetch_result`)."""
+    """`wrapped`, with oversized results checked in, plus the claim tools it answers itself."""
 
     claim_check: ClaimCheck
     _: KW_ONLY

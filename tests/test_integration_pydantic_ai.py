@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,14 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
+from s3claim import (
+    ClaimCheck,
+    ClaimStoreError,
+    Event,
+    MemoryClaimCheckStore,
+    S3ClaimCheckStore,
+    Scope,
+)
 from s3claim.admission import truncate
 from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
@@ -289,3 +297,19 @@ def test_a_later_run_on_the_same_message_history_still_redeems_the_handle() -> N
     )
     _run(script, toolset, conversation=None, history=first.all_messages())
     assert _returns(requests[1])[-1].startswith(CONTRACT[4096 : 4096 + 4096])
+
+
+def test_on_the_s3_store_no_request_leaves_from_the_event_loop_thread(s3: Any, bucket: str) -> None:
+    senders: set[int] = set()
+    s3.meta.events.register("before-send.s3.*", lambda **_: senders.add(threading.get_ident()))
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    toolset = ClaimCheckToolset(FunctionToolset([read_contract]), ClaimCheck(store))
+    loop_threads: set[int] = set()
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        loop_threads.add(threading.get_ident())  # the model is called on the loop's thread
+        return _read_everything(messages, info)
+
+    result = _run(script, toolset)
+    assert reassemble(_returns(result.all_messages())[1:]) == CONTRACT
+    assert senders and loop_threads and not senders & loop_threads

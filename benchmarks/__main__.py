@@ -19,6 +19,7 @@ from pathlib import Path
 from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
 from benchmarks.measures import (
+    async_fetch,
     checkin,
     concurrency,
     conversation,
@@ -44,6 +45,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "memory": memory.run,
     "journal": journal.run,
     "mcp": mcp.run,
+    "async": async_fetch.run,
 }
 ORDER = (
     "fetch",
@@ -56,6 +58,7 @@ ORDER = (
     "memory",
     "journal",
     "mcp",
+    "async",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 section, points = fetch.run(bench)
             else:
                 section = MEASURES[name](bench)
-            if caveat and name in ("fetch", "concurrency", "memory"):
+            if caveat and name in ("fetch", "concurrency", "memory", "async"):
                 section.notes.append(
                     f"s3rver could not be used ({caveat}), so this was timed on moto, which "
                     "reads the whole object for every ranged GET: s3claim's latencies here "
@@ -144,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("(--only: the report files were left as they were)")
     print(f"total {seconds:.0f} s")
-    return 0
+    missed = [f"{s.title}: {failure}" for s in sections for failure in s.budget_failures]
+    for line in missed:
+        print(f"! budget missed: {line}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ class Section:
     notes: list[str] = field(default_factory=list)
     headlines: list[str] = field(default_factory=list)
     """One-line results worth quoting (they also go to the top of the report)."""
+    budget_failures: list[str] = field(default_factory=list)
+    """Budgets this measure missed; any makes `python -m benchmarks` exit 1."""
 
 
 @dataclass(frozen=True)

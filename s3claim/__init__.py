@@ -6,6 +6,7 @@ load on first use, so the core (and `import s3claim`) never imports boto3 unless
 
 from typing import TYPE_CHECKING, Any
 
+from s3claim.aio import AsyncClaimCheck, AsyncClaimCheckStore, ThreadedAsyncStore
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.clock import Clock, ManualClock, SystemClock
 from s3claim.errors import (
@@ -75,6 +76,8 @@ __all__ = [
     "DEFAULT_FETCH_CHARS",
     "AgentRunner",
     "AssistantMessage",
+    "AsyncClaimCheck",
+    "AsyncClaimCheckStore",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",
@@ -119,6 +122,7 @@ __all__ = [
     "SearchableStore",
     "SystemClock",
     "SystemMessage",
+    "ThreadedAsyncStore",
     "Tool",
     "ToolCall",
     "ToolError",

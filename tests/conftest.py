@@ -129,3 +129,27 @@ def store_under_test(request: pytest.FixtureRequest) -> StoreUnderTest:
         retry=RetryPolicy(initial_wait=0, max_wait=0),
     )
     return StoreUnderTest(store, clock, request.param, bucket)
+
+
+_SIDE_BY_SIDE: list[str] = []
+
+
+@pytest.fixture
+def record() -> Any:
+    """Keeps a side-by-side figure for the summary at the end of the run (`make test`)."""
+
+    def add(framework: str, **rows: tuple[int, list[bool]]) -> None:
+        for name, (chars, readable) in rows.items():
+            clauses = ", ".join("yes" if r else "NO" for r in readable)
+            _SIDE_BY_SIDE.append(
+                f"{framework:14} {name:9} {chars:>9,} characters sent; clause readable: {clauses}"
+            )
+
+    return add
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SIDE_BY_SIDE:
+        terminalreporter.section("counsel scenario, 3 questions: claim check vs built-ins")
+        for line in _SIDE_BY_SIDE:
+            terminalreporter.write_line(line)

@@ -43,6 +43,13 @@ def test_run_journal_names_are_exported() -> None:
     assert s3claim.S3RunJournal.__module__ == "s3claim.journal._s3"
 
 
+def test_async_face_names_are_exported() -> None:
+    assert {"AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"} <= set(s3claim.__all__)
+    assert isinstance(
+        s3claim.ThreadedAsyncStore(s3claim.MemoryClaimCheckStore()), s3claim.AsyncClaimCheckStore
+    )
+
+
 def test_memory_store_satisfies_the_protocol() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
@@ -64,3 +71,16 @@ def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
 
     assert S3ClaimCheckStore.__module__ == "s3claim.s3._store"
     assert {RetryPolicy.__name__, S3ClaimSettings.__name__} == {"RetryPolicy", "S3ClaimSettings"}
+
+
+def test_import_s3claim_imports_no_agent_framework() -> None:
+    import subprocess
+    import sys
+
+    frameworks = ("agents", "langchain", "langgraph", "langchain_core", "pydantic_ai", "mcp")
+    probe = (
+        "import sys, s3claim, s3claim.integrations; "
+        f"print(sorted(m for m in {frameworks!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

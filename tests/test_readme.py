@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,35 @@ def test_the_search_example_runs_as_written(capsys: pytest.CaptureFixture[str]) 
     assert "# 1 120085" in README
     assert printed[-2:] == ["term 2718.", "Clause 2719. The parties agre"]
     assert "kind='claim_searched'" in printed[0] and "pattern_chars=10" in printed[0]
+
+
+def _section(title: str) -> str:
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("framework", ["OpenAI Agents SDK", "LangChain", "pydantic-ai"])
+def test_each_framework_snippet_runs_as_written(framework: str) -> None:
+    adapters = _section("Framework adapters")
+    code = adapters.split(f"\n### {framework}\n", 1)[1].split("```python\n", 1)[1].split("```")[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, f"README.md ({framework})", "exec"), namespace)
+    seen = namespace["seen"]
+    assert isinstance(seen, str)
+    assert seen.startswith("Clause 1. The parties agree to term 1.\n\n")
+    assert re.search(
+        r"\[135740 characters, \d+ not shown\. Call fetch_result with handle='claim:", seen
+    )
+    assert len(seen) < 700
+
+
+def test_the_adapter_table_names_each_framework_hook_and_its_context_fields() -> None:
+    rows = re.findall(r"^\| (.+?) \(`s3claim\[([a-z-]+)\]`\) \| (.+?) \|", README, re.MULTILINE)
+    assert [(name, extra) for name, extra, _ in rows] == [
+        ("OpenAI Agents SDK", "openai-agents"),
+        ("LangChain v1", "langchain"),
+        ("pydantic-ai", "pydantic-ai"),
+    ]
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert {"openai-agents", "langchain", "pydantic-ai"} <= set(
+        extras["project"]["optional-dependencies"]
+    )

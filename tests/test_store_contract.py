@@ -1,6 +1,7 @@
-"""The claim-check store contract, written once and run against every store.
+"""The claim-check store contract, written once and run against every store and both faces.
 
 The S3 store runs against moto's real HTTP server, so each case here also crosses the wire.
+The async face (`ThreadedAsyncStore`) runs the same cases, each call a coroutine on its own loop.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from s3claim.aio import ThreadedAsyncStore
 from s3claim.clock import ManualClock
 from s3claim.errors import UNAVAILABLE_MESSAGE, ClaimUnavailableError
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
+from tests._aio import Blocking
 from tests.conftest import StoreUnderTest
 
 TTL = 3600
@@ -39,9 +42,11 @@ _TRICKY = st.sampled_from(
 CONTENT = st.one_of(st.text(max_size=300), st.lists(_TRICKY, max_size=60).map("".join))
 
 
-@pytest.fixture
-def store(store_under_test: StoreUnderTest) -> ClaimCheckStore:
-    return store_under_test.store
+@pytest.fixture(params=["sync", "async"])
+def store(store_under_test: StoreUnderTest, request: pytest.FixtureRequest) -> ClaimCheckStore:
+    if request.param == "sync":
+        return store_under_test.store
+    return Blocking(ThreadedAsyncStore(store_under_test.store))
 
 
 @pytest.fixture

@@ -1,0 +1,57 @@
+"""The async store protocol, a sibling of `ClaimCheckStore`, and its one implementation."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
+from s3claim.scope import Scope
+from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
+
+__all__ = ["AsyncClaimCheckStore", "ThreadedAsyncStore"]
+
+
+@runtime_checkable
+class AsyncClaimCheckStore(Protocol):
+    """`ClaimCheckStore` for coroutines: the same three operations, the same errors."""
+
+    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str: ...
+
+    async def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window: ...
+
+    async def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+
+
+class ThreadedAsyncStore:
+    """Any sync store (memory, S3) as an `AsyncClaimCheckStore`: each call runs on a worker.
+
+    The sync store stays the one implementation of layout, retries and expiry, and claims
+    are shared: a handle put through either face is fetched through the other. boto3 clients
+    are thread-safe, so the S3 store needs nothing more; give its client a connection pool at
+    least `max_workers` wide (botocore's default is 10) or the extra threads open and drop
+    connections.
+    """
+
+    def __init__(self, store: ClaimCheckStore, *, max_workers: int = DEFAULT_MAX_WORKERS) -> None:
+        if not isinstance(store, ClaimCheckStore):
+            raise TypeError(
+                f"ThreadedAsyncStore wraps a ClaimCheckStore, got {type(store).__name__}"
+            )
+        self.store = store
+        self._workers = Workers(max_workers)
+
+    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+        return await self._workers.run(self.store.put, scope, content, ttl_seconds=ttl_seconds)
+
+    async def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window:
+        return await self._workers.run(self.store.fetch, scope, handle, offset, limit)
+
+    async def forget(self, *, tenant: str, run: str | None = None) -> int:
+        return await self._workers.run(self.store.forget, tenant=tenant, run=run)
+
+    def __repr__(self) -> str:
+        return f"ThreadedAsyncStore({self.store!r}, max_workers={self._workers.max_workers})"

@@ -1,0 +1,135 @@
+"""What every adapter does once its framework has handed it a result and a scope.
+
+Framework-free, so the three adapters stay translations: a result goes through the boundary
+(`text_of`) and the one admission path (`admit`); a claim tool is one of `claim_tools(store)`,
+described to the framework generically and run through `Tool.call`. The async variants do the
+same work on a worker thread: serialising and neutralising a 92,212-character result alone
+takes milliseconds, and a check-in or fetch may wait on S3.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from s3claim.admission import admit
+from s3claim.aio._workers import Workers
+from s3claim.boundary import neutralise, text_of
+from s3claim.claimcheck import ClaimCheck
+from s3claim.errors import ConfigurationError
+from s3claim.events import Event
+from s3claim.retrieval import claim_tools
+from s3claim.scope import Scope
+from s3claim.search import SEARCH_TOOL_NAME
+from s3claim.tools import RunContext, Tool, ToolError
+
+__all__ = ["Bridge", "field_of", "scope_of"]
+
+
+def field_of(context: object, name: str) -> Any:
+    """`context.name` or `context[name]`, whichever the user's context object has; else None."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        return context.get(name)
+    return getattr(context, name, None)
+
+
+def scope_of(tenant: object, run: object, *, tenant_hint: str, run_hint: str) -> Scope:
+    """A Scope from the framework's context, or an error saying what to provide."""
+    if tenant is None:
+        raise ConfigurationError(f"no tenant for the claim check: {tenant_hint}")
+    if run is None:
+        raise ConfigurationError(f"no run for the claim check: {run_hint}")
+    try:
+        return Scope(tenant, run)  # type: ignore[arg-type]  # validated here, by pydantic
+    except ValidationError:
+        raise ConfigurationError(
+            f"tenant ({type(tenant).__name__}) and run ({type(run).__name__}) must be strings "
+            "of 1 to 1,024 characters"
+        ) from None
+
+
+def _ignore(_: Event) -> None:
+    pass
+
+
+class Bridge:
+    """One adapter's claim check, claim tools and worker pool."""
+
+    def __init__(
+        self, claim_check: ClaimCheck, *, on_event: Callable[[Event], None] | None = None
+    ) -> None:
+        if not isinstance(claim_check, ClaimCheck):
+            raise TypeError(f"expected a ClaimCheck, got {type(claim_check).__name__}")
+        self.claim_check = claim_check
+        self.tools = {t.name: t for t in claim_tools(claim_check.store)}
+        self._searchable = SEARCH_TOOL_NAME in self.tools  # the marker may then name it
+        self._emit = on_event or _ignore
+        self._workers = Workers()
+
+    def refuse_collisions(self, names: Iterable[str]) -> None:
+        """A framework tool named like a claim tool would shadow it, or be shadowed."""
+        clash = sorted(set(self.tools).intersection(names))
+        if clash:
+            raise ConfigurationError(
+                f"tools named {clash} would collide with the claim check's own; rename them"
+            )
+
+    @staticmethod
+    def parameters(tool: Tool) -> dict[str, Any]:
+        """The JSON schema of a claim tool's arguments, as every framework takes it."""
+        parameters: dict[str, Any] = tool.schema["function"]["parameters"]
+        return parameters
+
+    def _context(self, scope: Scope, agent: str) -> RunContext:
+        return RunContext(scope=scope, agent=agent, emit=self._emit)
+
+    def admit(self, value: Any, *, tool: str, scope: Scope, agent: str) -> str:
+        """The text that enters the conversation for a tool's (text or serialisable) result."""
+        try:
+            text = text_of(value, tool=tool)
+        except ToolError as error:
+            return neutralise(error.render())
+        return admit(
+            text,
+            tool=tool,
+            context=self._context(scope, agent),
+            claim_check=self.claim_check,
+            # Without a working store, what passes through untouched is the most that may.
+            limit=self.claim_check.policy_for(tool).threshold_chars,
+            searchable=self._searchable,
+        )
+
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
+    ) -> str:
+        """A claim tool's answer, or its error rendered for the model; never checked in."""
+        try:
+            if isinstance(arguments, str):
+                arguments = _json_object(arguments)
+            result: str = self.tools[name].call(arguments, self._context(scope, agent))
+        except ToolError as error:  # its message may quote the model's arguments
+            return neutralise(error.render())
+        return result
+
+    async def admit_async(self, value: Any, *, tool: str, scope: Scope, agent: str) -> str:
+        return await self._workers.run(self.admit, value, tool=tool, scope=scope, agent=agent)
+
+    async def call_async(
+        self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
+    ) -> str:
+        return await self._workers.run(self.call, name, arguments, scope=scope, agent=agent)
+
+
+def _json_object(arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        raise ToolError("invalid_arguments", "the arguments are not valid JSON") from None
+    if not isinstance(parsed, dict):
+        raise ToolError("invalid_arguments", "the arguments must be a JSON object")
+    return parsed

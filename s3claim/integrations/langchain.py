@@ -1,0 +1,124 @@
+"""The claim check for LangChain v1 agents: a middleware for `langchain.agents.create_agent`.
+
+    agent = create_agent(model, tools=[read_contract],
+                         middleware=[ClaimCheckMiddleware(claim_check)],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "matter-7"}},
+                 context={"tenant": "acme"})
+
+Around each tool call (sync `wrap_tool_call` and async `awrap_tool_call`), a `ToolMessage`
+with text content passes the result boundary and the admission path; list content (images,
+files, several parts) and `Command`s pass untouched. The middleware contributes the claim
+tools and answers their calls itself, so their output is never checked in. The scope is
+read from the LangGraph runtime before the tool runs: by default the tenant is the `tenant`
+attribute or key of the runtime context and the run is the thread id, because the
+checkpointer replays a thread's messages, handles included, into its later runs.
+
+Needs `pip install 's3claim[langchain]'`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeGuard
+
+try:
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain.tools import ToolRuntime
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command
+except ImportError as exc:  # say which extra brings it
+    raise ImportError("this adapter needs its framework: pip install 's3claim[langchain]'") from exc
+
+from s3claim.claimcheck import ClaimCheck
+from s3claim.events import Event
+from s3claim.integrations._bridge import Bridge, field_of, scope_of
+from s3claim.scope import Scope
+from s3claim.tools import Tool
+
+__all__ = ["ClaimCheckMiddleware", "default_scope"]
+
+ScopeOf = Callable[[ToolRuntime], Scope]
+_Result = ToolMessage | Command[Any]
+_AGENT = "agent"
+
+
+def default_scope(runtime: ToolRuntime) -> Scope:
+    """Tenant from the runtime context's `tenant`, run from the LangGraph thread id."""
+    configurable = (runtime.config or {}).get("configurable") or {}
+    thread = configurable.get("thread_id")
+    if thread is None and runtime.execution_info is not None:
+        thread = runtime.execution_info.thread_id
+    return scope_of(
+        field_of(runtime.context, "tenant"),
+        None if thread is None else str(thread),
+        tenant_hint="invoke the agent with context= holding a `tenant` attribute or key, "
+        "or give ClaimCheckMiddleware a scope= callable",
+        run_hint='invoke the agent with config={"configurable": {"thread_id": ...}}, '
+        "or give ClaimCheckMiddleware a scope= callable",
+    )
+
+
+class ClaimCheckMiddleware(AgentMiddleware):
+    """Checks oversized tool results in; contributes and answers the claim tools."""
+
+    def __init__(
+        self,
+        claim_check: ClaimCheck,
+        *,
+        scope: ScopeOf | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._bridge = Bridge(claim_check, on_event=on_event)
+        self._scope = scope or default_scope
+        self.tools: list[BaseTool] = [_described(t) for t in self._bridge.tools.values()]
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _Result]
+    ) -> _Result:
+        call, scope = request.tool_call, self._scope(request.runtime)
+        if call["name"] in self._bridge.tools:
+            text = self._bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT)
+            return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        result = handler(request)
+        if not _is_text(result):
+            return result
+        text = self._bridge.admit(result.content, tool=call["name"], scope=scope, agent=_AGENT)
+        return result.model_copy(update={"content": text})
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[_Result]]
+    ) -> _Result:
+        call, scope = request.tool_call, self._scope(request.runtime)
+        bridge = self._bridge
+        if call["name"] in bridge.tools:
+            text = await bridge.call_async(call["name"], call["args"], scope=scope, agent=_AGENT)
+            return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        result = await handler(request)
+        if not _is_text(result):
+            return result
+        text = await bridge.admit_async(
+            result.content, tool=call["name"], scope=scope, agent=_AGENT
+        )
+        return result.model_copy(update={"content": text})
+
+
+def _is_text(result: object) -> TypeGuard[ToolMessage]:
+    return isinstance(result, ToolMessage) and isinstance(result.content, str)
+
+
+def _described(tool: Tool) -> BaseTool:
+    """The model's view of a claim tool; its calls are answered by the middleware itself."""
+
+    def unreachable(**_: Any) -> str:
+        raise RuntimeError(f"{tool.name} is answered by ClaimCheckMiddleware, not run directly")
+
+    return StructuredTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=Bridge.parameters(tool),
+        func=unreachable,
+    )

@@ -1,0 +1,95 @@
+"""The adapters' shared bridge, without a framework: the edges every adapter inherits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
+from s3claim.errors import ConfigurationError
+from s3claim.integrations._bridge import Bridge, field_of, scope_of
+
+SCOPE = Scope(tenant="acme", run="matter-7")
+
+
+def test_context_fields_are_read_as_attributes_or_keys() -> None:
+    @dataclass
+    class Deps:
+        tenant: str
+
+    assert field_of(Deps("acme"), "tenant") == "acme"
+    assert field_of({"tenant": "acme"}, "tenant") == "acme"
+    assert field_of(None, "tenant") is None
+    assert field_of(object(), "tenant") is None
+
+
+def test_a_scope_that_is_not_two_short_strings_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"tenant \(int\) and run \(str\) must be strings"):
+        scope_of(42, "r", tenant_hint="", run_hint="")
+    with pytest.raises(ConfigurationError, match=r"tenant \(str\) and run \(str\)"):
+        scope_of("", "r", tenant_hint="", run_hint="")
+    assert scope_of("a", "r", tenant_hint="", run_hint="") == Scope("a", "r")
+
+
+def test_a_result_the_boundary_refuses_reaches_the_model_as_an_error() -> None:
+    bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
+    text = bridge.admit("bad \ud800 text", tool="read", scope=SCOPE, agent="a")
+    error = json.loads(text)
+    assert error["error"] == "invalid_result"
+    assert "lone surrogate at index 4" in error["message"]
+    assert "bad" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [("not json", "are not valid JSON"), ("[1, 2]", "must be a JSON object")],
+)
+def test_claim_tool_arguments_that_are_not_a_json_object_are_refused(
+    arguments: str, message: str
+) -> None:
+    bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
+    answer = asyncio.run(bridge.call_async("fetch_result", arguments, scope=SCOPE, agent="a"))
+    assert json.loads(answer) == {
+        "error": "invalid_arguments",
+        "message": f"the arguments {message}",
+    }
+
+
+def test_a_claim_tool_reads_what_the_bridge_checked_in() -> None:
+    bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
+    content = "x" * 10_000
+    head = asyncio.run(bridge.admit_async(content, tool="read", scope=SCOPE, agent="a"))
+    handle = head.split("handle='", 1)[1].split("'", 1)[0]
+    window = bridge.call("fetch_result", {"handle": handle, "offset": 8192}, scope=SCOPE, agent="a")
+    assert window == "x" * (10_000 - 8192)
+
+
+def test_only_a_claim_check_is_accepted() -> None:
+    with pytest.raises(TypeError, match="expected a ClaimCheck, got MemoryClaimCheckStore"):
+        Bridge(MemoryClaimCheckStore())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "framework", "extra"),
+    [
+        ("openai_agents", "agents", "openai-agents"),
+        ("langchain", "langchain", "langchain"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ],
+)
+def test_an_adapter_without_its_framework_names_the_extra(
+    adapter: str, framework: str, extra: str
+) -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        f"try:\n    import s3claim.integrations.{adapter}\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"this adapter needs its framework: pip install 's3claim[{extra}]'"

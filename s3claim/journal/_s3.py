@@ -46,10 +46,10 @@ from s3claim.handles import HandleKey
 from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
 from s3claim.journal._record import JournalEntry, RunInfo, RunRecord, RunStatus
 from s3claim.s3._config import (
+    bucket_arguments,
     check_bucket,
     check_day_classes,
     check_prefix,
-    check_settings,
     check_sse,
     handle_key_of,
     make_client,
@@ -57,7 +57,6 @@ from s3claim.s3._config import (
 from s3claim.s3._layout import JOURNAL_NAME, Layout
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._retry import MISSING, Refused, RetryPolicy, own_retries, request
-from s3claim.s3._store import _load_settings
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
@@ -143,18 +142,9 @@ class S3RunJournal:
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
     ) -> S3RunJournal:
         """A journal on the bucket `S3ClaimCheckStore.from_settings()` uses: the same variables."""
-        if settings is None:
-            settings = _load_settings()
-        bucket, key = check_settings(settings)
         return cls(
-            bucket,
-            handle_key=key,
-            prefix=settings.prefix,
-            client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+            **bucket_arguments(settings),
             clock=clock,
-            sse=settings.sse,
-            kms_key_id=settings.kms_key_id,
-            ttl_day_classes=settings.ttl_day_classes,
             ttl_seconds=ttl_seconds,
             retry=retry,
         )

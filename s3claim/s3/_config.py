@@ -1,4 +1,5 @@
-"""Checks every store setting at construction, and builds the default S3 client.
+"""Checks every store setting at construction, reads them from the environment, and builds
+the default S3 client.
 
 Each check names the setting it refuses and what it got (never a secret), using the
 environment variable's name when the value came from the environment.
@@ -6,13 +7,15 @@ environment variable's name when the value came from the environment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import boto3
 from botocore.config import Config
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
+from pydantic_settings import SettingsError
 
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
@@ -23,13 +26,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SSE_ALGORITHMS",
+    "BucketArguments",
+    "bucket_arguments",
     "check_bucket",
     "check_day_classes",
     "check_prefix",
-    "check_settings",
     "check_sse",
     "handle_key_of",
     "make_client",
+    "settings_from_env",
 ]
 
 SSE_ALGORITHMS = ("AES256", "aws:kms")
@@ -100,18 +105,56 @@ def handle_key_of(
         raise ConfigurationError(f"{name}: {exc}") from None
 
 
-def check_settings(settings: S3ClaimSettings) -> tuple[str, HandleKey]:
-    """Every `S3CLAIM_*` setting, checked under its variable's name; the bucket and the key.
+class BucketArguments(TypedDict):
+    """The constructor arguments the store and the run journal share."""
 
-    The store and the run journal both start from these, so they refuse the same settings
-    with the same messages.
+    bucket: str
+    handle_key: HandleKey
+    prefix: str
+    client: S3Client
+    sse: Literal["AES256", "aws:kms"]
+    kms_key_id: str | None
+    ttl_day_classes: tuple[int, ...]
+
+
+def bucket_arguments(settings: S3ClaimSettings | None = None) -> BucketArguments:
+    """Every `S3CLAIM_*` setting (from the environment unless given), checked under its
+    variable's name, as the constructor arguments of `S3ClaimCheckStore` and `S3RunJournal`.
+
+    Both start from these, so they refuse the same settings with the same messages.
     """
+    if settings is None:
+        settings = settings_from_env()
     bucket = check_bucket(settings.bucket, name="S3CLAIM_BUCKET")
     key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
     check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
     check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
     check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
-    return bucket, key
+    return BucketArguments(
+        bucket=bucket,
+        handle_key=key,
+        prefix=settings.prefix,
+        client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+        sse=settings.sse,
+        kms_key_id=settings.kms_key_id,
+        ttl_day_classes=settings.ttl_day_classes,
+    )
+
+
+def settings_from_env() -> S3ClaimSettings:
+    """Settings from the environment; a malformed variable is named, its value never shown."""
+    try:
+        return S3ClaimSettings()
+    except ValidationError as exc:
+        reasons = "; ".join(
+            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in exc.errors()
+        )
+        raise ConfigurationError(f"invalid {reasons}") from None
+    except SettingsError as exc:  # a complex value (the day classes) that is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"S3CLAIM_{field.group(1).upper()}" if field else "an S3CLAIM_* variable"
+        raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None
 
 
 def make_client(*, endpoint_url: str | None = None, region: str | None = None) -> S3Client:

@@ -30,7 +30,6 @@ missing key and an unknown handle would look like a store failure.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,18 +38,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from botocore.exceptions import BotoCoreError
-from pydantic import SecretStr, ValidationError
-from pydantic_settings import SettingsError
+from pydantic import SecretStr
 
 from s3claim.clock import Clock, SystemClock
-from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
 from s3claim.s3 import _format
 from s3claim.s3._config import (
+    bucket_arguments,
     check_bucket,
     check_day_classes,
     check_prefix,
-    check_settings,
     check_sse,
     handle_key_of,
     make_client,
@@ -142,18 +140,9 @@ class S3ClaimCheckStore:
 
         Refuses a missing bucket or handle key by variable name, here rather than at first use.
         """
-        if settings is None:
-            settings = _load_settings()
-        bucket, key = check_settings(settings)
         return cls(
-            bucket,
-            handle_key=key,
-            prefix=settings.prefix,
-            client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+            **bucket_arguments(settings),
             clock=clock,
-            sse=settings.sse,
-            kms_key_id=settings.kms_key_id,
-            ttl_day_classes=settings.ttl_day_classes,
             retry=retry,
         )
 
@@ -558,19 +547,3 @@ class S3ClaimCheckStore:
             f"sse={self._sse['ServerSideEncryption']!r}, ttl_day_classes={self._classes}, "
             f"clock={self._clock!r})"
         )
-
-
-def _load_settings() -> S3ClaimSettings:
-    """Settings from the environment; a malformed variable is named, its value never shown."""
-    try:
-        return S3ClaimSettings()
-    except ValidationError as exc:
-        reasons = "; ".join(
-            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" if e["loc"] else e["msg"]
-            for e in exc.errors()
-        )
-        raise ConfigurationError(f"invalid {reasons}") from None
-    except SettingsError as exc:  # a complex value (the day classes) that is not JSON
-        field = re.search(r'field "(\w+)"', str(exc))
-        name = f"S3CLAIM_{field.group(1).upper()}" if field else "an S3CLAIM_* variable"
-        raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None

@@ -17,7 +17,13 @@ from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
 from s3claim.journal._s3 import S3RunJournal
 from s3claim.s3 import S3ClaimCheckStore, S3ClaimSettings
-from s3claim.s3._config import check_bucket, check_prefix, handle_key_of, make_client
+from s3claim.s3._config import (
+    BucketArguments,
+    check_bucket,
+    check_prefix,
+    handle_key_of,
+    make_client,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -126,23 +132,18 @@ def handle_key(settings: S3ClaimSettings) -> HandleKey:
 
 def open_store(target: Target) -> S3ClaimCheckStore:
     """The store on this bucket; refuses a missing S3CLAIM_HANDLE_KEY by name."""
-    settings = target.settings
-    return S3ClaimCheckStore(
-        target.bucket,
-        handle_key=handle_key(settings),
-        prefix=settings.prefix,
-        client=target.client,
-        sse=settings.sse,
-        kms_key_id=settings.kms_key_id,
-        ttl_day_classes=settings.ttl_day_classes,
-    )
+    return S3ClaimCheckStore(**_bucket_arguments(target))
 
 
 def open_journal(target: Target) -> S3RunJournal:
     """The run journal on this bucket, under the store's settings and key."""
+    return S3RunJournal(**_bucket_arguments(target))
+
+
+def _bucket_arguments(target: Target) -> BucketArguments:
     settings = target.settings
-    return S3RunJournal(
-        target.bucket,
+    return BucketArguments(
+        bucket=target.bucket,
         handle_key=handle_key(settings),
         prefix=settings.prefix,
         client=target.client,

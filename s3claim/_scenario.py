@@ -31,6 +31,9 @@ from s3claim.tools import Tool, ToolRegistry, tool
 
 __all__ = [
     "AGENT",
+    "CONTINUE_SEEN",
+    "HANDLE_SEEN",
+    "MARKER_SEEN",
     "QUESTION",
     "SYSTEM",
     "TENANT",
@@ -53,9 +56,12 @@ SYSTEM = (
 )
 QUESTION = "Who are the parties to the master services agreement, and what does Article 1 cover?"
 
-_HANDLE = re.compile(r"handle='(claim:[0-9a-f]+)'")
-_MARKER = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
-_CONTINUE = re.compile(r"and offset=(\d+) to continue\.\]\Z")
+HANDLE_SEEN = re.compile(r"handle='(claim:[0-9a-z]+)'")
+"""A handle as a marker or footer names it (what a scripted model reads)."""
+MARKER_SEEN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
+"""A marker: total characters and characters not shown."""
+CONTINUE_SEEN = re.compile(r"and offset=(\d+) to continue\.\]\Z")
+"""A footer: the offset to fetch next."""
 _PARTIES = re.compile(
     r"between (.+?), a company .*?\(the \"(\w+)\"\), and (.+?), a company .*?\(the \"(\w+)\"\)",
     re.DOTALL,
@@ -88,7 +94,7 @@ def _call(call_id: str, tool_name: str, /, **arguments: Any) -> AssistantMessage
 def _fetch_after_head(messages: Sequence[Message]) -> AssistantMessage:
     """Read the handle and the characters shown from the marker; continue where the head ends."""
     seen = _last_tool_text(messages)
-    handle, marker = _HANDLE.search(seen), _MARKER.search(seen)
+    handle, marker = HANDLE_SEEN.search(seen), MARKER_SEEN.search(seen)
     if handle is None or marker is None:
         raise RuntimeError("the script expected a head with a marker")
     shown = int(marker.group(1)) - int(marker.group(2))
@@ -98,7 +104,7 @@ def _fetch_after_head(messages: Sequence[Message]) -> AssistantMessage:
 def _fetch_next(messages: Sequence[Message]) -> AssistantMessage:
     """Follow the footer of the window just read."""
     window = _last_tool_text(messages)
-    handle, footer = _HANDLE.search(window), _CONTINUE.search(window)
+    handle, footer = HANDLE_SEEN.search(window), CONTINUE_SEEN.search(window)
     if handle is None or footer is None:
         raise RuntimeError("the script expected a window with a footer")
     return _call("call_3", "fetch_result", handle=handle.group(1), offset=int(footer.group(1)))
@@ -142,7 +148,7 @@ def prefill_by_turn(result: RunResult) -> list[int]:
 
 def split_seen(text: str) -> tuple[str, str] | None:
     """A checked-in result as (head, marker); None when the result was not checked in."""
-    if _MARKER.search(text) is None or "\n\n" not in text:
+    if MARKER_SEEN.search(text) is None or "\n\n" not in text:
         return None
     head, marker = text.rsplit("\n\n", 1)
     return head, marker

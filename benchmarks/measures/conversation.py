@@ -14,7 +14,6 @@ so it works offline) on exactly the text `conversation_chars` counts; without it
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,9 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ratio
 from s3claim._contract import contract
 from s3claim._scenario import (
+    CONTINUE_SEEN,
+    HANDLE_SEEN,
+    MARKER_SEEN,
     QUESTION,
     SYSTEM,
     TENANT,
@@ -43,9 +45,6 @@ from s3claim.tools import Tool, tool
 
 __all__ = ["run"]
 
-_HANDLE = re.compile(r"handle='(claim:[0-9a-f]+)'")
-_SHOWN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
-_NEXT = re.compile(r"offset=(\d+) to continue\.\]\Z")
 
 
 def tokenizer() -> tuple[Callable[[str], int], str]:
@@ -117,8 +116,8 @@ def _fetch_on(n: int) -> Callable[[Sequence[Message]], AssistantMessage]:
 
     def step(messages: Sequence[Message]) -> AssistantMessage:
         seen = next(m.content for m in reversed(messages) if isinstance(m, ToolMessage))
-        handle = _HANDLE.search(seen)
-        shown, after = _SHOWN.search(seen), _NEXT.search(seen)
+        handle = HANDLE_SEEN.search(seen)
+        shown, after = MARKER_SEEN.search(seen), CONTINUE_SEEN.search(seen)
         if handle is None or (shown is None and after is None):
             raise RuntimeError("expected a head with a marker or a window with a footer")
         if after is not None:

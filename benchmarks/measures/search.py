@@ -26,7 +26,13 @@ from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
 from s3claim._contract import contract
-from s3claim._scenario import SYSTEM, read_contract_tool
+from s3claim._scenario import (
+    CONTINUE_SEEN,
+    HANDLE_SEEN,
+    MARKER_SEEN,
+    SYSTEM,
+    read_contract_tool,
+)
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import ModelCalled
 from s3claim.memory import MemoryClaimCheckStore
@@ -47,9 +53,6 @@ CLAUSE = (
     "written notice to the other Party, without liability for the termination itself.\n\n"
 )
 QUESTION = "Which clause governs termination for convenience, and what notice does it need?"
-_HANDLE = re.compile(r"handle='(claim:[0-9a-z]+)'")
-_NEXT = re.compile(r"offset=(\d+) to continue\.\]\Z")
-_SHOWN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
 
 
 # -- 1. a large claim ---------------------------------------------------------------------------
@@ -193,13 +196,13 @@ def _answer(messages: Sequence[Message]) -> AssistantMessage:
 
 def _search_script() -> list[Step]:
     def search(messages: Sequence[Message]) -> AssistantMessage:
-        handle = _HANDLE.search(_last(messages))
+        handle = HANDLE_SEEN.search(_last(messages))
         assert handle
         return _call("search_result", handle=handle.group(1), pattern=NEEDLE)
 
     def fetch(messages: Sequence[Message]) -> AssistantMessage:
         hit = json.loads(_last(messages))["matches"][0]["offset"]
-        handle = _HANDLE.search(next(m.content for m in messages if isinstance(m, ToolMessage)))
+        handle = HANDLE_SEEN.search(next(m.content for m in messages if isinstance(m, ToolMessage)))
         assert handle
         return _call("fetch_result", handle=handle.group(1), offset=max(0, hit - 200))
 
@@ -215,9 +218,9 @@ def _paging_script() -> Callable[[Sequence[Message]], AssistantMessage]:
         last = _last(messages)
         if NEEDLE in last:
             return _answer(messages)
-        handle = _HANDLE.search(last)
+        handle = HANDLE_SEEN.search(last)
         assert handle
-        shown, footer = _SHOWN.search(last), _NEXT.search(last)
+        shown, footer = MARKER_SEEN.search(last), CONTINUE_SEEN.search(last)
         if shown:
             offset = int(shown.group(1)) - int(shown.group(2))
         else:

@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
-from s3claim.clock import Clock, SystemClock
+from s3claim.clock import Clock
 from s3claim.errors import (
     ClaimStoreError,
     ConfigurationError,
@@ -45,18 +45,13 @@ from s3claim.errors import (
 from s3claim.handles import HandleKey
 from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
 from s3claim.journal._record import JournalEntry, RunInfo, RunRecord, RunStatus
+from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import (
     bucket_arguments,
-    check_bucket,
-    check_day_classes,
-    check_prefix,
-    check_sse,
-    handle_key_of,
-    make_client,
 )
-from s3claim.s3._layout import JOURNAL_NAME, Layout
+from s3claim.s3._layout import JOURNAL_NAME
 from s3claim.s3._lifecycle import day_class, tagging
-from s3claim.s3._retry import MISSING, Refused, RetryPolicy, own_retries, request
+from s3claim.s3._retry import MISSING, Refused, RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
@@ -95,7 +90,7 @@ class _Stored(BaseModel):
     record: RunRecord
 
 
-class S3RunJournal:
+class S3RunJournal(InBucket):
     """Run records in the claim bucket, one object per run under the run's key prefix.
 
     Takes the store's settings (bucket, `handle_key`, prefix, SSE, day classes) so that its
@@ -117,20 +112,23 @@ class S3RunJournal:
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self._bucket = check_bucket(bucket)
-        self._layout = Layout(check_prefix(prefix), handle_key_of(handle_key))
-        self._classes = check_day_classes(ttl_day_classes)
-        self._sse = check_sse(sse, kms_key_id)
+        super().__init__(
+            bucket,
+            handle_key=handle_key,
+            prefix=prefix,
+            client=client,
+            clock=clock,
+            sse=sse,
+            kms_key_id=kms_key_id,
+            ttl_day_classes=ttl_day_classes,
+            retry=retry,
+        )
         check_ttl(ttl_seconds)
         try:
             self._days = day_class(ttl_seconds, self._classes)
         except ValueError as exc:
             raise ConfigurationError(f"run journal: {exc}") from None
         self._ttl = ttl_seconds
-        self._clock = clock or SystemClock()
-        self._retry = retry or RetryPolicy()
-        self._client = client if client is not None else make_client()
-        own_retries(self._client)
 
     @classmethod
     def from_settings(
@@ -148,10 +146,6 @@ class S3RunJournal:
             ttl_seconds=ttl_seconds,
             retry=retry,
         )
-
-    @property
-    def max_ttl_seconds(self) -> int:
-        return self._classes[-1] * 86_400
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -257,11 +251,6 @@ class S3RunJournal:
         except Refused:
             return None
         return head.get("Metadata", {}), head["ETag"]
-
-    def _request(
-        self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
-    ) -> _T:
-        return request(operation, call, policy=self._retry, expect=expect)
 
     def __repr__(self) -> str:
         return (

@@ -40,20 +40,15 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from botocore.exceptions import BotoCoreError
 from pydantic import SecretStr
 
-from s3claim.clock import Clock, SystemClock
+from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
 from s3claim.s3 import _format
+from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import (
     bucket_arguments,
-    check_bucket,
-    check_day_classes,
-    check_prefix,
-    check_sse,
-    handle_key_of,
-    make_client,
 )
-from s3claim.s3._layout import Layout, is_journal_key
+from s3claim.s3._layout import is_journal_key
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._retry import (
     MISSING,
@@ -61,8 +56,6 @@ from s3claim.s3._retry import (
     Refused,
     RetryableStoreFault,
     RetryPolicy,
-    own_retries,
-    request,
 )
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
@@ -93,7 +86,7 @@ class ClaimInfo:
     expires_at: int
 
 
-class S3ClaimCheckStore:
+class S3ClaimCheckStore(InBucket):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -115,15 +108,17 @@ class S3ClaimCheckStore:
         ttl_day_classes: Sequence[int] = (1, 7, 30),
         retry: RetryPolicy | None = None,
     ) -> None:
-        self._bucket = check_bucket(bucket)
-        self._key = handle_key_of(handle_key)
-        self._layout = Layout(check_prefix(prefix), self._key)
-        self._classes = check_day_classes(ttl_day_classes)
-        self._sse = check_sse(sse, kms_key_id)
-        self._clock = clock or SystemClock()
-        self._retry = retry or RetryPolicy()
-        self._client = client if client is not None else make_client()
-        own_retries(self._client)
+        super().__init__(
+            bucket,
+            handle_key=handle_key,
+            prefix=prefix,
+            client=client,
+            clock=clock,
+            sse=sse,
+            kms_key_id=kms_key_id,
+            ttl_day_classes=ttl_day_classes,
+            retry=retry,
+        )
         self._written: OrderedDict[str, int] = OrderedDict()
         self._versions_api = True  # until the server says it has none (see forget)
         self._lock = threading.Lock()
@@ -145,11 +140,6 @@ class S3ClaimCheckStore:
             clock=clock,
             retry=retry,
         )
-
-    @property
-    def max_ttl_seconds(self) -> int:
-        """The longest TTL a claim may have: lifecycle deletes after the largest day class."""
-        return self._classes[-1] * 86_400
 
     # -- put ----------------------------------------------------------------------------
 
@@ -535,11 +525,6 @@ class S3ClaimCheckStore:
                 return
 
     # -- requests -----------------------------------------------------------------------
-
-    def _request(
-        self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
-    ) -> _T:
-        return request(operation, call, policy=self._retry, expect=expect)
 
     def __repr__(self) -> str:
         return (

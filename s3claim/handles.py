@@ -93,10 +93,15 @@ class HandleKey:
     def _mac(self, *fields: str | bytes) -> str:
         return hmac.new(self._key, _encode(*fields), hashlib.sha256).hexdigest()
 
-    def handle(self, scope: Scope, content: str) -> str:
-        """The one handle for this content in this scope (refuses lone surrogates)."""
+    def handle(self, scope: Scope, content: str, *, utf8: bytes | None = None) -> str:
+        """The one handle for this content in this scope (refuses lone surrogates).
+
+        `utf8`: the content's UTF-8 bytes, when the caller has them already (a store that
+        keeps ASCII as it is need not encode a large result twice).
+        """
         width = content_width(content)
-        mac = self._mac("handle", scope.tenant, scope.run, content_digest(content), str(width))
+        digest = hashlib.sha256(utf8).digest() if utf8 is not None else content_digest(content)
+        mac = self._mac("handle", scope.tenant, scope.run, digest, str(width))
         return f"{HANDLE_PREFIX}{width}{mac[:_HANDLE_HEX]}"
 
     def tenant_tag(self, tenant: str) -> str:

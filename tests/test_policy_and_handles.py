@@ -66,6 +66,11 @@ def test_handle_is_an_hmac_over_an_unambiguous_encoding_of_scope_digest_and_widt
     assert KEY.handle(Scope("acme", "run-1"), "hello") == "claim:1" + expected
 
 
+def test_a_handle_from_utf8_bytes_at_hand_is_the_same_handle() -> None:
+    scope = Scope("acme", "run-1")
+    assert KEY.handle(scope, "plain text", utf8=b"plain text") == KEY.handle(scope, "plain text")
+
+
 def test_scope_fields_cannot_be_shifted_into_each_other() -> None:
     assert KEY.handle(Scope("a/b", "c"), "x") != KEY.handle(Scope("a", "b/c"), "x")
     assert KEY.tenant_tag("a") != KEY.tenant_tag("a ")

@@ -147,7 +147,9 @@ class S3ClaimCheckStore(InBucket):
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         days = day_class(ttl_seconds, self._classes)
-        handle = self._key.handle(scope, content)
+        # ASCII is its own UTF-8 and its own Latin-1 body: encoded once, hashed and sent.
+        ascii_body = content.encode("ascii") if content.isascii() else None
+        handle = self._key.handle(scope, content, utf8=ascii_body)
         width = handle_width(handle)
         if len(content) > _format.max_chars(width):
             raise ValueError(
@@ -174,7 +176,8 @@ class S3ClaimCheckStore(InBucket):
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
                 break
-            if self._create(key, content, width, meta, days):
+            body = ascii_body if ascii_body is not None else _format.encode(content, width)
+            if self._create(key, body, width, meta, days):
                 break
             refresh_first = True
         else:
@@ -182,11 +185,8 @@ class S3ClaimCheckStore(InBucket):
         self._remember(key, expires_at)
         return handle
 
-    def _create(
-        self, key: str, content: str, width: int, meta: dict[str, str], days: int
-    ) -> bool:
+    def _create(self, key: str, body: bytes, width: int, meta: dict[str, str], days: int) -> bool:
         """One conditional PutObject; False when the object already exists (412)."""
-        body = _format.encode(content, width)
 
         def call() -> None:
             self._client.put_object(

@@ -63,7 +63,9 @@ def to_wire(message: Message) -> dict[str, Any]:
             "name": message.name,
             "content": message.content,
         }
-    wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+    # Always a string: llama.cpp's server (llama-cpp-python) refuses a null content, even
+    # beside tool calls, with HTTP 500; OpenAI, Ollama and vLLM take "" as they take null.
+    wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
             {
@@ -76,8 +78,6 @@ def to_wire(message: Message) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-    elif message.content is None:
-        wire["content"] = ""  # some servers refuse a null content without tool calls
     return wire
 
 

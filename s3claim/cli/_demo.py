@@ -137,6 +137,26 @@ def _event_row(event: Event) -> tuple[str, str]:
     )
 
 
+def _no_comparison(scenario: Scenario) -> str | None:
+    """Why there is no ratio although both runs finished; None when there is one (or no baseline).
+
+    A small model may answer without ever calling read_contract; then neither conversation
+    held the contract, and a ratio of their characters would compare nothing.
+    """
+    if scenario.baseline is None or scenario.ratio is not None:
+        return None
+    if not scenario.claimed_read and not scenario.baseline_read:
+        which, held = "in either run", "neither conversation held the contract"
+    elif not scenario.claimed_read:
+        which, held = "with the claim check", "nothing was checked in"
+    else:
+        which, held = "without the claim check", "that run never held the contract"
+    return (
+        f"No comparison: the model never called read_contract {which}, so {held} and the "
+        "character counts above compare nothing."
+    )
+
+
 def _baseline_text(scenario: Scenario, scripted: bool) -> str:
     if scenario.baseline is None:
         if scenario.baseline_error:
@@ -173,6 +193,11 @@ def report(
         "total_with_claim_check": scenario.total_with,
         "total_without": scenario.total_without,
         "ratio": scenario.ratio,
+        "read_contract": {
+            "with_claim_check": scenario.claimed_read,
+            "without": scenario.baseline_read,
+        },
+        "no_comparison": _no_comparison(scenario),
         "baseline": _baseline_text(scenario, scripted),
         "baseline_error": scenario.baseline_error,
         "answer": scenario.claimed.output,
@@ -225,6 +250,8 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
                 f"{data['total_without']:,} against {data['total_with_claim_check']:,}.",
             )
         )
+    elif data["no_comparison"]:
+        console.print(Text(data["no_comparison"], style="bold yellow"))
     console.print(Text(data["baseline"], style="dim"))
     console.print(Rule("Answer"))
     console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))

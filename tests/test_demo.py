@@ -202,7 +202,8 @@ def test_a_model_that_never_reads_the_contract_gets_no_ratio_and_is_told_so(
     server: ChatServer,
 ) -> None:
     server.replies = [answer("I have no contract."), answer("Nor have I.")] * 2
-    data = _demo(*_openai_demo(server.url)[1:])
+    data = _demo(*_openai_demo(server.url, "--max-tokens", "64")[1:])
+    assert {r.body["max_tokens"] for r in server.received} == {64}
     assert data["ratio"] is None
     assert data["read_contract"] == {"with_claim_check": False, "without": False}
     assert data["seen"] is None

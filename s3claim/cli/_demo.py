@@ -116,7 +116,12 @@ def _store(
 
 
 def _provider(
-    kind: ProviderKind, base_url: str | None, model: str | None, timeout: float
+    kind: ProviderKind,
+    base_url: str | None,
+    model: str | None,
+    *,
+    timeout: float,
+    max_tokens: int | None,
 ) -> Provider | None:
     if kind is ProviderKind.scripted:
         return None
@@ -124,7 +129,11 @@ def _provider(
         raise CliError("--provider openai needs --base-url and --model")
     try:
         return OpenAICompatibleProvider(
-            base_url, model, api_key=os.environ.get("OPENAI_API_KEY"), timeout=timeout
+            base_url,
+            model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            timeout=timeout,
+            max_tokens=max_tokens,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -281,6 +290,10 @@ def demo(
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds to wait for each model reply.")
     ] = 120.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Most tokens each model reply may have (with --provider openai)."),
+    ] = None,
     baseline: Annotated[
         bool, typer.Option(help="Also run without the claim check, to compare.")
     ] = True,
@@ -297,7 +310,7 @@ def demo(
     """
     started = time.perf_counter()
     with handled() as context:
-        chosen = _provider(provider, base_url, model, timeout)
+        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
         context.bucket = bucket
         with _store(store, bucket, endpoint_url, prefix, region) as setup:
             scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)

@@ -128,7 +128,7 @@ def decode_arguments(raw: object) -> dict[str, Any]:
         if isinstance(value, str):  # encoded twice
             value = json.loads(value)
     except json.JSONDecodeError as exc:
-        return {INVALID_ARGUMENTS_KEY: f"not valid JSON ({exc.msg} at character {exc.pos})"}
+        return {INVALID_ARGUMENTS_KEY: f"not valid JSON: {exc.msg} (character {exc.pos})"}
     if not isinstance(value, dict):
         return {INVALID_ARGUMENTS_KEY: f"arguments were a JSON {type(value).__name__}"}
     return value

@@ -87,9 +87,7 @@ def _send(server: LlamaServer, turn: Turn) -> Sample:
     seconds, cpu = time.perf_counter() - started, server.cpu_seconds() - cpu
     if len(usage) != 1:
         raise RuntimeError("the server did not report its token counts")
-    evaluated = server.evaluated_since(mark)
-    tokens = evaluated.tokens if evaluated else None
-    return Sample(seconds, cpu, usage[0].prompt_tokens, tokens)
+    return Sample(seconds, cpu, usage[0].prompt_tokens, server.evaluated_since(mark))
 
 
 def measure_pass(

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks.report import Section, Table, section_markdown
 from benchmarks.stats import fmt_int, fmt_ratio
+from s3claim._contract import PARTIES
 
 __all__ = [
     "PLOT",
@@ -248,12 +249,19 @@ def _e2e_notes(e2e: dict[str, Any], n_ctx: int, default_tokens: list[int]) -> li
         arguments = run["tool_calls"][0]["arguments"] if run["tool_calls"] else None
         answer = (run["answer"] or "").split("\n")[0][:240]
         tokens = ", ".join(fmt_int(t) for t in run["prompt_tokens"])
+        named = sum(party in (run["answer"] or "") for party in PARTIES)
+        judged = (
+            "it names both parties, which the head holds; whatever else it says is its own"
+            if named == len(PARTIES)
+            else f"it names {named} of the {len(PARTIES)} parties the head holds"
+        )
         notes.append(
             "The claim-checked run for real: with `tool_choice` naming read_contract on the "
             "first call only (a grammar makes the model call it; the arguments are its own: "
             f"`{json.dumps(arguments, ensure_ascii=False)}`), the model got the "
             f"{run['first_result_chars']}-character head and marker, answered on its own in "
-            f"{run['model_calls']} calls ({tokens} prompt tokens): \u201c{answer}\u201d. "
+            f"{run['model_calls']} calls ({tokens} prompt tokens): \u201c{answer}\u201d "
+            f"({judged}). "
             "The same forced call without the claim check put the whole contract inline, and "
             f"the next request was refused ({_refusal(forced['inline_error'])}): that run "
             f"never answers in a window of {n_ctx:,} tokens."

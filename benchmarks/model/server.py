@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Evaluated", "LlamaServer", "ServerConfig", "ServerUnavailable", "describe_install"]
+__all__ = ["LlamaServer", "ServerConfig", "ServerUnavailable", "describe_install"]
 
 _START_TIMEOUT = 180.0
-_EVALUATED = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+_EVALUATED = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 
 
 class ServerUnavailable(RuntimeError):
@@ -63,14 +63,6 @@ class ServerConfig:
         if self.chat_format:
             argv += ["--chat_format", self.chat_format]
         return argv
-
-
-@dataclass(frozen=True)
-class Evaluated:
-    """What the server's log says one request evaluated: tokens not served from its cache."""
-
-    tokens: int
-    milliseconds: float
 
 
 def _free_port() -> int:
@@ -120,16 +112,13 @@ class LlamaServer:
         self._log_file.flush()
         return self.log.stat().st_size
 
-    def evaluated_since(self, mark: int) -> Evaluated | None:
-        """The last prompt evaluation the server logged after `mark`, if any."""
+    def evaluated_since(self, mark: int) -> int | None:
+        """Prompt tokens the server last logged evaluating after `mark` (None: none logged)."""
         with self.log.open("rb") as log:
             log.seek(mark)
             text = log.read().decode(errors="replace")
         found = _EVALUATED.findall(text)
-        if not found:
-            return None
-        milliseconds, tokens = found[-1]
-        return Evaluated(int(tokens), float(milliseconds))
+        return int(found[-1]) if found else None
 
     def cpu_seconds(self) -> float:
         """CPU time the server process has used so far, all its threads (Linux /proc).

@@ -299,7 +299,8 @@ def section(data: dict[str, Any]) -> Section:
     environment = Table(
         title="Model, server and machine",
         headers=["", ""],
-        rows=[[k, str(v)] for k, v in data["environment"]],
+        rows=[[k, str(v).rstrip(", ")] for k, v in data["environment"]],
+        align_left=2,
     )
     tables.append(environment)
     notes = [
@@ -428,8 +429,8 @@ def plot(data: dict[str, Any], path: Path) -> None:
                 axis.annotate(
                     f"refused: {fmt_int(view.refused.tokens or 0)} tokens\n"
                     f"> {data['server']['n_ctx']:,}-token window",
-                    (at, y), textcoords="offset points", xytext=(8, 6), fontsize=8,
-                    color=colors[name],
+                    (at, y), textcoords="axes fraction", xytext=(0.35, 0.55), fontsize=8,
+                    color=colors[name], arrowprops={"arrowstyle": "->", "color": colors[name]},
                 )  # fmt: skip
         if wide and scenario == "twenty":
             view = _view(wide["arms"][0])

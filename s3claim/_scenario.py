@@ -8,11 +8,14 @@ not need to, so its scripted model reads and then answers: two model calls again
 is the baseline's best case: every further turn would re-send the whole contract again.
 
 The measure is the `model_called` events' `prefill_chars`: the characters each model call was
-sent. The demo command renders this; the tests check it.
+sent. The demo command renders this; the tests check it. The comparison only means something
+when both runs read the contract: a real model may answer without ever calling read_contract,
+and then both conversations hold the same few hundred characters, so `ratio` is None.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +46,7 @@ __all__ = [
     "counsel_runner",
     "counsel_script",
     "prefill_by_turn",
+    "read_contract_calls",
     "read_contract_tool",
     "run_scenario",
     "split_seen",
@@ -141,6 +145,23 @@ def baseline_script() -> ScriptedProvider:
     return ScriptedProvider([_call("call_1", "read_contract", name="msa"), _answer])
 
 
+def _is_tool_error(content: str) -> bool:
+    """Whether a tool result is the runner's `{"error": ..., "message": ...}` refusal."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "error" in value
+
+
+def read_contract_calls(result: RunResult) -> int:
+    """How many times read_contract answered this run with the contract (not an error)."""
+    return sum(
+        isinstance(m, ToolMessage) and m.name == "read_contract" and not _is_tool_error(m.content)
+        for m in result.messages
+    )
+
+
 def prefill_by_turn(result: RunResult) -> list[int]:
     """Characters sent to the model on each call of the run, in turn order."""
     return [e.prefill_chars for e in result.events if isinstance(e, ModelCalled)]
@@ -205,10 +226,26 @@ class Scenario:
         return sum(prefill_by_turn(self.baseline)) if self.baseline else None
 
     @property
+    def claimed_read(self) -> bool:
+        """Whether the run with the claim check ever received the contract."""
+        return read_contract_calls(self.claimed) > 0
+
+    @property
+    def baseline_read(self) -> bool | None:
+        """Whether the baseline ever received the contract; None when there is no baseline."""
+        return None if self.baseline is None else read_contract_calls(self.baseline) > 0
+
+    @property
     def ratio(self) -> float | None:
-        """Characters sent without the claim check per character sent with it."""
+        """Characters sent without the claim check per character sent with it.
+
+        None unless both runs read the contract: otherwise the two conversations differ only
+        in what the model chose to say, and a ratio of them compares nothing.
+        """
         without = self.total_without
-        return None if without is None or self.total_with == 0 else without / self.total_with
+        if without is None or self.total_with == 0 or not self.claimed_read:
+            return None
+        return without / self.total_with if self.baseline_read else None
 
 
 def _registry(store: ClaimCheckStore, document: str) -> ToolRegistry:

@@ -11,6 +11,10 @@ on, not a crash of the run. The call is passed on with its arguments replaced by
 answers the call with an `invalid_arguments` tool error naming that key, and the model retries.
 Empty arguments (``""``, sent by some servers for tools without parameters) mean ``{}``, and
 arguments encoded twice (a JSON string holding a JSON object) are decoded once more.
+
+Token usage. Only the server knows how many tokens a request was: its tokenizer and its chat
+template decide. `on_usage` hands the response's ``usage`` counts to the caller (cost
+accounting, benchmarks) without changing what `complete` returns.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from s3claim.messages import (
@@ -32,7 +37,7 @@ from s3claim.messages import (
     UserMessage,
 )
 
-__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "ProviderError"]
+__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "ProviderError", "TokenUsage"]
 
 INVALID_ARGUMENTS_KEY = "arguments_were_not_a_json_object"
 """The one field a call with unreadable arguments carries; no tool accepts it."""
@@ -52,6 +57,35 @@ class ProviderError(Exception):
         self.status = status
 
 
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """The server's own token counts for one reply (the response's ``usage``).
+
+    `prompt_tokens` counts the whole prompt, including any prefix a server served from its
+    cache; `completion_tokens` is None when the server did not say.
+    """
+
+    prompt_tokens: int
+    completion_tokens: int | None = None
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def usage_of(data: Mapping[str, Any]) -> TokenUsage | None:
+    """The ``usage`` of a response, or None when it has no usable prompt count."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    prompt = _count(usage.get("prompt_tokens"))
+    if prompt is None:
+        return None
+    return TokenUsage(prompt, _count(usage.get("completion_tokens")))
+
+
 def to_wire(message: Message) -> dict[str, Any]:
     """One of our messages as a chat-completions message."""
     if isinstance(message, SystemMessage | UserMessage):
@@ -63,7 +97,9 @@ def to_wire(message: Message) -> dict[str, Any]:
             "name": message.name,
             "content": message.content,
         }
-    wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+    # Always a string: llama.cpp's server (llama-cpp-python) refuses a null content, even
+    # beside tool calls, with HTTP 500; OpenAI, Ollama and vLLM take "" as they take null.
+    wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
             {
@@ -76,8 +112,6 @@ def to_wire(message: Message) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-    elif message.content is None:
-        wire["content"] = ""  # some servers refuse a null content without tool calls
     return wire
 
 
@@ -94,7 +128,7 @@ def decode_arguments(raw: object) -> dict[str, Any]:
         if isinstance(value, str):  # encoded twice
             value = json.loads(value)
     except json.JSONDecodeError as exc:
-        return {INVALID_ARGUMENTS_KEY: f"not valid JSON ({exc.msg} at character {exc.pos})"}
+        return {INVALID_ARGUMENTS_KEY: f"not valid JSON: {exc.msg} (character {exc.pos})"}
     if not isinstance(value, dict):
         return {INVALID_ARGUMENTS_KEY: f"arguments were a JSON {type(value).__name__}"}
     return value
@@ -142,6 +176,7 @@ class OpenAICompatibleProvider:
     ``https://api.openai.com/v1``. `api_key` is sent as a bearer token when given (local
     servers usually need none). `temperature` defaults to 0 so that runs repeat as far as
     the server allows; `extra_body` is merged into every request for server-specific options.
+    `on_usage` is called with the server's token counts after each reply that reports them.
     """
 
     def __init__(
@@ -154,6 +189,7 @@ class OpenAICompatibleProvider:
         temperature: float | None = 0.0,
         max_tokens: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        on_usage: Callable[[TokenUsage], object] | None = None,
     ) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -170,6 +206,7 @@ class OpenAICompatibleProvider:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
+        self.on_usage = on_usage
         self._api_key = api_key or None
 
     def request_body(
@@ -233,7 +270,11 @@ class OpenAICompatibleProvider:
         message = choices[0].get("message")
         if not isinstance(message, dict):
             raise ProviderError(f"{self.url} answered a choice without a message")
-        return from_wire(message)
+        reply = from_wire(message)
+        usage = usage_of(data)
+        if usage is not None and self.on_usage is not None:
+            self.on_usage(usage)
+        return reply
 
     def __repr__(self) -> str:  # the API key is a secret: never in a repr
         key = "<set>" if self._api_key else None

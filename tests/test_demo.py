@@ -191,3 +191,55 @@ def test_the_openai_provider_needs_a_url_and_a_model_and_a_reachable_server() ->
     assert result.exit_code == 3
     assert result.stderr.startswith("s3claim: error: model server: cannot reach")
     assert "Traceback" not in result.output
+
+
+def _openai_demo(url: str, *extra: str) -> list[str]:
+    return ["demo", "--store", "memory", "--provider", "openai", "--base-url", url,
+            "--model", "m", *extra]  # fmt: skip
+
+
+def test_a_model_that_never_reads_the_contract_gets_no_ratio_and_is_told_so(
+    server: ChatServer,
+) -> None:
+    server.replies = [answer("I have no contract."), answer("Nor have I.")] * 2
+    data = _demo(*_openai_demo(server.url, "--max-tokens", "64")[1:])
+    assert {r.body["max_tokens"] for r in server.received} == {64}
+    assert data["ratio"] is None
+    assert data["read_contract"] == {"with_claim_check": False, "without": False}
+    assert data["seen"] is None
+    assert data["no_comparison"].startswith(
+        "No comparison: the model never called read_contract in either run"
+    )
+
+    result = runner.invoke(app, _openai_demo(server.url))
+
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.stdout.split())
+    assert "the model never called read_contract in either run" in words
+    assert "the characters:" not in words and "×" not in words
+    assert "(the model never called read_contract)" in words
+
+
+def test_a_ratio_needs_both_runs_to_have_read_the_contract(server: ChatServer) -> None:
+    server.replies = [
+        answer("I answer without reading."),
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        answer("Read it whole."),
+    ]
+    data = _demo(*_openai_demo(server.url)[1:])
+    assert data["read_contract"] == {"with_claim_check": False, "without": True}
+    assert data["ratio"] is None
+    reason = data["no_comparison"]
+    assert "never called read_contract with the claim check, so nothing was checked in" in reason
+    server.replies = [
+        tool_call("read_contract", '{"name": "msa"}', "call_1"),
+        answer("Read the head."),
+        tool_call("read_contract", '{"name": "nope", "extra": 1}', "call_1"),  # refused
+        answer("Could not read it."),
+    ]
+    data = _demo(*_openai_demo(server.url)[1:])
+    assert data["read_contract"] == {"with_claim_check": True, "without": False}
+    assert data["ratio"] is None
+    reason = data["no_comparison"]
+    assert "without the claim check, so that run never held the contract" in reason
+    assert _demo("--store", "memory")["no_comparison"] is None  # scripted: both read

@@ -29,6 +29,7 @@ from s3claim.openai_compat import (
     INVALID_ARGUMENTS_KEY,
     OpenAICompatibleProvider,
     ProviderError,
+    TokenUsage,
     decode_arguments,
     from_wire,
     to_wire,
@@ -97,7 +98,7 @@ def test_a_run_through_the_server_translates_both_ways(server: ChatServer) -> No
     assistant, tool_message = second["messages"][2:]
     assert assistant == {
         "role": "assistant",
-        "content": None,
+        "content": "",  # never null: llama.cpp's server refuses it
         "tool_calls": [
             {
                 "id": "call_a",
@@ -263,6 +264,35 @@ def test_options_reach_the_request_body() -> None:
         "max_tokens": 64,
         "seed": 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"prompt_tokens": 2182, "completion_tokens": 1}, TokenUsage(2182, 1)),
+        ({"prompt_tokens": 7}, TokenUsage(7, None)),
+        ({"prompt_tokens": 7, "completion_tokens": "1"}, TokenUsage(7, None)),
+        ({"prompt_tokens": -1}, None),
+        ({"prompt_tokens": True}, None),
+        ({"completion_tokens": 3}, None),
+        ("lots", None),
+        (None, None),
+    ],
+)
+def test_the_server_token_counts_reach_on_usage(
+    server: ChatServer, usage: object, expected: TokenUsage | None
+) -> None:
+    body = {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}
+    if usage is not None:
+        body["usage"] = usage
+    server.replies = [lambda _body: (200, json.dumps(body).encode())]
+    seen: list[TokenUsage] = []
+    provider = OpenAICompatibleProvider(server.url, "m", on_usage=seen.append)
+
+    reply = provider.complete([UserMessage(content="x")], [])
+
+    assert reply == AssistantMessage(content="ok")
+    assert seen == ([] if expected is None else [expected])
 
 
 def test_the_scenario_against_a_server_records_a_baseline_it_refuses(

@@ -43,7 +43,7 @@ from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.tools import Tool, tool
 
-__all__ = ["run"]
+__all__ = ["note", "run", "script"]
 
 
 
@@ -133,7 +133,7 @@ def _fetch_on(n: int) -> Callable[[Sequence[Message]], AssistantMessage]:
 _ANSWER = AssistantMessage(content="The parties are in the preamble; Article 1 defines terms.")
 
 
-def _turns(fetches: int, total: int) -> list[Step]:
+def script(fetches: int, total: int) -> list[Step]:
     """read, `fetches` windows, notes up to `total - 1` calls, the answer: `total` calls."""
     steps: list[Step] = [_read(1)]
     steps += [_fetch_on(2 + i) for i in range(fetches)]
@@ -224,12 +224,12 @@ def run(bench: Bench) -> Section:
     arm(counsel, "no claim check", baseline_script(), claim=False, limit=inline)
     arm(counsel, f"truncation at {cut:,}", baseline_script(), claim=False)
     twenty = "20 turns, 2 windows read"
-    arm(twenty, "claim check", _turns(2, 20), claim=True, tools=(note,))
-    arm(twenty, "no claim check", _turns(0, 20), claim=False, limit=inline, tools=(note,))
-    arm(twenty, f"truncation at {cut:,}", _turns(0, 20), claim=False, tools=(note,))
+    arm(twenty, "claim check", script(2, 20), claim=True, tools=(note,))
+    arm(twenty, "no claim check", script(0, 20), claim=False, limit=inline, tools=(note,))
+    arm(twenty, f"truncation at {cut:,}", script(0, 20), claim=False, tools=(note,))
     worst = "20 turns, 18 windows read"
-    arm(worst, "claim check", _turns(18, 20), claim=True, tools=(note,))
-    arm(worst, "no claim check", _turns(0, 20), claim=False, limit=inline, tools=(note,))
+    arm(worst, "claim check", script(18, 20), claim=True, tools=(note,))
+    arm(worst, "no claim check", script(0, 20), claim=False, limit=inline, tools=(note,))
 
     rows: list[list[str]] = []
     ratios: dict[str, float] = {}

@@ -117,7 +117,12 @@ def _store(
 
 
 def _provider(
-    kind: ProviderKind, base_url: str | None, model: str | None, timeout: float
+    kind: ProviderKind,
+    base_url: str | None,
+    model: str | None,
+    *,
+    timeout: float,
+    max_tokens: int | None,
 ) -> Provider | None:
     if kind is ProviderKind.scripted:
         return None
@@ -125,7 +130,11 @@ def _provider(
         raise CliError("--provider openai needs --base-url and --model")
     try:
         return OpenAICompatibleProvider(
-            base_url, model, api_key=os.environ.get("OPENAI_API_KEY"), timeout=timeout
+            base_url,
+            model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            timeout=timeout,
+            max_tokens=max_tokens,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -135,6 +144,26 @@ def _event_row(event: Event) -> tuple[str, str]:
     fields = event.model_dump(exclude={"kind"})
     return event.kind, "  ".join(
         f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in fields.items()
+    )
+
+
+def _no_comparison(scenario: Scenario) -> str | None:
+    """Why there is no ratio although both runs finished; None when there is one (or no baseline).
+
+    A small model may answer without ever calling read_contract; then neither conversation
+    held the contract, and a ratio of their characters would compare nothing.
+    """
+    if scenario.baseline is None or scenario.ratio is not None:
+        return None
+    if not scenario.claimed_read and not scenario.baseline_read:
+        which, held = "in either run", "neither conversation held the contract"
+    elif not scenario.claimed_read:
+        which, held = "with the claim check", "nothing was checked in"
+    else:
+        which, held = "without the claim check", "that run never held the contract"
+    return (
+        f"No comparison: the model never called read_contract {which}, so {held} and the "
+        "character counts above compare nothing."
     )
 
 
@@ -174,6 +203,11 @@ def report(
         "total_with_claim_check": scenario.total_with,
         "total_without": scenario.total_without,
         "ratio": scenario.ratio,
+        "read_contract": {
+            "with_claim_check": scenario.claimed_read,
+            "without": scenario.baseline_read,
+        },
+        "no_comparison": _no_comparison(scenario),
         "baseline": _baseline_text(scenario, scripted),
         "baseline_error": scenario.baseline_error,
         "answer": scenario.claimed.output,
@@ -226,6 +260,8 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
                 f"{data['total_without']:,} against {data['total_with_claim_check']:,}.",
             )
         )
+    elif data["no_comparison"]:
+        console.print(Text(data["no_comparison"], style="bold yellow"))
     console.print(Text(data["baseline"], style="dim"))
     console.print(Rule("Answer"))
     console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))
@@ -255,6 +291,10 @@ def demo(
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds to wait for each model reply.")
     ] = 120.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Most tokens each model reply may have (with --provider openai)."),
+    ] = None,
     baseline: Annotated[
         bool, typer.Option(help="Also run without the claim check, to compare.")
     ] = True,
@@ -289,7 +329,7 @@ def demo(
         return
     started = time.perf_counter()
     with handled() as context:
-        chosen = _provider(provider, base_url, model, timeout)
+        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
         context.bucket = bucket
         with _store(store, bucket, endpoint_url, prefix, region) as setup:
             scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)

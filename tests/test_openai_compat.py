@@ -62,7 +62,7 @@ def _runner(provider: OpenAICompatibleProvider) -> AgentRunner:
 
 
 def _handle_in(body: dict[str, Any]) -> str:
-    match = re.search(r"handle='(claim:[0-9a-f]+)'", body["messages"][-1]["content"])
+    match = re.search(r"handle='(claim:[0-9a-z]+)'", body["messages"][-1]["content"])
     assert match
     return match.group(1)
 

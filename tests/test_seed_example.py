@@ -31,7 +31,7 @@ def read_contract(name: str) -> str:
 
 
 def _handle_in(messages: Sequence[Message]) -> str:
-    match = re.search(r"handle='(claim:[0-9a-f]+)'", messages[-1].content or "")
+    match = re.search(r"handle='(claim:[0-9a-z]+)'", messages[-1].content or "")
     assert match, "the head's marker names a handle"
     return match.group(1)
 

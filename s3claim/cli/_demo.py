@@ -65,13 +65,13 @@ BASELINE_SCRIPTED = (
     "Baseline: the same question and read_contract tool, with no claim check and "
     "max_tool_result_chars={chars:,}, so the whole contract stays inline. It cannot fetch, and "
     "with the whole text in view it has no need to: its scripted model reads, then answers "
-    "({turns} model calls against {claimed}). That is its best case: every further turn would "
+    "({turns} against {claimed}). That is its best case: every further turn would "
     "send the whole contract again."
 )
 BASELINE_MODEL = (
     "Baseline: the same question and model, with no claim check and "
     "max_tool_result_chars={chars:,}, so the whole contract stays inline; the model chose its "
-    "own turns ({turns} model calls against {claimed})."
+    "own turns ({turns} against {claimed})."
 )
 
 
@@ -173,9 +173,10 @@ def _baseline_text(scenario: Scenario, scripted: bool) -> str:
             return f"Baseline: the whole-contract run failed ({scenario.baseline_error})."
         return "Baseline: not run (--no-baseline)."
     template = BASELINE_SCRIPTED if scripted else BASELINE_MODEL
+    turns = len(prefill_by_turn(scenario.baseline))
     return template.format(
         chars=scenario.contract_chars,
-        turns=len(prefill_by_turn(scenario.baseline)),
+        turns=f"{turns} model call" if turns == 1 else f"{turns} model calls",
         claimed=len(prefill_by_turn(scenario.claimed)),
     )
 

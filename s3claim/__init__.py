@@ -54,6 +54,7 @@ from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
 
 if TYPE_CHECKING:
+    from s3claim.aio._s3 import AsyncS3ClaimCheckStore
     from s3claim.journal import S3RunJournal
     from s3claim.s3 import ClaimInfo, RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
 
@@ -69,6 +70,10 @@ def __getattr__(name: str) -> Any:
         from s3claim.journal._s3 import S3RunJournal
 
         return S3RunJournal
+    if name == "AsyncS3ClaimCheckStore":
+        from s3claim.aio._s3 import AsyncS3ClaimCheckStore
+
+        return AsyncS3ClaimCheckStore
     raise AttributeError(f"module 's3claim' has no attribute {name!r}")
 
 
@@ -78,6 +83,7 @@ __all__ = [
     "AssistantMessage",
     "AsyncClaimCheck",
     "AsyncClaimCheckStore",
+    "AsyncS3ClaimCheckStore",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",

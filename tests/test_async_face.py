@@ -127,3 +127,105 @@ def test_construction_refuses_what_cannot_work() -> None:
         ThreadedAsyncStore(MemoryClaimCheckStore(), max_workers=0)
     assert "max_workers=3" in repr(ThreadedAsyncStore(MemoryClaimCheckStore(), max_workers=3))
     assert "max_workers=4" in repr(AsyncClaimCheck(ClaimCheck(MemoryClaimCheckStore())))
+
+
+# -- the S3 store's async face: fetches on aiobotocore ---------------------------------------
+
+
+def test_the_s3_async_face_fetches_with_one_ranged_get_from_the_loop_and_no_boto3_call(
+    s3: Any, bucket: str
+) -> None:
+    from s3claim import AsyncS3ClaimCheckStore
+
+    sync_sends: list[str] = []
+    s3.meta.events.register(
+        "before-send.s3.*", lambda event_name, **_: sync_sends.append(event_name)
+    )
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    text = "ж" * 50_000  # 2 bytes a character
+    handle = store.put(SCOPE, text, ttl_seconds=TTL)
+    sync_sends.clear()
+
+    async def main() -> tuple[list[tuple[str, str | None]], list[Window]]:
+        async with AsyncS3ClaimCheckStore(store) as astore:
+            windows = [await astore.fetch(SCOPE, handle, offset) for offset in (0, 4096, 49_990)]
+            windows.append(await astore.fetch(SCOPE, handle, 60_000))  # past the end
+            sent: list[tuple[str, str | None]] = []
+            client = astore._client
+            client.meta.events.register(
+                "before-send.s3.*",
+                lambda request, event_name, **_: sent.append(
+                    (event_name.rsplit(".", 1)[-1], request.headers.get("Range"))
+                ),
+            )
+            windows.append(await astore.fetch(SCOPE, handle, 8192, 10))
+            return sent, windows
+
+    sent, windows = asyncio.run(main())
+    assert sync_sends == []  # no fetch went through boto3
+    assert [w.text for w in windows[:3]] == [text[:4096], text[4096:8192], text[49_990:]]
+    assert (windows[3].text, windows[3].total_chars, windows[3].next_offset) == ("", 50_000, None)
+    assert windows[4].text == text[8192:8202]
+    assert [(op, r.decode() if isinstance(r, bytes) else r) for op, r in sent] == [
+        ("GetObject", f"bytes={2 * 8192}-{2 * 8202 - 1}")
+    ]
+
+
+def test_the_s3_async_face_refuses_like_the_store_and_puts_and_forgets_through_it(
+    s3: Any, bucket: str
+) -> None:
+    from s3claim import AsyncS3ClaimCheckStore, ClaimUnavailableError
+
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+
+    async def main() -> None:
+        async with AsyncS3ClaimCheckStore(store, max_in_flight=2) as astore:
+            handle = await astore.put(SCOPE, "shared claims", ttl_seconds=TTL)
+            assert store.fetch(SCOPE, handle).text == "shared claims"  # the same bucket
+            for scope, candidate in [
+                (Scope(tenant="acme", run="other"), handle),
+                (SCOPE, "claim:1" + "0" * 32),
+                (SCOPE, "not a handle"),
+            ]:
+                with pytest.raises(ClaimUnavailableError):
+                    await astore.fetch(scope, candidate)
+            assert await astore.forget(tenant="acme") == 1
+            with pytest.raises(ClaimUnavailableError):
+                await astore.fetch(SCOPE, handle)
+
+    asyncio.run(main())
+    with pytest.raises(ValueError, match="max_in_flight"):
+        AsyncS3ClaimCheckStore(store, max_in_flight=0)
+    with pytest.raises(TypeError, match="wraps an S3ClaimCheckStore"):
+        AsyncS3ClaimCheckStore(MemoryClaimCheckStore())  # type: ignore[arg-type]
+
+
+def test_the_s3_async_face_retries_by_the_store_policy_then_fails_as_a_store_error() -> None:
+    import socket
+
+    import boto3
+
+    from s3claim import AsyncS3ClaimCheckStore, ClaimStoreError
+
+    with socket.socket() as probe:  # nothing listens there: every connection is refused
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    store = S3ClaimCheckStore(
+        "claims",
+        handle_key="test-handle-key-0123456789",
+        client=boto3.client("s3", endpoint_url=dead),
+        retry=RetryPolicy(attempts=3, initial_wait=0, max_wait=0),
+    )
+
+    async def main() -> list[str]:
+        sent: list[str] = []
+        async with AsyncS3ClaimCheckStore(store) as astore:
+            client = await astore._open()
+            client.meta.events.register(
+                "before-send.s3.*", lambda event_name, **_: sent.append(event_name)
+            )
+            with pytest.raises(ClaimStoreError, match="GetObject failed after 3 attempt"):
+                await astore.fetch(SCOPE, "claim:1" + "0" * 32)
+        return sent
+
+    assert len(asyncio.run(main())) == 3

@@ -1,18 +1,22 @@
 """The claim-check store contract, written once and run against every store and both faces.
 
 The S3 store runs against moto's real HTTP server, so each case here also crosses the wire.
-The async face (`ThreadedAsyncStore`) runs the same cases, each call a coroutine on its own loop.
+The async face runs the same cases, each call a coroutine on one loop: `ThreadedAsyncStore`
+for the memory store, `AsyncS3ClaimCheckStore` (fetches on aiobotocore) for the S3 stores.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3claim.aio import ThreadedAsyncStore
+from s3claim.aio import AsyncS3ClaimCheckStore, ThreadedAsyncStore
 from s3claim.clock import ManualClock
 from s3claim.errors import UNAVAILABLE_MESSAGE, ClaimUnavailableError
+from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 from tests._aio import Blocking
@@ -43,10 +47,23 @@ CONTENT = st.one_of(st.text(max_size=300), st.lists(_TRICKY, max_size=60).map(""
 
 
 @pytest.fixture(params=["sync", "async"])
-def store(store_under_test: StoreUnderTest, request: pytest.FixtureRequest) -> ClaimCheckStore:
+def store(
+    store_under_test: StoreUnderTest, request: pytest.FixtureRequest
+) -> Iterator[ClaimCheckStore]:
     if request.param == "sync":
-        return store_under_test.store
-    return Blocking(ThreadedAsyncStore(store_under_test.store))
+        yield store_under_test.store
+        return
+    sync = store_under_test.store
+    face = (
+        AsyncS3ClaimCheckStore(sync)
+        if isinstance(sync, S3ClaimCheckStore)
+        else ThreadedAsyncStore(sync)
+    )
+    blocking = Blocking(face)
+    try:
+        yield blocking
+    finally:
+        blocking.close()
 
 
 @pytest.fixture

@@ -42,8 +42,28 @@ hundreds), while it costs:
   92,212-character result takes several milliseconds of CPU, which must not run on the loop.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from s3claim.aio._claimcheck import AsyncClaimCheck
 from s3claim.aio._store import AsyncClaimCheckStore, ThreadedAsyncStore
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS
 
-__all__ = ["DEFAULT_MAX_WORKERS", "AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"]
+if TYPE_CHECKING:
+    from s3claim.aio._s3 import AsyncS3ClaimCheckStore
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncS3ClaimCheckStore":  # loads boto3: only when asked for
+        from s3claim.aio._s3 import AsyncS3ClaimCheckStore
+
+        return AsyncS3ClaimCheckStore
+    raise AttributeError(f"module 's3claim.aio' has no attribute {name!r}")
+
+
+__all__ = [
+    "DEFAULT_MAX_WORKERS",
+    "AsyncClaimCheck",
+    "AsyncClaimCheckStore",
+    "AsyncS3ClaimCheckStore",
+    "ThreadedAsyncStore",
+]

@@ -11,9 +11,9 @@ conditional write race answers. Access, bucket and request errors fail at once.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -27,6 +27,7 @@ from botocore.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tenacity import (
+    AsyncRetrying,
     RetryCallState,
     Retrying,
     retry_if_exception,
@@ -50,6 +51,7 @@ __all__ = [
     "is_retryable",
     "own_retries",
     "request",
+    "request_async",
     "retrying",
 ]
 
@@ -219,22 +221,45 @@ def request(
     token = _OURS.set(True)
     try:
         return controller(call)
-    except ClientError as exc:
-        code = error_code(exc)
-        if code in expect:
-            raise Refused(code) from None
-        raise ClaimStoreError(
-            f"{operation} failed after {_attempts(controller)} attempt(s): "
-            f"{code} (HTTP {http_status(exc)})"
-        ) from exc
-    except (BotoCoreError, RetryableStoreFault) as exc:
-        detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
-        raise ClaimStoreError(
-            f"{operation} failed after {_attempts(controller)} attempt(s): {detail}"
-        ) from exc
+    except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
+        failure = _failure(operation, exc, controller.statistics, expect)
+        raise failure from (None if isinstance(failure, Refused) else exc)
     finally:
         _OURS.reset(token)
 
 
-def _attempts(controller: Retrying) -> object:
-    return controller.statistics.get("attempt_number", "?")
+async def request_async(
+    operation: str,
+    call: Callable[[], Awaitable[_T]],
+    *,
+    policy: RetryPolicy,
+    expect: frozenset[str] = frozenset(),
+) -> _T:
+    """`request` for an async client (aiobotocore): the same policy, the same errors."""
+    controller = AsyncRetrying(
+        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
+        wait=_Backoff(policy.initial_wait, policy.max_wait),
+        retry=retry_if_exception(is_retryable),
+        reraise=True,
+    )
+    try:
+        return await controller(call)
+    except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
+        failure = _failure(operation, exc, controller.statistics, expect)
+        raise failure from (None if isinstance(failure, Refused) else exc)
+
+
+def _failure(
+    operation: str, exc: Exception, statistics: Mapping[str, Any], expect: frozenset[str]
+) -> Exception:
+    """What a request that failed for good raises: `Refused` if expected, else the store error."""
+    attempts = statistics.get("attempt_number", "?")
+    if isinstance(exc, ClientError):
+        code = error_code(exc)
+        if code in expect:
+            return Refused(code)
+        return ClaimStoreError(
+            f"{operation} failed after {attempts} attempt(s): {code} (HTTP {http_status(exc)})"
+        )
+    detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
+    return ClaimStoreError(f"{operation} failed after {attempts} attempt(s): {detail}")

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef, ObjectIdentifierTypeDef
 
-__all__ = ["ClaimInfo", "S3ClaimCheckStore"]
+__all__ = ["ClaimInfo", "S3ClaimCheckStore", "WindowRead"]
 
 _T = TypeVar("_T")
 _WRITTEN_CACHE = 4096
@@ -74,6 +74,33 @@ _WRITTEN_CACHE = 4096
 _SCAN_BYTES = 1024 * 1024
 """How much of a claim `scan` reads at a time: memory is bounded by this, not the claim."""
 _DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRead:
+    """One fetch, planned: the object, the run that may read it, and the bytes to ask for."""
+
+    key: str
+    run_tag: str
+    width: int
+    offset: int
+    limit: int
+    """Characters to read; 0 when `offset` lies past what any object can hold."""
+
+    @property
+    def past_any_object(self) -> bool:
+        return self.limit == 0
+
+    @property
+    def byte_range(self) -> str:
+        return _format.byte_range(self.offset, self.limit, self.width)
+
+    @staticmethod
+    def has_body(content_range: str | None) -> bool:
+        """False for an empty object: S3 answers a range on one with 416, but s3rver with a
+        206 promising a byte it never sends. The metadata is in that answer either way."""
+        answered = _format.content_range(content_range)
+        return answered is None or answered[2] > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,72 +272,94 @@ class S3ClaimCheckStore(InBucket):
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         """content[offset:offset + limit] with one ranged GET (see the module docstring)."""
-        check_window(offset, limit)
-        if not is_handle(handle):
-            raise ClaimUnavailableError
-        key = self._layout.object_key(scope, handle)
-        run_tag = self._layout.run_tag(scope)
-        width = handle_width(handle)
-        # No object holds a character at or past max_chars, and a Range beyond it (up to
-        # 10**30 from a model's offset) is a header S3 need not parse as meant.
-        if offset >= _format.max_chars(width):
-            return self._empty_window(key, run_tag, offset)
-        limit = min(limit, _format.max_chars(width) - offset)
+        read = self.plan_read(scope, handle, offset, limit)
+        if read.past_any_object:
+            return self._empty_window(read)
 
-        def get() -> tuple[Mapping[str, str], bytes]:
+        def get() -> tuple[Mapping[str, str], str | None, bytes]:
             response = self._client.get_object(
-                Bucket=self._bucket, Key=key, Range=_format.byte_range(offset, limit, width)
+                Bucket=self._bucket, Key=read.key, Range=read.byte_range
             )
             # Read inside the retry, so a cut stream is retried, and through StreamingBody
             # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
             # length and checksum checks and raises urllib3's own errors, not botocore's.
             body = response["Body"]
+            content_range = response.get("ContentRange")
             try:
-                answered = _format.content_range(response.get("ContentRange"))
-                if answered is not None and answered[2] == 0:
-                    # An empty object: S3 answers 416, but s3rver a 206 promising a byte it
-                    # never sends. Nothing to read either way, and the metadata is here.
-                    return response["Metadata"], b""
-                data = body.read()
+                data = body.read() if read.has_body(content_range) else b""
             finally:
                 body.close()
-            if answered is not None and answered[0] != width * offset:
-                raise ClaimStoreError("GetObject: the server answered another range")
-            # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
-            return response["Metadata"], data[: width * limit]
+            return response["Metadata"], content_range, data
 
         try:
-            raw_meta, body = self._request("GetObject", get, expect=MISSING | {"InvalidRange"})
+            answer = self._request("GetObject", get, expect=MISSING | {"InvalidRange"})
         except Refused as refused:
             if refused.code == "InvalidRange":
-                return self._empty_window(key, run_tag, offset)
+                return self._empty_window(read)
             raise ClaimUnavailableError from None
-        meta = _format.parse_metadata(raw_meta, operation="GetObject")
-        if not meta.readable(run_tag=run_tag, now=self._clock.now()):
-            raise ClaimUnavailableError
-        if meta.width != width:  # the key binds the width: only a damaged object disagrees
-            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
-        text = _format.decode(body, width, operation="GetObject")
-        if len(text) != max(0, min(limit, meta.chars - offset)):
-            raise ClaimStoreError("GetObject: window length disagrees with the object's size")
-        return Window.of(text, offset=offset, total_chars=meta.chars)
+        return self.window_of(read, *answer)
 
-    def _empty_window(self, key: str, run_tag: str, offset: int) -> Window:
+    def plan_read(self, scope: Scope, handle: str, offset: int, limit: int) -> WindowRead:
+        """What one fetch asks S3 for; refuses bad arguments and malformed handles first.
+
+        Shared with the async face (`s3claim.aio`), which sends the same request another way.
+        """
+        check_window(offset, limit)
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        width = handle_width(handle)
+        return WindowRead(
+            key=self._layout.object_key(scope, handle),
+            run_tag=self._layout.run_tag(scope),
+            width=width,
+            offset=offset,
+            # No object holds a character at or past max_chars, and a Range beyond it (up to
+            # 10**30 from a model's offset) is a header S3 need not parse as meant.
+            limit=max(0, min(limit, _format.max_chars(width) - offset)),
+        )
+
+    def window_of(
+        self,
+        read: WindowRead,
+        raw_meta: Mapping[str, str],
+        content_range: str | None,
+        data: bytes,
+    ) -> Window:
+        """The window a GetObject answer holds, once every check on it has passed."""
+        answered = _format.content_range(content_range)
+        if answered is not None and answered[2] and answered[0] != read.width * read.offset:
+            raise ClaimStoreError("GetObject: the server answered another range")
+        meta = _format.parse_metadata(raw_meta, operation="GetObject")
+        if not meta.readable(run_tag=read.run_tag, now=self._clock.now()):
+            raise ClaimUnavailableError
+        if meta.width != read.width:  # the key binds the width: only a damaged object disagrees
+            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
+        # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
+        text = _format.decode(data[: read.width * read.limit], read.width, operation="GetObject")
+        if len(text) != max(0, min(read.limit, meta.chars - read.offset)):
+            raise ClaimStoreError("GetObject: window length disagrees with the object's size")
+        return Window.of(text, offset=read.offset, total_chars=meta.chars)
+
+    def _empty_window(self, read: WindowRead) -> Window:
         """After a 416 (no metadata in it): one HEAD decides between empty and unavailable."""
         try:
             head = self._request(
                 "HeadObject",
-                lambda: self._client.head_object(Bucket=self._bucket, Key=key),
+                lambda: self._client.head_object(Bucket=self._bucket, Key=read.key),
                 expect=MISSING,
             )
         except Refused:
             raise ClaimUnavailableError from None
-        meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
-        if not meta.readable(run_tag=run_tag, now=self._clock.now()):
+        return self.empty_window_of(read, head["Metadata"])
+
+    def empty_window_of(self, read: WindowRead, raw_meta: Mapping[str, str]) -> Window:
+        """The empty window at or past the end, from the object's metadata (a HEAD's)."""
+        meta = _format.parse_metadata(raw_meta, operation="HeadObject")
+        if not meta.readable(run_tag=read.run_tag, now=self._clock.now()):
             raise ClaimUnavailableError
-        if offset < meta.chars:
+        if read.offset < meta.chars:
             raise ClaimStoreError("GetObject: range refused inside the object's size")
-        return Window.of("", offset=offset, total_chars=meta.chars)
+        return Window.of("", offset=read.offset, total_chars=meta.chars)
 
     # -- scan (search) --------------------------------------------------------------------
 

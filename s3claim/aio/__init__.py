@@ -1,45 +1,39 @@
 """The async face: check-in, fetch and forget for coroutines, never blocking the event loop.
 
 `AsyncClaimCheckStore` is a sibling of `ClaimCheckStore` (the same three operations, the same
-errors), not a mode of it. `ThreadedAsyncStore` implements it for any sync store by running
-each call on a small pool of worker threads of its own; `AsyncClaimCheck` does the same for a
-`ClaimCheck`'s check-in. No boto3 call ever runs on the event-loop thread, and claims are
-shared: a handle from either face redeems on the other.
+errors), not a mode of it. `AsyncS3ClaimCheckStore` implements it for the S3 store, fetching
+on aiobotocore; `ThreadedAsyncStore` for any sync store, running each call on a small pool of
+worker threads of its own; `AsyncClaimCheck` does the same for a `ClaimCheck`'s check-in. No
+blocking boto3 call ever runs on the event-loop thread, and claims are shared: a handle from
+either face redeems on the other.
 
-Why worker threads and not an async S3 client (aiobotocore 3.10), by measurement: the async
-measure of `make bench`, also run in a venv with aiobotocore, where the same 64 tasks make the
-store's one ranged GET through aiobotocore. 64 tasks on one loop fetch random 4,096-character
-windows from s3rver on 127.0.0.1 while a 1 ms ticker records the loop's lag (p99); the
-baseline is 16 threads calling the sync store. 2 cores, shared with s3rver and with other
-sessions' jobs (load average 3 to 7): each figure is the median of 3 to 7 interleaved runs of
-960 fetches, and each range spans four to nine such measurements:
+Which async client, by measurement: the async measure of `make bench` (64 tasks on one loop
+fetch random 4,096-character windows from s3rver on 127.0.0.1 while a 1 ms ticker records the
+loop's lag; the baseline is 16 threads calling the sync store; 2 cores; each row the median of
+3 runs), on a quiet machine, twice:
 
-    =====================================  ======================  ==============
-    face                                   fetches/s vs 16 sync    loop lag p99
-    =====================================  ======================  ==============
-    threads, 4 workers (the default)       0.71x - 1.41x           7.8 - 10.9 ms
-    threads, 8 workers                     0.81x - 1.17x           11 - 22 ms
-    aiobotocore, 4 requests in flight      0.84x - 1.70x           4.4 - 12.2 ms
-    aiobotocore, 8 requests in flight      0.99x - 1.88x           8.2 - 23 ms
-    aiobotocore, 64 requests in flight     0.97x - 1.39x           126 - 133 ms
-    =====================================  ======================  ==============
+    ====================================  ====================  ==============
+    face                                  fetches/s vs 16 sync  loop lag p99
+    ====================================  ====================  ==============
+    aiobotocore, 4 in flight (default)    1.50x - 1.55x         3.0 - 5.3 ms
+    aiobotocore, 8 in flight              1.73x - 1.76x         5.9 - 6.3 ms
+    aiobotocore, 64 in flight             1.63x - 1.73x         95 - 109 ms
+    worker threads, 2                     0.75x - 0.78x         3.9 - 9.5 ms
+    worker threads, 4                     0.84x - 0.92x         10.6 - 13.7 ms
+    worker threads, 8                     0.93x - 0.97x         27 - 29 ms
+    ====================================  ====================  ==============
 
-Both need a bound: lag grows with what runs at once (each worker thread competes with the
-loop for the GIL; aiobotocore parses every response on the loop itself), and unbounded
-aiobotocore stalls the loop for over 100 ms. Within the bound aiobotocore measured faster,
-by a margin that varied with the machine's load. Threads met the budget (lag p99 < 10 ms, at
-least 16 sync threads' throughput) in the least loaded session (1.07x, 7.8 ms); in busier
-ones they missed its throughput half, and at times its lag half. We use threads all the
-same, because what aiobotocore buys is fetches per second that no agent uses (one window per
-model turn, and a turn takes seconds: 64 agents fetch tens of windows a second, not
-hundreds), while it costs:
-
-- a second S3 store to keep identical to the first: widths and formats, conditional puts
-  and refreshes, ranged reads and their 416s, versioned erasure and its fallbacks, the retry
-  policy and its veto, each pinned by the sync store's tests and all still changing;
-- a pin of botocore below 1.43.118, under the boto3 this project otherwise resolves;
-- threads anyway for check-in: serialising, neutralising and cutting the head of a
-  92,212-character result takes several milliseconds of CPU, which must not run on the loop.
+Worker threads cannot meet the budget (lag p99 under 10 ms with at least the sync threads'
+throughput): every thread that wakes competes with the loop for the GIL, and what they run is
+the same sync store, so their throughput can at best equal it. aiobotocore meets it with room
+to spare, bounded: the loop parses every answer itself, so 64 requests in flight stall it for
+100 ms. So `AsyncS3ClaimCheckStore` sends fetches on aiobotocore, 4 in flight by default, and
+shares everything else with the sync store (the range, the checks on the answer, the retry
+policy): one fetch, sent two ways. Check-in and forget stay on worker threads
+(`ThreadedAsyncStore`), as does every call on the memory store: serialising, neutralising and
+hashing a 92,212-character result takes milliseconds of CPU that must not run on the loop,
+and erasure is rare. The price is a dependency, `s3claim[aio]`, which pins botocore to the
+releases aiobotocore was built against.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -43,7 +43,7 @@ from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.tools import Tool, tool
 
-__all__ = ["note", "run", "script"]
+__all__ = ["arm_runner", "note", "run", "script"]
 
 
 
@@ -161,6 +161,35 @@ class _Arm:
         )
 
 
+def arm_runner(
+    provider: Provider,
+    *,
+    document: str,
+    claim: bool,
+    limit: int = TRUNCATE_AT,
+    tools: tuple[Tool, ...] = (),
+) -> AgentRunner:
+    """The counsel agent for one arm: with the claim check (on a memory store), or without it
+    and results cut at `limit` (`inline_limit(document)`: the whole contract stays inline)."""
+    read_contract = read_contract_tool(document)
+    if claim:
+        store = MemoryClaimCheckStore()
+        return AgentRunner(
+            provider=provider,
+            tools=(read_contract, claim_check_tool(store), *tools),
+            claim_check=ClaimCheck(store=store),
+            max_turns=32,
+            system=SYSTEM,
+        )
+    return AgentRunner(
+        provider=provider,
+        tools=(read_contract, *tools),
+        max_tool_result_chars=limit,
+        max_turns=32,
+        system=SYSTEM,
+    )
+
+
 def _run(
     steps: list[Step] | ScriptedProvider,
     *,
@@ -173,24 +202,7 @@ def _run(
     provider = Recording(
         steps if isinstance(steps, ScriptedProvider) else ScriptedProvider(steps), count
     )
-    read_contract = read_contract_tool(document)
-    if claim:
-        store = MemoryClaimCheckStore()
-        runner = AgentRunner(
-            provider=provider,
-            tools=(read_contract, claim_check_tool(store), *tools),
-            claim_check=ClaimCheck(store=store),
-            max_turns=32,
-            system=SYSTEM,
-        )
-    else:
-        runner = AgentRunner(
-            provider=provider,
-            tools=(read_contract, *tools),
-            max_tool_result_chars=limit,
-            max_turns=32,
-            system=SYSTEM,
-        )
+    runner = arm_runner(provider, document=document, claim=claim, limit=limit, tools=tools)
     result = runner.run(QUESTION, tenant=TENANT)
     if provider.chars != [e.prefill_chars for e in result.events if isinstance(e, ModelCalled)]:
         raise AssertionError("the token text disagrees with the runner's character count")

@@ -14,22 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.baselines import TRUNCATE_AT, inline_limit
-from benchmarks.measures.conversation import note, script
+from benchmarks.measures.conversation import arm_runner, note, script
 from s3claim._contract import contract
 from s3claim._scenario import (
     QUESTION,
-    SYSTEM,
     TENANT,
     baseline_script,
     counsel_script,
-    read_contract_tool,
 )
-from s3claim.claimcheck import ClaimCheck
-from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, conversation_chars
 from s3claim.providers import Provider, ScriptedProvider
-from s3claim.retrieval import claim_check_tool
-from s3claim.runner import AgentRunner
 from s3claim.tools import Tool
 
 __all__ = ["CLAIM", "INLINE", "SCENARIOS", "TRUNCATION", "Arm", "Turn", "arms"]
@@ -84,25 +78,13 @@ def _record(
     tools: tuple[Tool, ...] = (),
 ) -> Arm:
     recorder = _Recorder(provider)
-    read_contract = read_contract_tool(document)
-    if name == CLAIM:
-        store = MemoryClaimCheckStore()
-        runner = AgentRunner(
-            provider=recorder,
-            tools=(read_contract, claim_check_tool(store), *tools),
-            claim_check=ClaimCheck(store=store),
-            max_turns=32,
-            system=SYSTEM,
-        )
-    else:
-        limit = inline_limit(document) if name == INLINE else TRUNCATE_AT
-        runner = AgentRunner(
-            provider=recorder,
-            tools=(read_contract, *tools),
-            max_tool_result_chars=limit,
-            max_turns=32,
-            system=SYSTEM,
-        )
+    runner = arm_runner(
+        recorder,
+        document=document,
+        claim=name == CLAIM,
+        limit=inline_limit(document) if name == INLINE else TRUNCATE_AT,
+        tools=tools,
+    )
     if runner.run(QUESTION, tenant=TENANT).output is None:
         raise AssertionError(f"{scenario} / {name}: the script did not answer")
     return Arm(scenario, name, tuple(recorder.turns))

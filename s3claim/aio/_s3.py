@@ -3,8 +3,8 @@
 A fetch is the one request an agent repeats at a model turn's pace, so it is sent from the
 event loop on an async client, with at most `max_in_flight` at once: no thread competes with
 the loop for the GIL, and no more requests than that parse their answers on it. Everything
-else about a fetch is the sync store's own (`S3ClaimCheckStore.plan_read`, `window_of`,
-`empty_window_of`: the range, the expiry and scope checks, the format), and so is the retry
+else about a fetch is the sync store's own (`S3ClaimCheckStore._plan_read`, `_window_of`,
+`_empty_window_of`: the range, the expiry and scope checks, the format), and so is the retry
 policy (`request_async`). `put` and `forget` run on worker threads through the sync store:
 a check-in serialises and hashes the whole result (milliseconds of CPU that must stay off
 the loop), and erasure is rare.
@@ -76,7 +76,7 @@ class AsyncS3ClaimCheckStore:
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         """content[offset:offset + limit]: the sync store's one ranged GET, sent from the loop."""
-        read = self.store.plan_read(scope, handle, offset, limit)
+        read = self.store._plan_read(scope, handle, offset, limit)
         client = await self._open()
         async with self._bound:
             if read.past_any_object:
@@ -99,7 +99,7 @@ class AsyncS3ClaimCheckStore:
                 if refused.code == "InvalidRange":
                     return await self._empty_window(client, read)
                 raise ClaimUnavailableError from None
-        return self.store.window_of(read, *answer)
+        return self.store._window_of(read, *answer)
 
     async def _empty_window(self, client: Any, read: WindowRead) -> Window:
         async def head() -> Any:
@@ -111,7 +111,7 @@ class AsyncS3ClaimCheckStore:
             )
         except Refused:
             raise ClaimUnavailableError from None
-        return self.store.empty_window_of(read, answer["Metadata"])
+        return self.store._empty_window_of(read, answer["Metadata"])
 
     async def _open(self) -> Any:
         if self._client is None:

@@ -272,7 +272,7 @@ class S3ClaimCheckStore(InBucket):
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         """content[offset:offset + limit] with one ranged GET (see the module docstring)."""
-        read = self.plan_read(scope, handle, offset, limit)
+        read = self._plan_read(scope, handle, offset, limit)
         if read.past_any_object:
             return self._empty_window(read)
 
@@ -297,9 +297,9 @@ class S3ClaimCheckStore(InBucket):
             if refused.code == "InvalidRange":
                 return self._empty_window(read)
             raise ClaimUnavailableError from None
-        return self.window_of(read, *answer)
+        return self._window_of(read, *answer)
 
-    def plan_read(self, scope: Scope, handle: str, offset: int, limit: int) -> WindowRead:
+    def _plan_read(self, scope: Scope, handle: str, offset: int, limit: int) -> WindowRead:
         """What one fetch asks S3 for; refuses bad arguments and malformed handles first.
 
         Shared with the async face (`s3claim.aio`), which sends the same request another way.
@@ -318,7 +318,7 @@ class S3ClaimCheckStore(InBucket):
             limit=max(0, min(limit, _format.max_chars(width) - offset)),
         )
 
-    def window_of(
+    def _window_of(
         self,
         read: WindowRead,
         raw_meta: Mapping[str, str],
@@ -350,9 +350,9 @@ class S3ClaimCheckStore(InBucket):
             )
         except Refused:
             raise ClaimUnavailableError from None
-        return self.empty_window_of(read, head["Metadata"])
+        return self._empty_window_of(read, head["Metadata"])
 
-    def empty_window_of(self, read: WindowRead, raw_meta: Mapping[str, str]) -> Window:
+    def _empty_window_of(self, read: WindowRead, raw_meta: Mapping[str, str]) -> Window:
         """The empty window at or past the end, from the object's metadata (a HEAD's)."""
         meta = _format.parse_metadata(raw_meta, operation="HeadObject")
         if not meta.readable(run_tag=read.run_tag, now=self._clock.now()):

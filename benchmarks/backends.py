@@ -45,6 +45,7 @@ __all__ = [
     "Wire",
     "make_client",
     "start_timing_server",
+    "stop_session",
 ]
 
 S3RVER_VERSION = "3.7.1"
@@ -214,13 +215,7 @@ class _ChildServer:
         raise S3rverUnavailable(f"{self.name} did not start: {said}")
 
     def stop(self) -> None:
-        if self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGTERM)  # its own session: it and its children
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait(timeout=10)
+        stop_session(self._process, timeout=10)
         if self._process.stdout is not None:
             self._process.stdout.close()
         shutil.rmtree(self._dir, ignore_errors=True)
@@ -298,6 +293,17 @@ def start_timing_server() -> tuple[Endpoint, str | None]:
         return S3rver(), None
     except (S3rverUnavailable, OSError, subprocess.SubprocessError) as exc:
         return MotoSubprocess(), str(exc)
+
+
+def stop_session(process: subprocess.Popen[Any], *, timeout: float) -> None:
+    """End a child started with `start_new_session=True`, and its children: TERM, then KILL."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=timeout)
 
 
 def _free_port() -> int:

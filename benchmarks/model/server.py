@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -21,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.backends import stop_session
 
 __all__ = ["LlamaServer", "ServerConfig", "ServerUnavailable", "describe_install"]
 
@@ -155,13 +156,7 @@ class LlamaServer:
             raise RuntimeError(f"flushing the server's cache failed with HTTP {status}")
 
     def stop(self) -> None:
-        if self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGTERM)  # its own session: it and its children
-            try:
-                self._process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait(timeout=15)
+        stop_session(self._process, timeout=15)
         self._log_file.close()
 
     def __enter__(self) -> LlamaServer:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
-from benchmarks.backends import MotoServer, s3rver_version, start_timing_server
 from benchmarks.context import FULL, QUICK, Bench
 from benchmarks.measures import (
     async_fetch,
@@ -35,6 +34,7 @@ from benchmarks.model import report as model_report
 from benchmarks.report import FetchPoint, Section, machine, plot_fetch, render_markdown, render_text
 from benchmarks.stats import fmt_ms
 from s3claim.handles import HandleKey
+from tests.servers import MotoServer, s3rver_version, start_timing_server
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
     "width": width.run,

@@ -6,11 +6,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.backends import Endpoint, MotoServer, make_client
 from benchmarks.baselines import NaiveS3Store
 from benchmarks.documents import KiB, MiB
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
+from tests.servers import Endpoint, MotoServer, make_client
 
 __all__ = ["FULL", "QUICK", "Bench", "Profile"]
 

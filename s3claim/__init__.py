@@ -4,9 +4,17 @@ Import everything from here; modules with a leading underscore are private. The 
 load on first use, so the core (and `import s3claim`) never imports boto3 unless asked to.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-from s3claim.aio import AsyncClaimCheck, AsyncClaimCheckStore, ThreadedAsyncStore
+from s3claim.aio import AsyncClaimCheck, ThreadedAsyncStore
+from s3claim.claim_tools import (
+    ToolAnswer,
+    claim_check_tool,
+    claim_search_tool,
+    claim_tools,
+    run_claim_tool,
+)
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.clock import Clock, ManualClock, SystemClock
 from s3claim.errors import (
@@ -14,8 +22,13 @@ from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
+    ProviderError,
     RunConflictError,
     RunNotFoundError,
+    S3ClaimError,
+    StoreFailure,
+    ToolError,
+    UpstreamError,
 )
 from s3claim.events import (
     ClaimFetched,
@@ -33,8 +46,8 @@ from s3claim.events import (
     ToolResultTruncated,
 )
 from s3claim.handles import HandleKey
-from s3claim.journal import JournalEntry, MemoryRunJournal, RunInfo, RunJournal, RunRecord
-from s3claim.memory import MemoryClaimCheckStore
+from s3claim.journal import JournalEntry, RunInfo, RunJournal, RunRecord
+from s3claim.memory import MemoryClaimCheckStore, MemoryRunJournal
 from s3claim.messages import (
     AssistantMessage,
     Message,
@@ -43,37 +56,47 @@ from s3claim.messages import (
     ToolMessage,
     UserMessage,
 )
-from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError, TokenUsage
 from s3claim.policy import ClaimCheckPolicy
-from s3claim.providers import Provider, ScriptedProvider
-from s3claim.retrieval import claim_check_tool
+from s3claim.providers import OpenAICompatibleProvider, Provider, ScriptedProvider, TokenUsage
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
-from s3claim.search import SearchableStore, claim_search_tool
-from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
-from s3claim.tools import RunContext, Tool, ToolError, ToolRegistry, ToolView, tool
+from s3claim.store import (
+    DEFAULT_FETCH_CHARS,
+    AsyncClaimCheckStore,
+    ClaimCheckStore,
+    SearchableStore,
+    Window,
+)
+from s3claim.tools import RunContext, Tool, ToolRegistry, ToolView, tool
 
-if TYPE_CHECKING:
-    from s3claim.aio._s3 import AsyncS3ClaimCheckStore
-    from s3claim.journal import S3RunJournal
-    from s3claim.s3 import ClaimInfo, RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
+if _TYPE_CHECKING:
+    from s3claim.s3 import (
+        AsyncS3ClaimCheckStore,
+        ClaimInfo,
+        RetryPolicy,
+        S3ClaimCheckStore,
+        S3ClaimSettings,
+        S3RunJournal,
+    )
 
-_LAZY = {"ClaimInfo", "RetryPolicy", "S3ClaimCheckStore", "S3ClaimSettings"}
+_LAZY = frozenset(
+    {
+        "AsyncS3ClaimCheckStore",
+        "ClaimInfo",
+        "RetryPolicy",
+        "S3ClaimCheckStore",
+        "S3ClaimSettings",
+        "S3RunJournal",
+    }
+)
+"""Names of `s3claim.s3`, which imports boto3: loaded when first asked for."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _LAZY:
         import s3claim.s3
 
         return getattr(s3claim.s3, name)
-    if name == "S3RunJournal":
-        from s3claim.journal._s3 import S3RunJournal
-
-        return S3RunJournal
-    if name == "AsyncS3ClaimCheckStore":
-        from s3claim.aio._s3 import AsyncS3ClaimCheckStore
-
-        return AsyncS3ClaimCheckStore
     raise AttributeError(f"module 's3claim' has no attribute {name!r}")
 
 
@@ -121,16 +144,19 @@ __all__ = [
     "RunResult",
     "RunResumed",
     "S3ClaimCheckStore",
+    "S3ClaimError",
     "S3ClaimSettings",
     "S3RunJournal",
     "Scope",
     "ScriptedProvider",
     "SearchableStore",
+    "StoreFailure",
     "SystemClock",
     "SystemMessage",
     "ThreadedAsyncStore",
     "TokenUsage",
     "Tool",
+    "ToolAnswer",
     "ToolCall",
     "ToolError",
     "ToolFailed",
@@ -140,9 +166,12 @@ __all__ = [
     "ToolResultStored",
     "ToolResultTruncated",
     "ToolView",
+    "UpstreamError",
     "UserMessage",
     "Window",
     "claim_check_tool",
     "claim_search_tool",
+    "claim_tools",
+    "run_claim_tool",
     "tool",
 ]

@@ -5,25 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from s3claim._head import extract_head
+from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
-from s3claim.head import extract_head
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 
-__all__ = ["CheckIn", "ClaimCheck", "marker"]
-
-
-def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:
-    """The line after a head that tells the model how to read on.
-
-    It names `search_result` only when the agent has it; otherwise it is the spec's line.
-    """
-    search = ", or search_result to find text in it" if searchable else ""
-    return (
-        f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
-        f"Call fetch_result with handle='{handle}' to read the rest{search}.]"
-    )
+__all__ = ["CheckIn", "ClaimCheck"]
 
 
 @dataclass(frozen=True, slots=True)

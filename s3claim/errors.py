@@ -1,34 +1,64 @@
-"""The one exception tree of s3claim.
+"""Every exception s3claim raises on purpose, in one tree.
 
-    ClaimCheckError
-    ├── ClaimUnavailableError   the handle cannot be redeemed in this scope (model-actionable)
-    ├── ClaimStoreError         the store failed after retries (transient; try again), or
-    │                           holds an object it cannot read (a damaged run journal)
-    ├── ConfigurationError      a developer mistake found at construction (also a ValueError)
-    ├── RunConflictError        another writer owns the run (or its run id is taken)
-    └── RunNotFoundError        no run to resume in this tenant (also a LookupError)
+    S3ClaimError                  the root: catch it to catch everything below
+    ├── ClaimCheckError           a claim, its store or a run could not do what was asked
+    │   ├── ClaimUnavailableError   the handle cannot be redeemed in this scope (one message)
+    │   ├── ClaimStoreError         the store failed after its retries, or holds an object it
+    │   │                           cannot read; `code`, `status` and `reason` say which
+    │   ├── ConfigurationError      a developer mistake found at construction (a ValueError)
+    │   ├── RunConflictError        another writer owns the run (or its run id is taken)
+    │   └── RunNotFoundError        no run to resume in this tenant (a LookupError; one message)
+    ├── ToolError                 a failure the model can act on: it becomes the tool's result
+    ├── ProviderError             the model server could not be reached or answered nonsense
+    └── UpstreamError             the MCP server behind `s3claim mcp-proxy` could not answer
 
-No message in this tree ever carries tool content: only sizes, handles, tags and causes.
+Model-actionable failures (`ToolError`, and `ClaimUnavailableError` once a claim tool has
+turned it into a `claim_unavailable` refusal) are read by the model; the rest are raised to
+the developer. No message in this tree ever carries tool content: only sizes, handles, tags,
+error codes and the names of causes.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Literal
+
+from s3claim._wording import RUN_NOT_FOUND_MESSAGE, UNAVAILABLE_MESSAGE
 
 __all__ = [
     "ClaimCheckError",
     "ClaimStoreError",
     "ClaimUnavailableError",
     "ConfigurationError",
+    "ProviderError",
     "RunConflictError",
     "RunNotFoundError",
+    "S3ClaimError",
+    "StoreFailure",
+    "ToolError",
+    "UpstreamError",
 ]
 
-UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
-STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
-RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
+StoreFailure = Literal[
+    "unavailable",  # server errors, throttling, timeouts: worth trying again later
+    "unreachable",  # no connection to the endpoint at all
+    "access_denied",
+    "no_such_bucket",
+    "bad_credentials",  # credentials were sent and refused
+    "no_credentials",  # none were found to send
+    "wrong_region",
+    "damaged",  # the object is there but is not what s3claim wrote
+]
+"""What a `ClaimStoreError` means for whoever runs the store; `s3claim.s3` maps every S3
+error code to one of these in a single table."""
 
 
-class ClaimCheckError(Exception):
-    """Root of every error s3claim raises on purpose."""
+class S3ClaimError(Exception):
+    """Root of every exception s3claim raises on purpose."""
+
+
+class ClaimCheckError(S3ClaimError):
+    """A claim, its store or a run could not do what was asked."""
 
 
 class ClaimUnavailableError(ClaimCheckError):
@@ -43,7 +73,25 @@ class ClaimUnavailableError(ClaimCheckError):
 
 
 class ClaimStoreError(ClaimCheckError):
-    """The store could not complete an operation (after its retries)."""
+    """The store could not complete an operation (after its retries).
+
+    `reason` classifies the failure for whoever runs the store (see `StoreFailure`); `code`
+    is the store's own error code (an S3 error code, or the transport error's name) and
+    `status` the HTTP status, when there were any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: StoreFailure = "unavailable",
+        code: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.reason: StoreFailure = reason
+        self.code = code
+        self.status = status
 
 
 class ConfigurationError(ClaimCheckError, ValueError):
@@ -65,3 +113,45 @@ class RunNotFoundError(ClaimCheckError, LookupError):
 
     def __init__(self) -> None:
         super().__init__(RUN_NOT_FOUND_MESSAGE)
+
+
+class ToolError(S3ClaimError):
+    """A failure the model can act on: it becomes the tool's result, not a crash.
+
+    `code` is a short identifier (`invalid_arguments`, `claim_unavailable`, ...); `render`
+    is what the model reads.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+    def render(self) -> str:
+        return json.dumps({"error": self.code, "message": self.message}, ensure_ascii=False)
+
+
+class ProviderError(S3ClaimError):
+    """The model server could not be reached, refused the request, or answered nonsense.
+
+    Not a `ClaimCheckError`: nothing about a claim went wrong. `status` is the HTTP status
+    when there was one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UpstreamError(S3ClaimError):
+    """The MCP upstream could not answer.
+
+    `code` is `upstream_unavailable` (it could not be started or reached, or closed the
+    connection), `upstream_timeout` (no answer within the timeout) or
+    `upstream_invalid_result` (it answered, but broke the protocol).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message

@@ -13,11 +13,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from s3claim.admission import admit
-from s3claim.boundary import neutralise, result_text
+from s3claim._admission import admit
+from s3claim._boundary import neutralise, result_text
+from s3claim._wording import unknown_tool_message
+from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, failure_answer, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError, RunConflictError
-from s3claim.events import Event, ModelCalled, RunFinished, RunResumed, ToolFailed
+from s3claim.errors import ConfigurationError, RunConflictError, ToolError
+from s3claim.events import Event, ModelCalled, RunFinished, RunResumed
 from s3claim.journal import RunJournal, RunRecord, RunStatus
 from s3claim.messages import (
     Message,
@@ -28,10 +30,8 @@ from s3claim.messages import (
     conversation_chars,
 )
 from s3claim.providers import Provider
-from s3claim.retrieval import FETCH_TOOL_NAME
 from s3claim.scope import Scope
-from s3claim.search import SEARCH_TOOL_NAME
-from s3claim.tools import RunContext, Tool, ToolError, ToolView
+from s3claim.tools import RunContext, Tool, ToolView
 
 __all__ = ["AgentRunner", "RunResult"]
 
@@ -166,24 +166,17 @@ class AgentRunner:
 
         tool = self.tools.get(call.name)
         if tool is None:
+            available = sorted(t.name for t in self.tools.tools)
             error = ToolError(
-                "unknown_tool",
-                f"there is no tool named {neutralise(call.name[:64])!r}; "
-                f"available: {sorted(t.name for t in self.tools.tools)}",
+                "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
             )
             return answer(error.render())
+        if not tool.check_in:  # a claim tool: run as every host runs it
+            return answer(run_claim_tool(tool, call.arguments, context).text)
         try:
-            value = tool.call(call.arguments, context)
-            text = value if not tool.check_in else result_text(tool, value)
-        except ToolError as error:  # its message may quote the model's arguments or the tool
-            return answer(neutralise(error.render()))
-        except Exception as exc:  # a failing tool is the model's to work around, not the run's end
-            _log.warning("tool %s raised %s", tool.name, type(exc).__name__)
-            context.emit(ToolFailed(tool=tool.name, agent=context.agent, error=type(exc).__name__))
-            failure = ToolError("tool_failed", f"the tool failed ({type(exc).__name__})")
-            return answer(failure.render())
-        if not tool.check_in:
-            return answer(text)
+            text = result_text(tool, tool.call(call.arguments, context))
+        except Exception as exc:  # the model's to work around, never the run's end
+            return answer(failure_answer(exc, tool=tool.name, context=context).text)
         return answer(
             admit(
                 text,

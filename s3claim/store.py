@@ -1,13 +1,25 @@
-"""The store protocol: put, fetch, forget. Nothing else."""
+"""The store protocols, side by side: put, fetch, forget; their async twin; and scan.
+
+`ClaimCheckStore` is all a claim check needs. `AsyncClaimCheckStore` is the same three
+operations for coroutines (a sibling, not a mode flag). `SearchableStore` is the one extra
+capability a store may have: streaming a claim's text, which `search_result` reads.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from s3claim.scope import Scope
 
-__all__ = ["DEFAULT_FETCH_CHARS", "ClaimCheckStore", "Window"]
+__all__ = [
+    "DEFAULT_FETCH_CHARS",
+    "AsyncClaimCheckStore",
+    "ClaimCheckStore",
+    "SearchableStore",
+    "Window",
+]
 
 DEFAULT_FETCH_CHARS = 4096
 """One window: enough to read on, small enough not to undo the check-in."""
@@ -49,6 +61,30 @@ class ClaimCheckStore(Protocol):
     ) -> Window: ...
 
     def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+
+
+@runtime_checkable
+class AsyncClaimCheckStore(Protocol):
+    """`ClaimCheckStore` for coroutines: the same three operations, the same errors."""
+
+    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str: ...
+
+    async def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window: ...
+
+    async def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+
+
+@runtime_checkable
+class SearchableStore(Protocol):
+    """A store that can stream a claim's text, start to end, in pieces.
+
+    `scan` checks the handle, the scope and the expiry exactly as `fetch` does, raising
+    `ClaimUnavailableError` (before yielding anything) for every handle `fetch` refuses.
+    """
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
 
 
 def check_window(offset: int, limit: int) -> None:

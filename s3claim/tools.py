@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
+from s3claim.errors import ToolError
 from s3claim.events import Event
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 
-__all__ = ["RunContext", "Tool", "ToolError", "ToolRegistry", "ToolView", "tool"]
+__all__ = ["RunContext", "Tool", "ToolRegistry", "ToolView", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,18 +24,6 @@ class RunContext:
     scope: Scope
     agent: str
     emit: Callable[[Event], None]
-
-
-class ToolError(Exception):
-    """A failure the model can act on: it becomes the tool's result, not a crash."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-    def render(self) -> str:
-        return json.dumps({"error": self.code, "message": self.message}, ensure_ascii=False)
 
 
 def describe_validation_error(error: ValidationError) -> str:

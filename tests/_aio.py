@@ -7,9 +7,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from s3claim.aio import AsyncClaimCheckStore
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window
+from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore, Window
 
 __all__ = ["Blocking"]
 

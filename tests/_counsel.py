@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from s3claim._contract import contract
+from s3claim.claim_tools import claim_tools
+from s3claim.cli.demo import contract
 from s3claim.memory import MemoryClaimCheckStore
-from s3claim.retrieval import claim_tools
 from s3claim.store import DEFAULT_FETCH_CHARS
 
 __all__ = [

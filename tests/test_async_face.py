@@ -20,8 +20,8 @@ from s3claim import (
     Scope,
     ThreadedAsyncStore,
 )
+from s3claim.cli.demo import contract
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
-from tests._contract import contract
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600

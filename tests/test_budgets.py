@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from benchmarks.backends import Wire
 from benchmarks.baselines import NaiveS3Store
 from benchmarks.documents import KiB, MiB, document
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
+from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600

@@ -12,11 +12,11 @@ from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
 from s3claim.cli import app
-from s3claim.cli._bucket import provision_bucket
 from s3claim.cli._exit import Exit, describe
-from s3claim.errors import ClaimStoreError
 from s3claim.handles import HandleKey
+from s3claim.s3._errors import store_error
 from s3claim.s3._lifecycle import lifecycle_rules
+from s3claim.s3._provision import provision_bucket
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -244,10 +244,7 @@ def test_store_errors_are_explained_by_their_cause(
     code: str, expected: str, exit_code: Exit
 ) -> None:
     cause = ClientError({"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "X")
-    try:
-        raise ClaimStoreError(f"PutObject failed: {code}") from cause
-    except ClaimStoreError as exc:
-        error = describe(exc, bucket="b")
+    error = describe(store_error("PutObject", cause, attempts=5), bucket="b")
     assert error is not None
     assert expected in str(error) and error.code == exit_code
     assert describe(ValueError("a bug")) is None
@@ -256,9 +253,7 @@ def test_store_errors_are_explained_by_their_cause(
 # -- doctor --------------------------------------------------------------------------------
 
 
-def test_doctor_passes_the_bucket_the_terraform_module_makes(
-    bucket: str, client: S3Client
-) -> None:
+def test_doctor_passes_the_bucket_the_terraform_module_makes(bucket: str, client: S3Client) -> None:
     result = runner.invoke(app, ["doctor", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -371,9 +366,9 @@ def test_doctor_reports_what_s3rver_lacks_and_what_the_store_does_without_it(
     assert "forget lists keys instead" in checks["capability: versioning API"]["detail"]
     for lacking in ("object tagging", "conditional PUT", "lifecycle rules"):
         assert status[f"capability: {lacking}"] == "warn", lacking
-    assert "journal cannot keep out a second writer" in checks["capability: conditional PUT"][
-        "detail"
-    ]
+    assert (
+        "journal cannot keep out a second writer" in checks["capability: conditional PUT"]["detail"]
+    )
     assert "reads still refuse them" in checks["capability: lifecycle rules"]["detail"]
     assert status["default encryption"] == status["lifecycle rules"] == "warn"
     assert "no API" in checks["default encryption"]["detail"]

@@ -12,7 +12,7 @@ import uuid
 import boto3
 import pytest
 
-from s3claim.cli._bucket import provision_bucket
+from s3claim.s3._provision import provision_bucket
 
 
 def s3claim(

@@ -13,9 +13,8 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from s3claim._contract import contract
-from s3claim._scenario import QUESTION
 from s3claim.cli import app
+from s3claim.cli.demo import QUESTION, contract
 from tests._chat_server import ChatServer, answer, serve, tool_call
 
 runner = CliRunner()

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from types import ModuleType
+
 import s3claim
+
+
+def _public_names() -> set[str]:
+    """Every name `import s3claim` offers: its attributes (modules aside) and its lazy names."""
+    attributes = {
+        name
+        for name, value in vars(s3claim).items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    }
+    return attributes | set(s3claim._LAZY)
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    """httpx's rule: `__all__` equals what the package offers, no more, no less."""
+    assert set(s3claim.__all__) == _public_names()
+    assert len(set(s3claim.__all__)) == len(s3claim.__all__)
 
 
 def test_all_is_sorted_and_every_name_resolves() -> None:
@@ -10,73 +30,60 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
     assert s3claim.__all__ == sorted(s3claim.__all__, key=order)
-    assert len(set(s3claim.__all__)) == len(s3claim.__all__)
     for name in s3claim.__all__:
         assert getattr(s3claim, name) is not None
 
 
-def test_core_names_are_exported() -> None:
-    expected = {
-        "AgentRunner", "AssistantMessage", "CheckIn", "ClaimCheck", "ClaimCheckError",
-        "ClaimCheckPolicy", "ClaimCheckStore", "ClaimFetched", "ClaimStoreError",
-        "ClaimUnavailable", "ClaimUnavailableError", "ConfigurationError", "DEFAULT_FETCH_CHARS",
-        "ManualClock", "MemoryClaimCheckStore", "ModelCalled", "RunFinished", "RunResult", "Scope",
-        "ScriptedProvider", "SystemClock", "SystemMessage", "Tool", "ToolCall", "ToolMessage",
-        "ToolRegistry", "ToolResultStoreFailed", "ToolResultStored", "ToolResultTruncated",
-        "UserMessage", "Window", "claim_check_tool", "tool",
-        "ClaimSearched", "ClaimSearchFailed", "SearchableStore", "claim_search_tool",
-    }  # fmt: skip
-    assert expected <= set(s3claim.__all__)
-    assert s3claim.DEFAULT_FETCH_CHARS == 4096
+def test_the_exception_tree_has_one_root() -> None:
+    errors = [getattr(s3claim, n) for n in s3claim.__all__ if n.endswith("Error")]
+    assert len(errors) == 10
+    assert all(issubclass(e, s3claim.S3ClaimError) for e in errors)
+    claims = (
+        s3claim.ClaimUnavailableError,
+        s3claim.ClaimStoreError,
+        s3claim.ConfigurationError,
+        s3claim.RunConflictError,
+        s3claim.RunNotFoundError,
+    )
+    assert all(issubclass(e, s3claim.ClaimCheckError) for e in claims)
+    outside = (s3claim.ToolError, s3claim.ProviderError, s3claim.UpstreamError)
+    assert not any(issubclass(e, s3claim.ClaimCheckError) for e in outside)
+    assert issubclass(s3claim.ConfigurationError, ValueError)
+    assert issubclass(s3claim.RunNotFoundError, LookupError)
 
 
-def test_run_journal_names_are_exported() -> None:
-    expected = {
-        "JournalEntry", "MemoryRunJournal", "RunConflictError", "RunInfo", "RunJournal",
-        "RunNotFoundError", "RunRecord", "RunResumed", "S3RunJournal",
-    }  # fmt: skip
-    assert expected <= set(s3claim.__all__)
+def test_store_errors_say_what_failed() -> None:
+    error = s3claim.ClaimStoreError("PutObject failed", reason="access_denied", code="403")
+    assert (error.reason, error.code, error.status) == ("access_denied", "403", None)
+    assert s3claim.ClaimStoreError("x").reason == "unavailable"
+
+
+def test_the_protocols_are_satisfied_by_the_doubles() -> None:
+    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
     assert isinstance(s3claim.MemoryRunJournal(), s3claim.RunJournal)
-    assert issubclass(s3claim.RunConflictError, s3claim.ClaimCheckError)
-    assert issubclass(s3claim.RunNotFoundError, s3claim.ClaimCheckError)
-    assert s3claim.AgentRunner.resume.__kwdefaults__ is None  # tenant and run_id: required
-    assert s3claim.S3RunJournal.__module__ == "s3claim.journal._s3"
-
-
-def test_async_face_names_are_exported() -> None:
-    assert {"AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"} <= set(s3claim.__all__)
+    assert isinstance(s3claim.ManualClock(0), s3claim.Clock)
     assert isinstance(
         s3claim.ThreadedAsyncStore(s3claim.MemoryClaimCheckStore()), s3claim.AsyncClaimCheckStore
     )
-
-
-def test_memory_store_satisfies_the_protocol() -> None:
-    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
-    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
-    assert isinstance(s3claim.ManualClock(0), s3claim.Clock)
+    assert s3claim.AgentRunner.resume.__kwdefaults__ is None  # tenant and run_id: required
+    assert s3claim.DEFAULT_FETCH_CHARS == 4096
 
 
 def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
-    import subprocess
-    import sys
-
     probe = (
         "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "
-        "import s3claim.journal; assert 'boto3' not in sys.modules, 'journal imported boto3'; "
+        "import s3claim.journal, s3claim.memory, s3claim.aio, s3claim.providers; "
+        "assert 'boto3' not in sys.modules, 'a family outside s3claim.s3 imported boto3'; "
         "s3claim.S3ClaimCheckStore; assert 'boto3' in sys.modules; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
-    from s3claim import RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
-
-    assert S3ClaimCheckStore.__module__ == "s3claim.s3._store"
-    assert {RetryPolicy.__name__, S3ClaimSettings.__name__} == {"RetryPolicy", "S3ClaimSettings"}
+    for name in sorted(s3claim._LAZY):
+        assert getattr(s3claim, name).__module__.startswith("s3claim.s3."), name
 
 
 def test_import_s3claim_imports_no_agent_framework() -> None:
-    import subprocess
-    import sys
-
     frameworks = ("agents", "langchain", "langgraph", "langchain_core", "pydantic_ai", "mcp")
     probe = (
         "import sys, s3claim, s3claim.integrations; "

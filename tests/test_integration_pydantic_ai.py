@@ -36,8 +36,9 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
-from s3claim.admission import truncate
-from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
+from s3claim._admission import truncate
+from s3claim._wording import UNAVAILABLE_MESSAGE
+from s3claim.errors import ConfigurationError
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, reassemble
 

@@ -23,13 +23,10 @@ from s3claim import (
     TokenUsage,
     UserMessage,
 )
-from s3claim._scenario import read_contract_tool, run_scenario
-from s3claim.openai_compat import (
-    INVALID_ARGUMENTS_KEY,
-    OpenAICompatibleProvider,
-    ProviderError,
-    from_wire,
-)
+from s3claim.cli.demo import read_contract_tool, run_scenario
+from s3claim.errors import ProviderError
+from s3claim.providers import OpenAICompatibleProvider
+from s3claim.providers._openai_compatible import INVALID_ARGUMENTS_KEY, from_wire
 from tests._chat_server import ChatServer, serve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llama_cpp"

@@ -23,13 +23,11 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim._contract import contract
-from s3claim._scenario import run_scenario
-from s3claim.openai_compat import (
+from s3claim.cli.demo import contract, run_scenario
+from s3claim.errors import ProviderError
+from s3claim.providers import OpenAICompatibleProvider, TokenUsage
+from s3claim.providers._openai_compatible import (
     INVALID_ARGUMENTS_KEY,
-    OpenAICompatibleProvider,
-    ProviderError,
-    TokenUsage,
     decode_arguments,
     from_wire,
     to_wire,

@@ -18,13 +18,13 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from benchmarks.backends import Wire
 from benchmarks.documents import document
 from s3claim import ClaimStoreError, ClaimUnavailableError, ManualClock
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from tests._s3 import s3_response
+from tests.servers import Wire
 from tests.test_s3_faults import Injector, answer
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -227,7 +227,7 @@ def test_s3rver_serves_each_window_with_one_ranged_get_at_the_width(
 
 
 def test_s3rver_failover_between_two_store_instances(s3rver: Any, s3rver_bucket: str) -> None:
-    from benchmarks.backends import make_client
+    from tests.servers import make_client
 
     key = HandleKey.generate()
     first = _store(make_client(s3rver), s3rver_bucket, key)
@@ -273,7 +273,7 @@ def test_a_cut_search_stream_resumes_from_the_next_byte_or_fails_loudly(
     from botocore.awsrequest import AWSResponse
 
     from s3claim import RunContext, ToolError, claim_search_tool
-    from s3claim.search import compile_pattern, search_text
+    from s3claim._search import compile_pattern, search_text
 
     store = _store(s3, bucket)  # RetryPolicy(attempts=3): two resumes, then a store error
     text = ("ж" * 700_001) + "needle" + ("ж" * 500_000)  # 2 bytes a character
@@ -311,4 +311,4 @@ def test_a_cut_search_stream_resumes_from_the_next_byte_or_fails_loudly(
 
 
 def _tags(store: S3ClaimCheckStore) -> str:
-    return store._layout.run_prefix(SCOPE).removeprefix("claims/").rstrip("/")
+    return store.layout.run_prefix(SCOPE).removeprefix("claims/").rstrip("/")

@@ -25,7 +25,8 @@ from s3claim.clock import ManualClock
 from s3claim.errors import ClaimStoreError
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
-from s3claim.s3._retry import _Backoff, is_retryable
+from s3claim.s3._errors import is_retryable
+from s3claim.s3._retry import _Backoff
 from s3claim.scope import Scope
 from tests._s3 import s3_error, s3_response
 

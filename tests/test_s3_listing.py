@@ -47,7 +47,7 @@ def test_pages_past_one_thousand_keys_and_skips_foreign_objects(
 ) -> None:
     scope = Scope("big", "run")
     handles = {store.put(scope, f"claim {i}", ttl_seconds=60) for i in range(1_001)}
-    client = store._client
+    client = store.client
     (some_key,) = [o["Key"] for o in client.list_objects_v2(Bucket="claims", MaxKeys=1)["Contents"]]
     client.put_object(Bucket="claims", Key=some_key.rsplit("/", 1)[0] + "/not-a-claim", Body=b"")
     listed = list(store.claims(tenant="big"))

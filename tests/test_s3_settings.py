@@ -41,7 +41,7 @@ def test_settings_read_the_environment(env: pytest.MonkeyPatch) -> None:
 def test_from_settings_builds_a_path_style_single_attempt_client(env: pytest.MonkeyPatch) -> None:
     env.setenv("S3CLAIM_ENDPOINT_URL", "http://127.0.0.1:9000")
     store = S3ClaimCheckStore.from_settings()
-    client: Any = store._client
+    client: Any = store.client
     assert client.meta.endpoint_url == "http://127.0.0.1:9000"
     assert client.meta.config.s3["addressing_style"] == "path"
     assert client.meta.config.retries["total_max_attempts"] == 1
@@ -50,7 +50,7 @@ def test_from_settings_builds_a_path_style_single_attempt_client(env: pytest.Mon
 
 def test_the_default_client_makes_a_single_attempt() -> None:
     store = S3ClaimCheckStore("claims-bucket", handle_key=SECRET)
-    client: Any = store._client
+    client: Any = store.client
     assert client.meta.config.retries["total_max_attempts"] == 1
 
 

@@ -17,7 +17,6 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.backends import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -30,11 +29,12 @@ from s3claim import (
     claim_search_tool,
     tool,
 )
-from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim._search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
+from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.events import Event
 from s3claim.scope import Scope
-from s3claim.search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
 from tests.conftest import StoreUnderTest
+from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600
@@ -45,7 +45,7 @@ def search(sut: StoreUnderTest, handle: str, pattern: str, **arguments: Any) -> 
     """The tool's answer, parsed: results as JSON, refusals as {"error": ..., "message": ...}."""
     events: list[Event] = []
     context = RunContext(scope=arguments.pop("scope", SCOPE), agent="a", emit=events.append)
-    from s3claim.tools import ToolError
+    from s3claim.errors import ToolError
 
     try:
         answer = claim_search_tool(sut.store).call(
@@ -226,7 +226,7 @@ def test_snippets_are_neutralised_like_every_result(store_under_test: StoreUnder
 def test_a_search_on_s3_is_one_get_of_the_object(store_under_test: StoreUnderTest) -> None:
     if store_under_test.kind == "memory":
         return  # the memory store sends no requests; the contract above holds for it
-    client = store_under_test.store._client  # type: ignore[attr-defined]
+    client = store_under_test.store.client  # type: ignore[attr-defined]
     wire = Wire.attach(client)
     text = "ж" * (3 * 1024 * KI) + "needle"
     handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
@@ -257,7 +257,7 @@ def test_any_split_finds_what_the_engine_finds_in_the_whole_text(
     offset: int,
     ignore_case: bool,
 ) -> None:
-    from s3claim import search as module
+    from s3claim import _search as module
 
     monkeypatch.setattr(module, "_CARRY", 16)  # small pieces must cross boundaries often
     monkeypatch.setattr(module, "_CONTEXT", 16)

@@ -19,7 +19,7 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from tests._contract import contract
+from s3claim.cli.demo import contract
 
 CONTRACT = contract()
 

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3claim.aio import AsyncS3ClaimCheckStore, ThreadedAsyncStore
+from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
+from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.clock import ManualClock
-from s3claim.errors import UNAVAILABLE_MESSAGE, ClaimUnavailableError
+from s3claim.errors import ClaimUnavailableError
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore

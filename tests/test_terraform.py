@@ -273,9 +273,7 @@ def test_applied_bucket_has_one_expiration_rule_per_ttl_class(
     from s3claim.s3._lifecycle import lifecycle_rules
 
     expected = lifecycle_rules(prefix="claims/", day_classes=(1, 7, 30))
-    assert {r["ID"]: _ttl_rules([r]) for r in rules} == {
-        r["ID"]: _ttl_rules([r]) for r in expected
-    }
+    assert {r["ID"]: _ttl_rules([r]) for r in rules} == {r["ID"]: _ttl_rules([r]) for r in expected}
 
 
 @pytest.mark.slow

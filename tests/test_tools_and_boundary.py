@@ -18,8 +18,8 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim.boundary import neutralise, result_text, text_of
-from s3claim.retrieval import claim_tools
+from s3claim._boundary import neutralise, result_text, text_of
+from s3claim.claim_tools import claim_tools
 
 
 class Row(BaseModel):

@@ -22,9 +22,9 @@ from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, percentile
-from s3claim.aio import AsyncS3ClaimCheckStore, ThreadedAsyncStore
-from s3claim.aio._s3 import DEFAULT_MAX_IN_FLIGHT
-from s3claim.aio._workers import DEFAULT_MAX_WORKERS
+from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
+from s3claim._workers import DEFAULT_MAX_WORKERS
+from s3claim.s3._async import DEFAULT_MAX_IN_FLIGHT
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 

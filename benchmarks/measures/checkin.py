@@ -15,17 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from benchmarks.backends import Endpoint
 from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.documents import CHARSETS, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, median, time_once
+from s3claim._head import extract_head
 from s3claim.claimcheck import ClaimCheck
 from s3claim.handles import content_digest
-from s3claim.head import extract_head
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
+from tests.servers import Endpoint
 
 __all__ = ["run"]
 
@@ -132,7 +132,7 @@ def run(bench: Bench) -> Section:
             f"UTF-32-LE), to moto's server (in this process: it competes with the client for "
             f"the GIL) and to {bench.timing.name} (a child process); the naive put is one "
             "PutObject of the UTF-8 body to the same server, and the UTF-32 put one of the "
-            "UTF-32-LE body (format 1's). \"s3claim / naive\" is the throughput of the "
+            'UTF-32-LE body (format 1\'s). "s3claim / naive" is the throughput of the '
             "check-in over the naive put's: 1.00 is even. MB/s are of UTF-8 input (10^6 bytes)."
         ),
         tables=[

@@ -1,6 +1,6 @@
 """Measure 4: what the model is sent across a run, with and without the claim check.
 
-The counsel scenario is the demo's (`s3claim._scenario`): a ~92,000-character contract, read
+The counsel scenario is the demo's (`s3claim.cli.demo`): a ~92,000-character contract, read
 with the claim check (head, two windows, answer) and without (the whole contract inline, then
 the answer). Truncation is the runner's fallback at `max_tool_result_chars`. The 20-turn
 variants keep the contract in the conversation for 20 model calls: the agent goes on working
@@ -22,29 +22,26 @@ from benchmarks.baselines import TRUNCATE_AT, inline_limit
 from benchmarks.context import Bench
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ratio
-from s3claim._contract import contract
-from s3claim._scenario import (
-    CONTINUE_SEEN,
-    HANDLE_SEEN,
-    MARKER_SEEN,
+from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
+from s3claim.claim_tools import claim_check_tool
+from s3claim.claimcheck import ClaimCheck
+from s3claim.cli.demo import (
     QUESTION,
     SYSTEM,
     TENANT,
     baseline_script,
+    contract,
     counsel_script,
     read_contract_tool,
 )
-from s3claim.claimcheck import ClaimCheck
 from s3claim.events import ModelCalled, ToolResultTruncated
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import Provider, ScriptedProvider, Step
-from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.tools import Tool, tool
 
 __all__ = ["arm_runner", "note", "run", "script"]
-
 
 
 def tokenizer() -> tuple[Callable[[str], int], str]:

@@ -14,11 +14,11 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from benchmarks.backends import Wire
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, time_once
 from s3claim.scope import Scope
+from tests.servers import Wire
 
 __all__ = ["run"]
 

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.backends import Wire
 from benchmarks.context import NO_WAIT, Bench, empty_bucket
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int
@@ -33,8 +32,8 @@ from s3claim import (
     ToolCall,
     tool,
 )
-from s3claim._contract import contract
-from s3claim._scenario import TENANT, run_scenario
+from s3claim.cli.demo import TENANT, contract, run_scenario
+from tests.servers import Wire
 
 __all__ = ["Counsel", "conversation_bytes", "record_counsel", "resume_cost", "run"]
 
@@ -143,7 +142,7 @@ def resume_cost(journal_client: Any, bucket: str, key: HandleKey, *, turns: int)
 
 
 def run(bench: Bench) -> Section:
-    from benchmarks.backends import make_client
+    from tests.servers import make_client
 
     store_client = make_client(bench.moto)
     journal_client = make_client(bench.moto)

@@ -30,12 +30,12 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
-from benchmarks.backends import make_client
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.documents import KiB, MiB, document
-from benchmarks.mcp_upstreams import FILESYSTEM_VERSION, install_filesystem
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median
+from tests.mcp_servers import FILESYSTEM_VERSION, install_filesystem
+from tests.servers import make_client
 
 __all__ = ["run"]
 

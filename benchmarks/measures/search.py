@@ -20,29 +20,23 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from benchmarks.backends import Wire
 from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
-from s3claim._contract import contract
-from s3claim._scenario import (
-    CONTINUE_SEEN,
-    HANDLE_SEEN,
-    MARKER_SEEN,
-    SYSTEM,
-    read_contract_tool,
-)
+from s3claim._search import compile_pattern, search_text
+from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
+from s3claim.claim_tools import claim_check_tool, claim_search_tool
 from s3claim.claimcheck import ClaimCheck
+from s3claim.cli.demo import SYSTEM, contract, read_contract_tool
 from s3claim.events import ModelCalled
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import ScriptedProvider, Step
-from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
-from s3claim.search import claim_search_tool, compile_pattern, search_text
 from s3claim.tools import ToolRegistry
+from tests.servers import Wire
 
 __all__ = ["run"]
 

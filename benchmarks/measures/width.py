@@ -9,7 +9,6 @@ store keeps) beside both.
 
 from __future__ import annotations
 
-from benchmarks.backends import Wire
 from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.documents import NAMES, WIDTH_CHARSETS, MiB, document
 from benchmarks.report import Section, Table
@@ -17,6 +16,7 @@ from benchmarks.stats import fmt_bytes, fmt_int, fmt_ratio
 from s3claim.handles import content_width
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
+from tests.servers import Wire
 
 __all__ = ["run"]
 

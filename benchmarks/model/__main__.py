@@ -35,7 +35,7 @@ from benchmarks.model.prefill import Sample, measure_pass
 from benchmarks.model.server import LlamaServer, ServerConfig, describe_install
 from benchmarks.model.turns import CLAIM, INLINE, Arm, arms
 from benchmarks.report import machine, render_text
-from s3claim._contract import contract
+from s3claim.cli.demo import contract
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUILD = "CMAKE_ARGS=-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"

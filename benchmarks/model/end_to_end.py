@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.model.server import LlamaServer
-from s3claim._scenario import Scenario, prefill_by_turn, run_scenario
+from s3claim.cli.demo import Scenario, prefill_by_turn, run_scenario
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, ToolMessage
-from s3claim.openai_compat import OpenAICompatibleProvider, TokenUsage
+from s3claim.providers import OpenAICompatibleProvider, TokenUsage
 from s3claim.runner import RunResult
 
 __all__ = ["auto_tool_choice", "demo", "forced_first_call"]

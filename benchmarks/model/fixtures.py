@@ -23,9 +23,10 @@ from typing import Any
 
 from benchmarks.model.server import LlamaServer
 from benchmarks.model.turns import INLINE, Arm
-from s3claim._scenario import QUESTION, SYSTEM, read_contract_tool
+from s3claim.cli.demo import QUESTION, SYSTEM, read_contract_tool
+from s3claim.errors import ProviderError
 from s3claim.messages import Message, SystemMessage, UserMessage
-from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError, TokenUsage
+from s3claim.providers import OpenAICompatibleProvider, TokenUsage
 
 __all__ = ["record"]
 

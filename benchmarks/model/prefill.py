@@ -26,7 +26,8 @@ from typing import Any
 
 from benchmarks.model.server import LlamaServer
 from benchmarks.model.turns import Arm, Turn
-from s3claim.openai_compat import OpenAICompatibleProvider, ProviderError, TokenUsage
+from s3claim.errors import ProviderError
+from s3claim.providers import OpenAICompatibleProvider, TokenUsage
 
 __all__ = ["Sample", "measure_pass"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks.report import Section, Table, section_markdown
 from benchmarks.stats import fmt_int, fmt_ratio
-from s3claim._contract import PARTIES
+from s3claim.cli.demo import PARTIES
 
 __all__ = [
     "PLOT",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.backends import stop_session
+from tests.servers import stop_session
 
 __all__ = ["LlamaServer", "ServerConfig", "ServerUnavailable", "describe_install"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from benchmarks.baselines import TRUNCATE_AT, inline_limit
 from benchmarks.measures.conversation import arm_runner, note, script
-from s3claim._contract import contract
-from s3claim._scenario import (
+from s3claim.cli.demo import (
     QUESTION,
     TENANT,
     baseline_script,
+    contract,
     counsel_script,
 )
 from s3claim.messages import AssistantMessage, Message, conversation_chars

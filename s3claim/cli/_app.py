@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from s3claim.cli._demo import demo
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
 from s3claim.cli._runs import runs
+from s3claim.cli.demo import demo
 
 __all__ = ["app", "main"]
 

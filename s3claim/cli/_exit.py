@@ -7,7 +7,8 @@
     3  unavailable: the store or the model server could not be reached or kept failing
 
 A configuration problem is the user's to fix and a traceback would only bury the cause, so
-these print one line on stderr and exit; anything else is a bug and keeps its traceback.
+these print one line on stderr and exit; anything else is a bug and keeps its traceback. A
+store error is worded by the S3 family's one table (`s3claim.s3.admin.explain`).
 No line ever carries tool content: the exceptions it comes from do not.
 """
 
@@ -19,24 +20,15 @@ from contextlib import contextmanager
 from enum import IntEnum
 
 import typer
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    NoRegionError,
-    PartialCredentialsError,
-    ProfileNotFound,
-)
 from pydantic import ValidationError
 
 from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
+    ProviderError,
 )
-from s3claim.openai_compat import ProviderError
+from s3claim.s3.admin import explain, is_fixable
 from s3claim.tools import describe_validation_error
 
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
@@ -57,49 +49,6 @@ class CliError(Exception):
         self.code = code
 
 
-_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "403", "Forbidden"})
-_BAD_CREDENTIALS = frozenset(
-    {
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "ExpiredToken",
-        "InvalidToken",
-        "TokenRefreshRequired",
-    }
-)
-
-
-def _client_error(exc: ClientError, bucket: str | None) -> CliError:
-    code = str(exc.response.get("Error", {}).get("Code") or "")
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    code = code or str(status or "Unknown")
-    named = f"bucket {bucket!r}" if bucket else "the bucket"
-    if code in _DENIED:
-        return CliError(f"access denied to {named} ({code}): check the IAM policy and bucket")
-    if code in {"NoSuchBucket", "404", "NotFound"}:
-        return CliError(f"{named} does not exist (or is in another account): check --bucket")
-    if code in _BAD_CREDENTIALS:
-        return CliError(f"the AWS credentials were refused ({code})")
-    if code in {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraint"}:
-        return CliError(f"{named} is in another region ({code}): set --region")
-    return CliError(f"S3 refused the request: {code} (HTTP {status})", Exit.UNAVAILABLE)
-
-
-def _botocore_error(exc: BotoCoreError) -> CliError:
-    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
-        return CliError(
-            "no AWS credentials found: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY"
-        )
-    if isinstance(exc, ProfileNotFound):
-        return CliError(f"AWS profile not found: {exc.kwargs.get('profile')!r}")
-    if isinstance(exc, NoRegionError):
-        return CliError("no AWS region: set --region or AWS_REGION")
-    if isinstance(exc, EndpointConnectionError | ConnectTimeoutError):
-        return CliError(f"cannot reach S3 at {exc.kwargs.get('endpoint_url')}", Exit.UNAVAILABLE)
-    return CliError(f"S3 request failed: {type(exc).__name__}", Exit.UNAVAILABLE)
-
-
 def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | None:
     """The one-line report for an exception a user can fix or wait out; None for a bug."""
     if isinstance(exc, CliError):
@@ -113,21 +62,8 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
     if isinstance(exc, ProviderError):
         return CliError(f"model server: {exc}", Exit.UNAVAILABLE)
     if isinstance(exc, ClaimStoreError):
-        # The store raises from the botocore error; the cause names what the user can fix.
-        cause = exc.__cause__
-        if isinstance(cause, ClientError | BotoCoreError):
-            explained = describe(cause, bucket=bucket)
-            # Configuration and transport causes ("cannot reach S3 at ...") say more than
-            # the retry count does; a server error after retries is best told as the store's.
-            if explained is not None and (
-                explained.code == Exit.CONFIGURATION or isinstance(cause, BotoCoreError)
-            ):
-                return explained
-        return CliError(f"store unavailable: {exc}", Exit.UNAVAILABLE)
-    if isinstance(exc, ClientError):
-        return _client_error(exc, bucket)
-    if isinstance(exc, BotoCoreError):
-        return _botocore_error(exc)
+        code = Exit.CONFIGURATION if is_fixable(exc) else Exit.UNAVAILABLE
+        return CliError(explain(exc, bucket=bucket), code)
     return None
 
 

@@ -10,24 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    PrefixOption,
-    RegionOption,
-    Target,
-    load_settings,
-    open_store,
-)
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
+from s3claim.s3.admin import Target, load_settings, open_store
 from s3claim.store import ClaimCheckStore
 
 __all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
@@ -39,11 +31,6 @@ MCP_MISSING = "the MCP proxy needs the MCP SDK: pip install 's3claim[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "httpx2"})
 _DEFAULTS = ClaimCheckPolicy()
 _PANEL = "Claim check policy"
-
-
-class StoreKind(StrEnum):
-    s3 = "s3"
-    memory = "memory"
 
 
 def mcp_proxy(

@@ -91,22 +91,8 @@ def run(plan: Plan) -> None:
 
     try:
         anyio.run(main)
-    except BaseExceptionGroup as group:  # a task group wraps what it raises: unwrap one
-        leaves = _leaves(group)
-        if len(leaves) != 1:
-            raise
-        error = leaves[0]
-        if isinstance(error, UpstreamError):
-            raise CliError(f"{target}: {error.message}", Exit.UNAVAILABLE) from None
-        raise error from None
     except UpstreamError as exc:
         raise CliError(f"{target}: {exc.message}", Exit.UNAVAILABLE) from None
     finally:
         if sock is not None:
             sock.close()
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]

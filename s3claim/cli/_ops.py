@@ -18,16 +18,9 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    PrefixOption,
-    RegionOption,
-    Target,
-    load_settings,
-    open_store,
-)
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
 from s3claim.cli._exit import CliError, handled
+from s3claim.s3.admin import Target, load_settings, open_store
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 
@@ -124,10 +117,6 @@ def fetch(
     typer.echo(f"characters {offset}-{end} of {window.total_chars} ({more})", err=True)
 
 
-def _when(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
 def ls(
     tenant: Tenant,
     run: OptionalRun = None,
@@ -170,7 +159,7 @@ def ls(
     for claim in claims:
         state = " (expired)" if claim.expires_at <= now else ""
         table.add_row(
-            claim.handle, claim.run_tag[:12], f"{claim.chars:,}", _when(claim.expires_at) + state
+            claim.handle, claim.run_tag[:12], f"{claim.chars:,}", when(claim.expires_at) + state
         )
     Console(highlight=False).print(table)
 

@@ -10,23 +10,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    PrefixOption,
-    RegionOption,
-    Target,
-    load_settings,
-    open_journal,
-)
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
 from s3claim.cli._exit import handled
+from s3claim.s3.admin import Target, load_settings, open_journal
 from s3claim.scope import Scope
 
 __all__ = ["runs"]
-
-
-def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if epoch else "—"
 
 
 def runs(
@@ -71,7 +60,7 @@ def runs(
     for run in found:
         expired = " (expired)" if run.status != "unreadable" and run.expires_at <= now else ""
         table.add_row(
-            run.run_tag[:12], run.status, str(run.turns), _when(run.updated_at),
-            _when(run.expires_at) + expired,
+            run.run_tag[:12], run.status, str(run.turns), when(run.updated_at),
+            when(run.expires_at) + expired,
         )  # fmt: skip
     Console(highlight=False).print(table)

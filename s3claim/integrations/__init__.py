@@ -8,6 +8,6 @@ else does (`import s3claim` never imports one):
 - `s3claim.integrations.pydantic_ai` (`s3claim[pydantic-ai]`): `ClaimCheckToolset`
 
 They are thin: each translates its framework's hook into the result boundary, the admission
-path and the claim tools (`s3claim.retrieval.claim_tools`), so handles, markers and windows
+path and the claim tools (`s3claim.claim_tools.claim_tools`), so handles, markers and windows
 are the runner's own.
 """

@@ -2,29 +2,27 @@
 
 Framework-free, so the three adapters stay translations: a result goes through the boundary
 (`text_of`) and the one admission path (`admit`); a claim tool is one of `claim_tools(store)`,
-described to the framework generically and run through `Tool.call`. The async variants do the
-same work on a worker thread: serialising and neutralising a 92,212-character result alone
-takes milliseconds, and a check-in or fetch may wait on S3.
+described to the framework generically and run by `run_claim_tool`, as every host runs it.
+The async variants do the same work on a worker thread: serialising and neutralising a
+92,212-character result alone takes milliseconds, and a check-in or fetch may wait on S3.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from s3claim.admission import admit
-from s3claim.aio._workers import Workers
-from s3claim.boundary import neutralise, text_of
+from s3claim._admission import admit
+from s3claim._boundary import neutralise, text_of
+from s3claim._workers import Workers
+from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError
+from s3claim.errors import ConfigurationError, ToolError
 from s3claim.events import Event
-from s3claim.retrieval import claim_tools
 from s3claim.scope import Scope
-from s3claim.search import SEARCH_TOOL_NAME
-from s3claim.tools import RunContext, Tool, ToolError
+from s3claim.tools import RunContext, Tool
 
 __all__ = ["Bridge", "field_of", "scope_of"]
 
@@ -99,8 +97,6 @@ class Bridge:
             tool=tool,
             context=self._context(scope, agent),
             claim_check=self.claim_check,
-            # Without a working store, what passes through untouched is the most that may.
-            limit=self.claim_check.policy_for(tool).threshold_chars,
             searchable=self._searchable,
         )
 
@@ -108,13 +104,7 @@ class Bridge:
         self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
     ) -> str:
         """A claim tool's answer, or its error rendered for the model; never checked in."""
-        try:
-            if isinstance(arguments, str):
-                arguments = _json_object(arguments)
-            result: str = self.tools[name].call(arguments, self._context(scope, agent))
-        except ToolError as error:  # its message may quote the model's arguments
-            return neutralise(error.render())
-        return result
+        return run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
 
     async def admit_async(self, value: Any, *, tool: str, scope: Scope, agent: str) -> str:
         return await self._workers.run(self.admit, value, tool=tool, scope=scope, agent=agent)
@@ -123,13 +113,3 @@ class Bridge:
         self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
     ) -> str:
         return await self._workers.run(self.call, name, arguments, scope=scope, agent=agent)
-
-
-def _json_object(arguments: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        raise ToolError("invalid_arguments", "the arguments are not valid JSON") from None
-    if not isinstance(parsed, dict):
-        raise ToolError("invalid_arguments", "the arguments must be a JSON object")
-    return parsed

@@ -12,20 +12,15 @@ for nothing the proxy uses.
 
     client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
                          │
-                         ├─ result boundary + ClaimCheck (s3claim.admission.admit)
-                         └─ claim tools (s3claim.retrieval.claim_tools): fetch_result, ...
+                         ├─ result boundary + ClaimCheck (s3claim._admission.admit)
+                         └─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
 """
 
+from s3claim.errors import UpstreamError
 from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
 from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
-from s3claim.mcp._upstream import (
-    HttpUpstream,
-    StdioUpstream,
-    Upstream,
-    UpstreamError,
-    UpstreamTarget,
-)
+from s3claim.mcp._upstream import HttpUpstream, StdioUpstream, Upstream, UpstreamTarget
 
 __all__ = [
     "AGENT",

@@ -1,7 +1,7 @@
 """The proxy: an MCP server whose tools are the upstream's plus every claim tool.
 
 `tools/list` is the upstream's listing (without output schemas, see `_results`) followed by
-`s3claim.retrieval.claim_tools(store)`, served generically: a claim tool added to the library
+`s3claim.claim_tools.claim_tools(store)`, served generically: a claim tool added to the library
 appears here with no change. `tools/call` runs a claim tool in-process or forwards the call
 upstream and claim-checks what comes back. Blocking work (S3, neutralising large text) runs in
 worker threads, never on the event loop.
@@ -10,7 +10,7 @@ worker threads, never on the event loop.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -25,17 +25,16 @@ from mcp_types import (
 )
 from mcp_types import Tool as McpTool
 
-from s3claim.boundary import neutralise
+from s3claim._boundary import neutralise
+from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError
+from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
 from s3claim.mcp._results import advertised, claim_check_result, error_result
 from s3claim.mcp._scoping import Scoping
-from s3claim.mcp._upstream import Upstream, UpstreamError
-from s3claim.retrieval import claim_tools
+from s3claim.mcp._upstream import Upstream
 from s3claim.scope import Scope
-from s3claim.search import SEARCH_TOOL_NAME
-from s3claim.tools import RunContext, Tool, ToolError
+from s3claim.tools import RunContext, Tool
 
 __all__ = ["AGENT", "ClaimCheckProxy"]
 
@@ -47,7 +46,9 @@ AGENT = "mcp-proxy"
 class ClaimCheckProxy:
     """Claim-checks the results of `upstream`'s tools and serves the claim tools beside them.
 
-    `limit` is where an oversized result is cut when the store fails at check-in.
+    `on_event` receives s3claim's events (sizes and handles, never content) beside the log.
+    `limit` is where an oversized result is cut when the store fails at check-in (by default
+    the tool's policy threshold, as every host without a limit of its own).
     """
 
     def __init__(
@@ -58,15 +59,17 @@ class ClaimCheckProxy:
         scoping: Scoping,
         limit: int | None = None,
         name: str = "s3claim-mcp-proxy",
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self.claim_check = claim_check
         self.scoping = scoping
-        self.limit = limit if limit is not None else claim_check.policy.threshold_chars
-        if self.limit < 1:
+        self.limit = limit
+        if self.limit is not None and self.limit < 1:
             raise ConfigurationError(f"limit must be positive, got {self.limit}")
         self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
         self.name = name
+        self._on_event = on_event
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
 
     def _remember(self, served: list[McpTool]) -> None:
@@ -142,21 +145,19 @@ class ClaimCheckProxy:
         return await anyio.to_thread.run_sync(self._admit, params.name, result, scope)
 
     def _context(self, scope: Scope) -> RunContext:
-        return RunContext(scope=scope, agent=AGENT, emit=_log_event)
+        return RunContext(scope=scope, agent=AGENT, emit=self._emit)
+
+    def _emit(self, event: Event) -> None:
+        # Events carry sizes, tool names and handles only: safe for a log line.
+        _log.info("event %s", event.model_dump_json())
+        if self._on_event is not None:
+            self._on_event(event)
 
     def _run_claim_tool(
         self, tool: Tool, arguments: Mapping[str, Any], scope: Scope
     ) -> CallToolResult:
-        try:
-            text = tool.call(arguments, self._context(scope))
-        except ToolError as error:  # its message may quote the model's arguments
-            return error_result(neutralise(error.render()))
-        except Exception as exc:
-            _log.warning("tools/call %s raised %s", tool.name, type(exc).__name__)
-            return error_result(
-                ToolError("tool_failed", f"the tool failed ({type(exc).__name__})").render()
-            )
-        return CallToolResult(content=[TextContent(text=str(text))])
+        answer = run_claim_tool(tool, arguments, self._context(scope))
+        return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
 
     def _admit(self, tool: str, result: CallToolResult, scope: Scope) -> CallToolResult:
         try:
@@ -188,8 +189,3 @@ def _headers(ctx: ServerRequestContext[Any]) -> Mapping[str, str] | None:
 
 def _loggable(name: str) -> str:
     return repr(neutralise(name[:64]))
-
-
-def _log_event(event: Event) -> None:
-    # Events carry sizes, tool names and handles only: safe for a log line.
-    _log.info("event %s", event.model_dump_json())

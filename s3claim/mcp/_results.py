@@ -8,7 +8,7 @@ The rule, per result:
   filesystem server sends `{"content": <the file>}`); structured content that repeats nothing
   adds its JSON to the text, after a blank line, so that it is measured and, once checked in,
   still readable. The text passes the same result boundary as a library tool's
-  (`s3claim.boundary.text_of`): serialisation checks and forgery neutralised.
+  (`s3claim._boundary.text_of`): serialisation checks and forgery neutralised.
 - Text shorter than the tool's threshold: the result passes through as it came, the very
   object, unless neutralisation rewrote something; then only the rewritten text blocks and
   structured-content strings change.
@@ -33,8 +33,8 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent, Tool
 
-from s3claim.admission import admit
-from s3claim.boundary import neutralise, text_of
+from s3claim._admission import admit
+from s3claim._boundary import neutralise, text_of
 from s3claim.claimcheck import ClaimCheck
 from s3claim.tools import RunContext
 
@@ -62,7 +62,7 @@ def claim_check_result(
     tool: str,
     context: RunContext,
     claim_check: ClaimCheck,
-    limit: int,
+    limit: int | None,
     searchable: bool = False,
 ) -> CallToolResult:
     """The result the client receives; raises `ToolError` when the text fails the boundary.

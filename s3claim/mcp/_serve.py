@@ -19,6 +19,7 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 
 from s3claim.mcp._proxy import ClaimCheckProxy
+from s3claim.mcp._upstream import sole_exception
 
 __all__ = ["MCP_PATH", "listen_socket", "serve_http", "serve_stdio"]
 
@@ -81,7 +82,10 @@ async def serve_http(proxy: ClaimCheckProxy, sock: socket.socket) -> None:
     def stop() -> None:
         server.should_exit = True
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(_stop_on_signal, stop)
-        await server.serve(sockets=[sock])
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_stop_on_signal, stop)
+            await server.serve(sockets=[sock])
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as failed:  # the one failure, as itself
+        raise sole_exception(failed) from None

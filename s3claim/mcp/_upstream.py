@@ -29,22 +29,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool
 from pydantic import ValidationError
 
+from s3claim.errors import UpstreamError
 from s3claim.mcp._stdio import stdio_transport
 
-__all__ = ["HttpUpstream", "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget"]
+__all__ = ["HttpUpstream", "StdioUpstream", "Upstream", "UpstreamTarget", "sole_exception"]
 
 _log = logging.getLogger("s3claim.mcp")
 _T = TypeVar("_T")
 _PAGES = 100  # tools/list pages followed at most: a cursor that never ends cannot hang a call
-
-
-class UpstreamError(Exception):
-    """The upstream could not answer: `code` is `upstream_unavailable` or `upstream_timeout`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,10 +104,7 @@ class Upstream:
                 finally:
                     group.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # one failure, the caller's or ours: as it is
-            leaves = _leaves(group)
-            if len(leaves) == 1 and isinstance(leaves[0], Exception):
-                raise leaves[0] from None
-            raise
+            raise sole_exception(group) from None
 
     async def _supervise(self, *, task_status: TaskStatus[None]) -> None:
         started = False
@@ -245,6 +234,12 @@ class Upstream:
     def _forget(self, client: Client | None) -> None:
         if client is not None:
             self._lost(client)
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a task group wrapped, as itself; a group of several stays a group."""
+    leaves = _leaves(group)
+    return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], Exception) else group
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

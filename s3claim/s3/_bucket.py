@@ -7,7 +7,8 @@ settings (`_config.bucket_arguments`) and checked the same way here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import SecretStr
@@ -22,11 +23,13 @@ from s3claim.s3._config import (
     handle_key_of,
     make_client,
 )
+from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
-from s3claim.s3._retry import RetryPolicy, own_retries, request
+from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import HeadObjectOutputTypeDef
 
 __all__ = ["InBucket"]
 
@@ -60,6 +63,28 @@ class InBucket:
         own_retries(self._client)
 
     @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def client(self) -> S3Client:
+        """The client every request goes through (its retries stand down for ours)."""
+        return self._client
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._retry
+
+    @property
+    def layout(self) -> Layout:
+        """Where each scope's objects live (keyed tags, never names)."""
+        return self._layout
+
+    @property
     def max_ttl_seconds(self) -> int:
         """The longest TTL an object may have: lifecycle deletes after the largest day class."""
         return self._classes[-1] * 86_400
@@ -69,3 +94,29 @@ class InBucket:
     ) -> _T:
         """One logical request under the retry policy (`s3claim.s3._retry.request`)."""
         return request(operation, call, policy=self._retry, expect=expect)
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        """Every key under `prefix`, in key order, page by page (ListObjectsV2)."""
+        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=prefix)
+        token: str | None = None
+        while True:
+            page = self._request(
+                "ListObjectsV2",
+                partial(first_page, ContinuationToken=token) if token else first_page,
+            )
+            for item in page.get("Contents", []):
+                yield item["Key"]
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+
+    def _head(self, key: str) -> HeadObjectOutputTypeDef | None:
+        """The object's HeadObject answer (metadata, ETag), or None when there is none."""
+        try:
+            return self._request(
+                "HeadObject",
+                partial(self._client.head_object, Bucket=self._bucket, Key=key),
+                expect=MISSING,
+            )
+        except Refused:
+            return None

@@ -8,12 +8,13 @@ environment variable's name when the value came from the environment.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, TypedDict
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ProfileNotFound
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
@@ -40,6 +41,10 @@ __all__ = [
 SSE_ALGORITHMS = ("AES256", "aws:kms")
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 15.0
+_KEY_MISSING = (
+    "{name} is not set: every process sharing the bucket needs the same key (make one with "
+    "`s3claim keygen`)"
+)
 _MAX_PREFIX_BYTES = 900  # S3 keys stop at 1,024 bytes; the tags and digest take 98
 
 
@@ -93,12 +98,12 @@ def handle_key_of(
     secret: HandleKey | SecretStr | str | bytes | None, *, name: str = "handle_key"
 ) -> HandleKey:
     if secret is None:
-        raise ConfigurationError(f"{name} is not set: every process sharing the bucket needs it")
+        raise ConfigurationError(_KEY_MISSING.format(name=name))
     if isinstance(secret, HandleKey):
         return secret
     value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
     if not isinstance(value, str | bytes) or not value:
-        raise ConfigurationError(f"{name} is not set: every process sharing the bucket needs it")
+        raise ConfigurationError(_KEY_MISSING.format(name=name))
     try:
         return HandleKey(value)
     except ValueError as exc:  # the message gives lengths, never the secret
@@ -117,15 +122,21 @@ class BucketArguments(TypedDict):
     ttl_day_classes: tuple[int, ...]
 
 
-def bucket_arguments(settings: S3ClaimSettings | None = None) -> BucketArguments:
+def bucket_arguments(
+    settings: S3ClaimSettings | None = None,
+    *,
+    client: S3Client | None = None,
+    bucket_name: str = "S3CLAIM_BUCKET",
+) -> BucketArguments:
     """Every `S3CLAIM_*` setting (from the environment unless given), checked under its
     variable's name, as the constructor arguments of `S3ClaimCheckStore` and `S3RunJournal`.
 
-    Both start from these, so they refuse the same settings with the same messages.
+    Both start from these, so they refuse the same settings with the same messages. `client`
+    is built from the settings unless given; `bucket_name` is what a missing bucket is called.
     """
     if settings is None:
         settings = settings_from_env()
-    bucket = check_bucket(settings.bucket, name="S3CLAIM_BUCKET")
+    bucket = check_bucket(settings.bucket, name=bucket_name)
     key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
     check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
     check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
@@ -134,36 +145,53 @@ def bucket_arguments(settings: S3ClaimSettings | None = None) -> BucketArguments
         bucket=bucket,
         handle_key=key,
         prefix=settings.prefix,
-        client=make_client(endpoint_url=settings.endpoint_url, region=settings.region),
+        client=client or make_client(endpoint_url=settings.endpoint_url, region=settings.region),
         sse=settings.sse,
         kms_key_id=settings.kms_key_id,
         ttl_day_classes=settings.ttl_day_classes,
     )
 
 
-def settings_from_env() -> S3ClaimSettings:
-    """Settings from the environment; a malformed variable is named, its value never shown."""
+def settings_from_env(overrides: Mapping[str, str] | None = None) -> S3ClaimSettings:
+    """Settings from the environment with `overrides` (the CLI's options) on top.
+
+    A malformed value is named by where it came from (`--prefix`, or `S3CLAIM_PREFIX`), and
+    its value is never shown.
+    """
+    given = dict(overrides or {})
+
+    def source(field: str) -> str:
+        return f"--{field.replace('_', '-')}" if field in given else f"S3CLAIM_{field.upper()}"
+
     try:
-        return S3ClaimSettings()
+        settings = S3ClaimSettings(**given)  # type: ignore[arg-type]
     except ValidationError as exc:
         reasons = "; ".join(
-            f"S3CLAIM_{str(e['loc'][0]).upper()}: {e['msg']}" if e["loc"] else e["msg"]
+            f"{source(str(e['loc'][0]))}: {e['msg']}" if e["loc"] else e["msg"]
             for e in exc.errors()
         )
         raise ConfigurationError(f"invalid {reasons}") from None
     except SettingsError as exc:  # a complex value (the day classes) that is not JSON
         field = re.search(r'field "(\w+)"', str(exc))
-        name = f"S3CLAIM_{field.group(1).upper()}" if field else "an S3CLAIM_* variable"
+        name = source(field.group(1)) if field else "an S3CLAIM_* variable"
         raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None
+    check_prefix(settings.prefix, name=source("prefix"))
+    return settings
 
 
-def make_client(*, endpoint_url: str | None = None, region: str | None = None) -> S3Client:
+def make_client(
+    *,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    credentials: tuple[str, str] | None = None,
+) -> S3Client:
     """A client that makes one attempt per call: our tenacity policy owns the retries.
 
     With an endpoint (MinIO, moto, a VPC endpoint by URL) addressing is path-style, which
     works without wildcard DNS. Socket timeouts are short (botocore's default read timeout is
     60 s): the retry policy's time bound is checked between attempts, so a hung attempt can
-    overrun it by at most one timeout.
+    overrun it by at most one timeout. Credentials come from the usual chain unless given
+    (an access key id and secret, for a local server of one's own).
     """
     config = Config(
         retries={"total_max_attempts": 1},
@@ -171,4 +199,11 @@ def make_client(*, endpoint_url: str | None = None, region: str | None = None) -
         connect_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
     )
-    return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+    try:
+        if credentials is None:
+            return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+        key, secret = credentials
+        session = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret)
+        return session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+    except ProfileNotFound as exc:
+        raise ConfigurationError(f"AWS profile not found: {exc.kwargs.get('profile')!r}") from None

@@ -95,11 +95,15 @@ def encode(content: str, width: int) -> bytes:
 
 def decode(body: bytes, width: int, *, operation: str) -> str:
     if len(body) % width:
-        raise ClaimStoreError(f"{operation}: body of {len(body)} bytes is not whole characters")
+        raise ClaimStoreError(
+            f"{operation}: body of {len(body)} bytes is not whole characters", reason="damaged"
+        )
     try:
         return body.decode(ENCODINGS[width])
     except UnicodeDecodeError:
-        raise ClaimStoreError(f"{operation}: body is not valid {ENCODINGS[width]}") from None
+        raise ClaimStoreError(
+            f"{operation}: body is not valid {ENCODINGS[width]}", reason="damaged"
+        ) from None
 
 
 def byte_range(offset: int, limit: int, width: int) -> str:
@@ -113,7 +117,9 @@ def content_range(header: str | None) -> tuple[int, int, int] | None:
         return None
     found = _CONTENT_RANGE.fullmatch(header.strip())
     if found is None:
-        raise ClaimStoreError("GetObject: the server sent a malformed Content-Range")
+        raise ClaimStoreError(
+            "GetObject: the server sent a malformed Content-Range", reason="damaged"
+        )
     first, last, total = (int(n) for n in found.groups())
     return first, last, total
 
@@ -150,7 +156,8 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
     if version != FORMAT_VERSION or width is None:
         found = f"format {version[:16]!r}" if version else "not an s3claim object"
         raise ClaimStoreError(
-            f"{operation}: object is {found}, not s3claim format {FORMAT_VERSION}"
+            f"{operation}: object is {found}, not s3claim format {FORMAT_VERSION}",
+            reason="damaged",
         )
     try:
         return ClaimMeta(
@@ -160,4 +167,6 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
             width=width,
         )
     except (KeyError, ValueError):
-        raise ClaimStoreError(f"{operation}: object metadata is incomplete") from None
+        raise ClaimStoreError(
+            f"{operation}: object metadata is incomplete", reason="damaged"
+        ) from None

@@ -15,16 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ChecksumError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    HTTPClientError,
-    IncompleteReadError,
-    ProxyConnectionError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tenacity import (
     AsyncRetrying,
@@ -35,58 +26,20 @@ from tenacity import (
     stop_after_delay,
 )
 
-from s3claim.errors import ClaimStoreError
+from s3claim.s3._errors import RetryableStoreFault, error_code, is_retryable, store_error
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = [
-    "MISSING",
-    "UNSUPPORTED",
     "Refused",
     "RetryPolicy",
-    "RetryableStoreFault",
-    "error_code",
-    "http_status",
-    "is_retryable",
     "own_retries",
     "request",
     "request_async",
-    "retrying",
 ]
 
 _T = TypeVar("_T")
-
-_RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
-_RETRYABLE_CODES = frozenset(
-    {
-        "SlowDown",
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "InternalError",
-        "ServiceUnavailable",
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "PriorRequestNotComplete",
-        "ConditionalRequestConflict",  # 409: a concurrent conditional write; try again
-    }
-)
-# HTTPClientError covers ConnectionClosedError, ReadTimeoutError, ResponseStreamingError and
-# the urllib3 protocol errors botocore wraps in it.
-_RETRYABLE_TRANSPORT = (
-    HTTPClientError,
-    EndpointConnectionError,
-    ConnectTimeoutError,
-    ProxyConnectionError,
-    IncompleteReadError,
-    ChecksumError,
-)
 
 
 class RetryPolicy(BaseModel):
@@ -113,35 +66,6 @@ class RetryPolicy(BaseModel):
         return self
 
 
-def error_code(exc: ClientError) -> str:
-    """The S3 error code, or the HTTP status when the response had no body (HEAD)."""
-    error = exc.response.get("Error", {})
-    code = error.get("Code")
-    if code:
-        return str(code)
-    return str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "Unknown"))
-
-
-def http_status(exc: ClientError) -> int | None:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return status if isinstance(status, int) else None
-
-
-class RetryableStoreFault(Exception):
-    """Raised inside a retried call for a fault S3 reported in a 200 (e.g. DeleteObjects Errors)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-
-
-def is_retryable(exc: BaseException) -> bool:
-    if isinstance(exc, RetryableStoreFault):
-        return True
-    if isinstance(exc, ClientError):
-        return error_code(exc) in _RETRYABLE_CODES or http_status(exc) in _RETRYABLE_STATUS
-    return isinstance(exc, _RETRYABLE_TRANSPORT)
-
-
 class _Backoff:
     """Exponential backoff with "equal jitter": a random wait in [d/2, d], d doubling to a cap.
 
@@ -158,14 +82,14 @@ class _Backoff:
         return delay / 2 + random.uniform(0, delay / 2)  # noqa: S311 - jitter, not secrets
 
 
-def retrying(policy: RetryPolicy) -> Retrying:
-    """A fresh tenacity controller for one logical request (they carry per-call state)."""
-    return Retrying(
-        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
-        wait=_Backoff(policy.initial_wait, policy.max_wait),
-        retry=retry_if_exception(is_retryable),
-        reraise=True,
-    )
+def _schedule(policy: RetryPolicy) -> dict[str, Any]:
+    """When to stop, how long to wait, what to retry: one policy for the sync and async faces."""
+    return {
+        "stop": stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
+        "wait": _Backoff(policy.initial_wait, policy.max_wait),
+        "retry": retry_if_exception(is_retryable),
+        "reraise": True,
+    }
 
 
 class Refused(Exception):
@@ -175,10 +99,6 @@ class Refused(Exception):
         super().__init__(code)
         self.code = code
 
-
-MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
-UNSUPPORTED = frozenset({"NotImplemented", "MethodNotAllowed", "501", "405"})
-"""How S3-compatible servers refuse an API they lack (Garage: 501; s3rver: 405)."""
 
 _OURS: ContextVar[bool] = ContextVar("s3claim_request", default=False)
 
@@ -217,7 +137,7 @@ def request(
     failing after the policy's retries is a `ClaimStoreError` naming the operation, the
     attempts and the S3 error code (never a message, which can echo the request).
     """
-    controller = retrying(policy)
+    controller = Retrying(**_schedule(policy))  # per call: controllers carry state
     token = _OURS.set(True)
     try:
         return controller(call)
@@ -236,12 +156,7 @@ async def request_async(
     expect: frozenset[str] = frozenset(),
 ) -> _T:
     """`request` for an async client (aiobotocore): the same policy, the same errors."""
-    controller = AsyncRetrying(
-        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
-        wait=_Backoff(policy.initial_wait, policy.max_wait),
-        retry=retry_if_exception(is_retryable),
-        reraise=True,
-    )
+    controller = AsyncRetrying(**_schedule(policy))
     try:
         return await controller(call)
     except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
@@ -253,13 +168,7 @@ def _failure(
     operation: str, exc: Exception, statistics: Mapping[str, Any], expect: frozenset[str]
 ) -> Exception:
     """What a request that failed for good raises: `Refused` if expected, else the store error."""
-    attempts = statistics.get("attempt_number", "?")
-    if isinstance(exc, ClientError):
-        code = error_code(exc)
-        if code in expect:
-            return Refused(code)
-        return ClaimStoreError(
-            f"{operation} failed after {attempts} attempt(s): {code} (HTTP {http_status(exc)})"
-        )
-    detail = str(exc) if isinstance(exc, RetryableStoreFault) else type(exc).__name__
-    return ClaimStoreError(f"{operation} failed after {attempts} attempt(s): {detail}")
+    if isinstance(exc, ClientError) and error_code(exc) in expect:
+        return Refused(error_code(exc))
+    assert isinstance(exc, ClientError | BotoCoreError | RetryableStoreFault)
+    return store_error(operation, exc, attempts=statistics.get("attempt_number", "?"))

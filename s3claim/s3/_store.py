@@ -11,9 +11,8 @@ Request budgets (each a single HTTP request unless retried):
   metadata. The only two-request case is a window at or past the end (or an empty claim):
   S3 answers 416 without metadata, so one HeadObject checks the claim still stands.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
-  version and delete marker under the prefix goes, on versioned buckets too. A server
-  without the versioning API (it answers 501 or 405: Garage, s3rver) has no versions to
-  keep: the store lists with ListObjectsV2 instead, and remembers that it must.
+  version and delete marker under the prefix goes (`_erase`, also for servers that have no
+  versioning API).
 
 Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
 
@@ -34,73 +33,37 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
 
 from botocore.exceptions import BotoCoreError
 from pydantic import SecretStr
 
+import s3claim.s3._format as _format
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
-from s3claim.s3 import _format
 from s3claim.s3._bucket import InBucket
-from s3claim.s3._config import (
-    bucket_arguments,
-)
-from s3claim.s3._layout import is_journal_key
+from s3claim.s3._config import bucket_arguments
+from s3claim.s3._erase import Eraser
+from s3claim.s3._errors import MISSING
 from s3claim.s3._lifecycle import day_class, tagging
-from s3claim.s3._retry import (
-    MISSING,
-    UNSUPPORTED,
-    Refused,
-    RetryableStoreFault,
-    RetryPolicy,
-)
+from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
+from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
 
 if TYPE_CHECKING:
     from botocore.response import StreamingBody
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef, ObjectIdentifierTypeDef
+    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = ["ClaimInfo", "S3ClaimCheckStore", "WindowRead"]
+__all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
-_T = TypeVar("_T")
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
 _SCAN_BYTES = 1024 * 1024
 """How much of a claim `scan` reads at a time: memory is bounded by this, not the claim."""
-_DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
-
-
-@dataclass(frozen=True, slots=True)
-class WindowRead:
-    """One fetch, planned: the object, the run that may read it, and the bytes to ask for."""
-
-    key: str
-    run_tag: str
-    width: int
-    offset: int
-    limit: int
-    """Characters to read; 0 when `offset` lies past what any object can hold."""
-
-    @property
-    def past_any_object(self) -> bool:
-        return self.limit == 0
-
-    @property
-    def byte_range(self) -> str:
-        return _format.byte_range(self.offset, self.limit, self.width)
-
-    @staticmethod
-    def has_body(content_range: str | None) -> bool:
-        """False for an empty object: S3 answers a range on one with 416, but s3rver with a
-        206 promising a byte it never sends. The metadata is in that answer either way."""
-        answered = _format.content_range(content_range)
-        return answered is None or answered[2] > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +110,7 @@ class S3ClaimCheckStore(InBucket):
             retry=retry,
         )
         self._written: OrderedDict[str, int] = OrderedDict()
-        self._versions_api = True  # until the server says it has none (see forget)
+        self._eraser = Eraser(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -162,11 +125,7 @@ class S3ClaimCheckStore(InBucket):
 
         Refuses a missing bucket or handle key by variable name, here rather than at first use.
         """
-        return cls(
-            **bucket_arguments(settings),
-            clock=clock,
-            retry=retry,
-        )
+        return cls(**bucket_arguments(settings), clock=clock, retry=retry)
 
     # -- put ----------------------------------------------------------------------------
 
@@ -272,7 +231,7 @@ class S3ClaimCheckStore(InBucket):
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         """content[offset:offset + limit] with one ranged GET (see the module docstring)."""
-        read = self._plan_read(scope, handle, offset, limit)
+        read = plan_read(self.layout, scope, handle, offset, limit)
         if read.past_any_object:
             return self._empty_window(read)
 
@@ -297,48 +256,7 @@ class S3ClaimCheckStore(InBucket):
             if refused.code == "InvalidRange":
                 return self._empty_window(read)
             raise ClaimUnavailableError from None
-        return self._window_of(read, *answer)
-
-    def _plan_read(self, scope: Scope, handle: str, offset: int, limit: int) -> WindowRead:
-        """What one fetch asks S3 for; refuses bad arguments and malformed handles first.
-
-        Shared with the async face (`s3claim.aio`), which sends the same request another way.
-        """
-        check_window(offset, limit)
-        if not is_handle(handle):
-            raise ClaimUnavailableError
-        width = handle_width(handle)
-        return WindowRead(
-            key=self._layout.object_key(scope, handle),
-            run_tag=self._layout.run_tag(scope),
-            width=width,
-            offset=offset,
-            # No object holds a character at or past max_chars, and a Range beyond it (up to
-            # 10**30 from a model's offset) is a header S3 need not parse as meant.
-            limit=max(0, min(limit, _format.max_chars(width) - offset)),
-        )
-
-    def _window_of(
-        self,
-        read: WindowRead,
-        raw_meta: Mapping[str, str],
-        content_range: str | None,
-        data: bytes,
-    ) -> Window:
-        """The window a GetObject answer holds, once every check on it has passed."""
-        answered = _format.content_range(content_range)
-        if answered is not None and answered[2] and answered[0] != read.width * read.offset:
-            raise ClaimStoreError("GetObject: the server answered another range")
-        meta = _format.parse_metadata(raw_meta, operation="GetObject")
-        if not meta.readable(run_tag=read.run_tag, now=self._clock.now()):
-            raise ClaimUnavailableError
-        if meta.width != read.width:  # the key binds the width: only a damaged object disagrees
-            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
-        # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
-        text = _format.decode(data[: read.width * read.limit], read.width, operation="GetObject")
-        if len(text) != max(0, min(read.limit, meta.chars - read.offset)):
-            raise ClaimStoreError("GetObject: window length disagrees with the object's size")
-        return Window.of(text, offset=read.offset, total_chars=meta.chars)
+        return window_of(read, *answer, now=self.clock.now())
 
     def _empty_window(self, read: WindowRead) -> Window:
         """After a 416 (no metadata in it): one HEAD decides between empty and unavailable."""
@@ -350,16 +268,7 @@ class S3ClaimCheckStore(InBucket):
             )
         except Refused:
             raise ClaimUnavailableError from None
-        return self._empty_window_of(read, head["Metadata"])
-
-    def _empty_window_of(self, read: WindowRead, raw_meta: Mapping[str, str]) -> Window:
-        """The empty window at or past the end, from the object's metadata (a HEAD's)."""
-        meta = _format.parse_metadata(raw_meta, operation="HeadObject")
-        if not meta.readable(run_tag=read.run_tag, now=self._clock.now()):
-            raise ClaimUnavailableError
-        if read.offset < meta.chars:
-            raise ClaimStoreError("GetObject: range refused inside the object's size")
-        return Window.of("", offset=read.offset, total_chars=meta.chars)
+        return empty_window_of(read, head["Metadata"], now=self.clock.now())
 
     # -- scan (search) --------------------------------------------------------------------
 
@@ -382,7 +291,9 @@ class S3ClaimCheckStore(InBucket):
             raise ClaimUnavailableError
         if meta.width != width:
             response["Body"].close()
-            raise ClaimStoreError("GetObject: object's encoding disagrees with its handle")
+            raise ClaimStoreError(
+                "GetObject: object's encoding disagrees with its handle", reason="damaged"
+            )
         return self._pieces(key, response["Body"], width, expected=meta.chars * width)
 
     def _open(self, key: str, *, first_byte: int) -> GetObjectOutputTypeDef:
@@ -396,9 +307,7 @@ class S3ClaimCheckStore(InBucket):
         except Refused:
             raise ClaimUnavailableError from None
 
-    def _pieces(
-        self, key: str, body: StreamingBody, width: int, *, expected: int
-    ) -> Iterator[str]:
+    def _pieces(self, key: str, body: StreamingBody, width: int, *, expected: int) -> Iterator[str]:
         received = 0
         carry = b""  # the bytes of a character split between two reads
         resumes = 0
@@ -422,7 +331,9 @@ class S3ClaimCheckStore(InBucket):
                     body.close()
                     body = self._open(key, first_byte=received)["Body"]
             if carry or received != expected:
-                raise ClaimStoreError("GetObject: body length disagrees with the object's size")
+                raise ClaimStoreError(
+                    "GetObject: body length disagrees with the object's size", reason="damaged"
+                )
         finally:
             body.close()
 
@@ -439,8 +350,7 @@ class S3ClaimCheckStore(InBucket):
 
         Returns the number of claims (distinct keys) removed; a run's journal goes with its
         run but is not a claim, so it is not counted. `progress(removed_so_far)` is
-        called after each batch. Each round lists from the start of the prefix again: what
-        was deleted is gone from the listing, so no continuation marker is needed.
+        called after each batch.
         """
         if run is not None:
             prefix = self._layout.run_prefix(Scope(tenant=tenant, run=run))
@@ -448,92 +358,12 @@ class S3ClaimCheckStore(InBucket):
             prefix = self._layout.tenant_prefix(tenant)
         else:
             raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
-        removed = 0
-        gone: set[tuple[str, str]] = set()
-        last_key: str | None = None  # versions of one key are listed together, maybe on two pages
         try:
-            while True:
-                doomed, keys, truncated = self._list_doomed(prefix)
-                if not doomed:
-                    if truncated:
-                        raise ClaimStoreError("listing: truncated page with no entries")
-                    break
-                ids = {(d["Key"], d.get("VersionId", "")) for d in doomed}
-                if ids & gone:  # deleted without error, yet listed again: never loop forever
-                    raise ClaimStoreError("DeleteObjects: deleted objects are still listed")
-                gone |= ids
-                for start in range(0, len(doomed), _DELETE_BATCH):
-                    self._delete(doomed[start : start + _DELETE_BATCH])
-                for key in keys:
-                    if key != last_key and not is_journal_key(key):
-                        removed += 1
-                    last_key = key
-                if progress is not None:
-                    progress(removed)
-                if not truncated:
-                    break
+            return self._eraser.erase(prefix, progress=progress)
         finally:
             with self._lock:
                 for key in [k for k in self._written if k.startswith(prefix)]:
                     del self._written[key]
-        return removed
-
-    def _list_doomed(self, prefix: str) -> tuple[list[ObjectIdentifierTypeDef], list[str], bool]:
-        """One page of what must go: (objects to delete, keys of live objects, truncated).
-
-        Versions and delete markers where the server has the versioning API; where it answers
-        501 or 405 there are no versions, so plain keys, and later calls skip the question.
-        """
-        if self._versions_api:
-            try:
-                page = self._request(
-                    "ListObjectVersions",
-                    lambda: self._client.list_object_versions(
-                        Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
-                    ),
-                    expect=UNSUPPORTED,
-                )
-            except Refused:
-                self._versions_api = False
-            else:
-                versions = page.get("Versions", [])
-                doomed: list[ObjectIdentifierTypeDef] = [
-                    {"Key": v["Key"], "VersionId": v["VersionId"]}
-                    for v in (*versions, *page.get("DeleteMarkers", []))
-                ]
-                return doomed, [v["Key"] for v in versions], bool(page.get("IsTruncated"))
-        listing = self._request(
-            "ListObjectsV2",
-            lambda: self._client.list_objects_v2(
-                Bucket=self._bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
-            ),
-        )
-        keys = [item["Key"] for item in listing.get("Contents", [])]
-        return [{"Key": k} for k in keys], keys, bool(listing.get("IsTruncated"))
-
-    def _delete(self, batch: list[ObjectIdentifierTypeDef]) -> None:
-        """One DeleteObjects; the keys it reports in `Errors` (inside a 200) are retried."""
-        pending = batch
-
-        def call() -> None:
-            nonlocal pending
-            response = self._client.delete_objects(
-                Bucket=self._bucket, Delete={"Objects": pending, "Quiet": True}
-            )
-            errors = response.get("Errors", [])
-            if not errors:
-                return
-            failed = {(e.get("Key"), e.get("VersionId")) for e in errors}
-            retry = [
-                o
-                for o in pending
-                if (o["Key"], o.get("VersionId")) in failed or (o["Key"], None) in failed
-            ]
-            pending = retry or pending
-            codes = ", ".join(sorted({str(e.get("Code", "Unknown")) for e in errors}))
-            raise RetryableStoreFault(f"{len(errors)} versions not deleted ({codes})")
-
-        self._request("DeleteObjects", call)
 
     # -- listing (operations; not part of the store protocol) ----------------------------
 
@@ -547,33 +377,16 @@ class S3ClaimCheckStore(InBucket):
             under, depth = self._layout.run_prefix(Scope(tenant=tenant, run=run)), 1
         else:
             under, depth = self._layout.tenant_prefix(tenant), 2  # run_tag/digest
-        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=under)
-        token: str | None = None
-        while True:
-            page = self._request(
-                "ListObjectsV2",
-                partial(first_page, ContinuationToken=token) if token else first_page,
-            )
-            for item in page.get("Contents", []):
-                parts = item["Key"][len(under) :].split("/")
-                handle = HANDLE_PREFIX + parts[-1]
-                if len(parts) != depth or not is_handle(handle):
-                    continue
-                try:
-                    head = self._request(
-                        "HeadObject",
-                        partial(self._client.head_object, Bucket=self._bucket, Key=item["Key"]),
-                        expect=MISSING,
-                    )
-                except Refused:
-                    continue  # forgotten or collected since the listing
-                meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
-                yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
-            token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
-                return
-
-    # -- requests -----------------------------------------------------------------------
+        for key in self._keys(under):
+            parts = key[len(under) :].split("/")
+            handle = HANDLE_PREFIX + parts[-1]
+            if len(parts) != depth or not is_handle(handle):
+                continue
+            head = self._head(key)
+            if head is None:
+                continue  # forgotten or collected since the listing
+            meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+            yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
 
     def __repr__(self) -> str:
         return (

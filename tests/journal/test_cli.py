@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from s3claim import HandleKey, S3ClaimCheckStore, S3RunJournal, Scope
 from s3claim.cli import app
-from s3claim.cli._bucket import provision_bucket
+from s3claim.s3._provision import provision_bucket
 from tests.journal._records import record
 
 runner = CliRunner()
@@ -129,8 +129,8 @@ def test_failover_needs_s3_and_the_scripted_model() -> None:
 def test_doctor_tells_whether_both_conditional_writes_a_journal_needs_are_honoured(
     moto_endpoint: str, drop: str | None
 ) -> None:
-    from s3claim.cli._capabilities import _conditional_put
-    from s3claim.cli._check import Status
+    from s3claim.s3._capabilities import _conditional_put
+    from s3claim.s3._check import Status
 
     client = boto3.client("s3", endpoint_url=moto_endpoint)
     name = f"doctor-{uuid.uuid4().hex}"

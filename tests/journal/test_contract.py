@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from s3claim import RunConflictError, RunNotFoundError, Scope
-from s3claim.errors import RUN_NOT_FOUND_MESSAGE
+from s3claim._wording import RUN_NOT_FOUND_MESSAGE
 from tests.journal._records import record
 from tests.journal.conftest import JournalRig
 
@@ -32,9 +32,7 @@ def test_a_saved_record_loads_back_exactly(rig: JournalRig) -> None:
 def test_each_save_makes_a_new_version_and_load_sees_the_latest(rig: JournalRig) -> None:
     first = rig.journal.save(SCOPE, record(1), replaces=None)
     second = rig.journal.save(SCOPE, record(2), replaces=first)
-    third = rig.journal.save(
-        SCOPE, record(3, status="answered", output="done"), replaces=second
-    )
+    third = rig.journal.save(SCOPE, record(3, status="answered", output="done"), replaces=second)
 
     assert len({first, second, third}) == 3
     entry = rig.journal.load(SCOPE)

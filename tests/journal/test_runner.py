@@ -37,7 +37,7 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim.errors import RUN_NOT_FOUND_MESSAGE
+from s3claim._wording import RUN_NOT_FOUND_MESSAGE
 
 TENANT, RUN = "acme", "run-1"
 SCOPE = Scope(TENANT, RUN)

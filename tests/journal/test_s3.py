@@ -12,7 +12,6 @@ from botocore.awsrequest import AWSPreparedRequest
 from botocore.exceptions import ConnectionClosedError
 from botocore.httpsession import URLLib3Session
 
-from benchmarks.backends import Wire
 from s3claim import (
     AgentRunner,
     ClaimStoreError,
@@ -28,6 +27,7 @@ from s3claim import (
 )
 from tests.journal._records import record
 from tests.journal.conftest import JournalRig
+from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 SECRET = "a-handle-key-of-enough-length"

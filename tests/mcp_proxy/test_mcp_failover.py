@@ -11,8 +11,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from s3claim.cli._bucket import provision_bucket
 from s3claim.mcp import RUN_META_KEY
+from s3claim.s3._provision import provision_bucket
 from tests._s3 import moto_client
 from tests.mcp_proxy._support import handle_of, http_proxy, read_all, received, text_of
 from tests.mcp_proxy._upstream import document

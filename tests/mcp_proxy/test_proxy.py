@@ -20,9 +20,9 @@ from s3claim import (
     ManualClock,
     MemoryClaimCheckStore,
 )
-from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim._wording import UNAVAILABLE_MESSAGE
+from s3claim.claim_tools import claim_tools
 from s3claim.mcp import RUN_META_KEY, Scoping, StdioUpstream, Upstream, UpstreamError
-from s3claim.retrieval import claim_tools
 from tests.mcp_proxy._support import (
     PYTHON,
     UPSTREAM,

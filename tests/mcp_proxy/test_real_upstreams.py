@@ -10,7 +10,6 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from benchmarks.mcp_upstreams import git_server_argv, install_filesystem
 from tests.mcp_proxy._support import (
     handle_of,
     http_proxy,
@@ -20,13 +19,14 @@ from tests.mcp_proxy._support import (
     text_of,
 )
 from tests.mcp_proxy._upstream import document
+from tests.mcp_servers import git_server_argv, install_filesystem
 
 COMMITS = 400
 
 
 @pytest.fixture(scope="session")
 def filesystem_server() -> Path:
-    """The reference server's executable, installed by npm once (benchmarks/.node-mcp)."""
+    """The reference server's executable, installed by npm once (tests/.node-mcp)."""
     return install_filesystem()
 
 

@@ -31,7 +31,7 @@ from s3claim import (
     S3ClaimSettings,
     S3RunJournal,
 )
-from s3claim._scenario import QUESTION, TENANT, counsel_runner, counsel_script
+from s3claim.cli.demo import QUESTION, TENANT, counsel_runner, counsel_script
 from tests._s3 import moto_client
 
 NO_WAIT = RetryPolicy(initial_wait=0, max_wait=0)

@@ -24,8 +24,8 @@ from s3claim import (
     Scope,
     tool,
 )
-from s3claim.boundary import neutralise
-from s3claim.errors import STORE_UNAVAILABLE_MESSAGE
+from s3claim._boundary import neutralise
+from s3claim._wording import STORE_UNAVAILABLE_MESSAGE
 from s3claim.s3 import RetryPolicy
 from tests._s3 import s3_response
 from tests._strategies import PIECES

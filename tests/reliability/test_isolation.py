@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3claim import ClaimUnavailableError, RunContext, Scope, ToolError, claim_check_tool
-from s3claim.errors import UNAVAILABLE_MESSAGE
+from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.events import ClaimUnavailable, Event
 from tests.reliability._support import KEY_LAYOUT, Rig
 

@@ -36,7 +36,13 @@ from s3claim import (
     S3RunJournal,
     Scope,
 )
-from s3claim._scenario import QUESTION, TENANT, counsel_runner, counsel_script, run_scenario
+from s3claim.cli.demo import (
+    QUESTION,
+    TENANT,
+    counsel_runner,
+    counsel_script,
+    run_scenario,
+)
 from tests._s3 import moto_client
 from tests.reliability._support import FaultInjector
 

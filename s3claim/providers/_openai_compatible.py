@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from s3claim.errors import ProviderError
 from s3claim.messages import (
     AssistantMessage,
     Message,
@@ -37,24 +38,12 @@ from s3claim.messages import (
     UserMessage,
 )
 
-__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "ProviderError", "TokenUsage"]
+__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "TokenUsage"]
 
 INVALID_ARGUMENTS_KEY = "arguments_were_not_a_json_object"
 """The one field a call with unreadable arguments carries; no tool accepts it."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-
-
-class ProviderError(Exception):
-    """The model server could not be reached, refused the request, or answered nonsense.
-
-    Not a `ClaimCheckError`: nothing about a claim went wrong. `status` is the HTTP status
-    when there was one.
-    """
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from s3claim.s3._errors import translated
 from s3claim.s3._lifecycle import lifecycle_rules
 
 if TYPE_CHECKING:
@@ -34,24 +35,27 @@ def provision_bucket(
     region: str | None = None,
 ) -> None:
     """Create the bucket as the Terraform module would (for the demo's embedded S3)."""
-    if region and region != "us-east-1":
-        client.create_bucket(
+    with translated("provisioning"):
+        if region and region != "us-east-1":
+            client.create_bucket(
+                Bucket=bucket,
+                CreateBucketConfiguration={"LocationConstraint": region},  # type: ignore[typeddict-item]
+            )
+        else:
+            client.create_bucket(Bucket=bucket)
+        client.put_public_access_block(
             Bucket=bucket,
-            CreateBucketConfiguration={"LocationConstraint": region},  # type: ignore[typeddict-item]
+            PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK,
         )
-    else:
-        client.create_bucket(Bucket=bucket)
-    client.put_public_access_block(
-        Bucket=bucket,
-        PublicAccessBlockConfiguration=PUBLIC_ACCESS_BLOCK,
-    )
-    client.put_bucket_encryption(
-        Bucket=bucket,
-        ServerSideEncryptionConfiguration={
-            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
-        },
-    )
-    client.put_bucket_lifecycle_configuration(
-        Bucket=bucket,
-        LifecycleConfiguration={"Rules": lifecycle_rules(prefix=prefix, day_classes=day_classes)},
-    )
+        client.put_bucket_encryption(
+            Bucket=bucket,
+            ServerSideEncryptionConfiguration={
+                "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+            },
+        )
+        client.put_bucket_lifecycle_configuration(
+            Bucket=bucket,
+            LifecycleConfiguration={
+                "Rules": lifecycle_rules(prefix=prefix, day_classes=day_classes)
+            },
+        )

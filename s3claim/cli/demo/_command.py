@@ -1,6 +1,6 @@
 """`s3claim demo`: the counsel scenario, run with and without the claim check, measured.
 
-The scenario and the measure live in `s3claim._scenario`; this module picks the store and
+The scenario and the measure live in `s3claim.cli.demo._scenario`; this module picks the store and
 the provider, then renders the result for a terminal or as one JSON document.
 """
 
@@ -21,39 +21,20 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from s3claim._scenario import (
-    QUESTION,
-    TENANT,
-    Scenario,
-    prefill_by_turn,
-    run_scenario,
-    split_seen,
-)
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    PrefixOption,
-    RegionOption,
-    Target,
-    load_settings,
-)
-from s3claim.cli._embedded import embedded_s3
+from s3claim._wording import split_head
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
-from s3claim.cli._failover import failover_demo
+from s3claim.cli.demo._bucket import demo_bucket
+from s3claim.cli.demo._failover import failover_demo
+from s3claim.cli.demo._scenario import QUESTION, TENANT, Scenario, prefill_by_turn, run_scenario
 from s3claim.events import Event
-from s3claim.handles import HandleKey
 from s3claim.memory import MemoryClaimCheckStore
-from s3claim.openai_compat import OpenAICompatibleProvider
-from s3claim.providers import Provider
+from s3claim.providers import OpenAICompatibleProvider, Provider
 from s3claim.s3 import S3ClaimCheckStore
+from s3claim.s3.admin import load_settings, open_store
 from s3claim.store import ClaimCheckStore
 
 __all__ = ["demo"]
-
-
-class StoreKind(StrEnum):
-    s3 = "s3"
-    memory = "memory"
 
 
 class ProviderKind(StrEnum):
@@ -79,7 +60,7 @@ BASELINE_MODEL = (
 class _Setup:
     store: ClaimCheckStore
     description: str
-    cleanup: S3ClaimCheckStore | None  # a real bucket: the demo forgets its run afterwards
+    cleanup: S3ClaimCheckStore | None  # a configured bucket: the demo forgets its run afterwards
 
 
 @contextmanager
@@ -91,29 +72,9 @@ def _store(
         yield _Setup(MemoryClaimCheckStore(), "memory (MemoryClaimCheckStore)", None)
         return
     settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
-    # The demo's claims live for one run; a key of its own is fine when none is configured.
-    secret = settings.handle_key.get_secret_value() if settings.handle_key else None
-    key = HandleKey(secret) if secret else HandleKey.generate()
-    if settings.bucket is None:
-        if settings.endpoint_url is not None:
-            raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")
-        with embedded_s3(prefix=settings.prefix, day_classes=settings.ttl_day_classes) as s3:
-            store = S3ClaimCheckStore(
-                s3.bucket, handle_key=key, prefix=settings.prefix, client=s3.client,
-                ttl_day_classes=settings.ttl_day_classes,
-            )  # fmt: skip
-            yield _Setup(
-                store, f"embedded S3 (moto) at {s3.endpoint_url}, bucket {s3.bucket}", None
-            )
-        return
-    target = Target.of(settings)
-    store = S3ClaimCheckStore(
-        target.bucket, handle_key=key, prefix=settings.prefix, client=target.client,
-        sse=settings.sse, kms_key_id=settings.kms_key_id,
-        ttl_day_classes=settings.ttl_day_classes,
-    )  # fmt: skip
-    where = f" at {settings.endpoint_url}" if settings.endpoint_url else ""
-    yield _Setup(store, f"S3 bucket {target.bucket}{where}, prefix {settings.prefix}", store)
+    with demo_bucket(settings) as where:
+        store = open_store(where.target)
+        yield _Setup(store, where.description, None if where.embedded else store)
 
 
 def _provider(
@@ -186,7 +147,7 @@ def report(
 ) -> dict[str, Any]:
     """The demo's result as plain data: the JSON document, and what the terminal shows."""
     seen = scenario.seen
-    parts = split_seen(seen) if seen is not None else None
+    parts = split_head(seen) if seen is not None else None
     return {
         "store": store,
         "provider": provider,

@@ -6,7 +6,7 @@ resumes the run from the bucket and finishes it. This process only orchestrates:
 both, kills the first, reads the journal between them, and compares the finished run with an
 uninterrupted one (the same scripted model, claims in memory under the same key).
 
-Run as `python -m s3claim.cli._failover first|resume RUN_ID`, this module is the instance;
+Run as `python -m s3claim.cli.demo._failover first|resume RUN_ID`, this module is the instance;
 it reads its bucket from `S3CLAIM_*` and writes one JSON line per event of interest.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import select
 import signal
 import subprocess
@@ -23,8 +22,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -32,15 +29,21 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from s3claim._scenario import QUESTION, TENANT, counsel_runner, counsel_script, run_scenario
-from s3claim.cli._config import Target, load_settings, open_journal, open_store
-from s3claim.cli._embedded import embedded_s3
 from s3claim.cli._exit import CliError, Exit
+from s3claim.cli.demo._bucket import demo_bucket
+from s3claim.cli.demo._scenario import (
+    QUESTION,
+    TENANT,
+    counsel_runner,
+    counsel_script,
+    run_scenario,
+)
 from s3claim.errors import ClaimCheckError
 from s3claim.events import Event
 from s3claim.handles import HandleKey
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, conversation_chars
+from s3claim.s3.admin import Target, load_settings, open_journal, open_store
 from s3claim.scope import Scope
 
 __all__ = ["failover_demo"]
@@ -48,7 +51,6 @@ __all__ = ["failover_demo"]
 KILL_AT_TURN = 3
 """The first instance dies asking for this model call: after its second."""
 CHILD_SECONDS = 60.0
-_DEMO_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "s3claim-demo", "AWS_SECRET_ACCESS_KEY": "s3claim-demo"}
 
 
 # -- the instances (child processes) -----------------------------------------------------------
@@ -114,62 +116,10 @@ def _instance(mode: str, run_id: str) -> int:
 # -- the orchestration (this process) -----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Bucket:
-    env: dict[str, str]
-    description: str
-    target: Target
-    real: bool
-
-
-@contextmanager
-def _bucket(
-    bucket: str | None, endpoint_url: str | None, prefix: str | None, region: str | None
-) -> Iterator[_Bucket]:
-    settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
-    secret = settings.handle_key.get_secret_value() if settings.handle_key else ""
-    key = secret or secrets.token_urlsafe(32)  # the demo's own, passed to its instances only
-    env = {"S3CLAIM_HANDLE_KEY": key, "S3CLAIM_PREFIX": settings.prefix}
-    if settings.bucket is None:
-        if settings.endpoint_url is not None:
-            raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")
-        with embedded_s3(prefix=settings.prefix, day_classes=settings.ttl_day_classes) as s3:
-            env |= {"S3CLAIM_BUCKET": s3.bucket, "S3CLAIM_ENDPOINT_URL": s3.endpoint_url,
-                    "S3CLAIM_REGION": "us-east-1", **_DEMO_CREDENTIALS}  # fmt: skip
-            with _environment(env):
-                target = Target.of(load_settings())
-            yield _Bucket(env, f"embedded S3 (moto) at {s3.endpoint_url}, bucket {s3.bucket}",
-                          target, real=False)  # fmt: skip
-        return
-    env["S3CLAIM_BUCKET"] = settings.bucket
-    for name, value in (("ENDPOINT_URL", settings.endpoint_url), ("REGION", settings.region)):
-        if value:
-            env[f"S3CLAIM_{name}"] = value
-    where = f" at {settings.endpoint_url}" if settings.endpoint_url else ""
-    with _environment(env):
-        target = Target.of(load_settings())
-    yield _Bucket(env, f"S3 bucket {settings.bucket}{where}, prefix {settings.prefix}", target,
-                  real=True)  # fmt: skip
-
-
-@contextmanager
-def _environment(env: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """An instance; its stdin is held open so that it can wait on it (and is killed there)."""
     return subprocess.Popen(  # noqa: S603 - this interpreter, our own module, our arguments
-        [sys.executable, "-m", "s3claim.cli._failover", *args],
+        [sys.executable, "-m", "s3claim.cli.demo._failover", *args],
         env={**os.environ, **env},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -236,7 +186,8 @@ def failover_demo(
     started = time.perf_counter()
     run_id = f"failover-{uuid.uuid4().hex[:8]}"
     scope = Scope(TENANT, run_id)
-    with _bucket(bucket, endpoint_url, prefix, region) as setup:
+    settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
+    with demo_bucket(settings) as setup:
         first, code = _instance_run(setup.env, "first", run_id, kill_when="waiting")
         journal = open_journal(setup.target)
         recorded = journal.load(scope).record
@@ -245,7 +196,7 @@ def failover_demo(
             raise CliError("the second instance did not finish the run", Exit.UNAVAILABLE)
         final = journal.load(scope).record
         key = HandleKey(setup.env["S3CLAIM_HANDLE_KEY"])
-        if setup.real:
+        if not setup.embedded:
             open_store(setup.target).forget(tenant=TENANT, run=run_id)
     store = MemoryClaimCheckStore(handle_key=key)
     expected = run_scenario(store, baseline=False, run_id=run_id).claimed

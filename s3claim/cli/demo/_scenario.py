@@ -21,22 +21,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from s3claim._contract import contract
+from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
+from s3claim.claim_tools import claim_check_tool
 from s3claim.claimcheck import ClaimCheck
+from s3claim.cli.demo._contract import contract
 from s3claim.events import ModelCalled
 from s3claim.journal import RunJournal
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import Provider, ScriptedProvider
-from s3claim.retrieval import claim_check_tool
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.store import ClaimCheckStore
 from s3claim.tools import Tool, ToolRegistry, tool
 
 __all__ = [
     "AGENT",
-    "CONTINUE_SEEN",
-    "HANDLE_SEEN",
-    "MARKER_SEEN",
     "QUESTION",
     "SYSTEM",
     "TENANT",
@@ -49,7 +47,6 @@ __all__ = [
     "read_contract_calls",
     "read_contract_tool",
     "run_scenario",
-    "split_seen",
 ]
 
 AGENT = "counsel"
@@ -60,12 +57,6 @@ SYSTEM = (
 )
 QUESTION = "Who are the parties to the master services agreement, and what does Article 1 cover?"
 
-HANDLE_SEEN = re.compile(r"handle='(claim:[0-9a-z]+)'")
-"""A handle as a marker or footer names it (what a scripted model reads)."""
-MARKER_SEEN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
-"""A marker: total characters and characters not shown."""
-CONTINUE_SEEN = re.compile(r"and offset=(\d+) to continue\.\]\Z")
-"""A footer: the offset to fetch next."""
 _PARTIES = re.compile(
     r"between (.+?), a company .*?\(the \"(\w+)\"\), and (.+?), a company .*?\(the \"(\w+)\"\)",
     re.DOTALL,
@@ -165,14 +156,6 @@ def read_contract_calls(result: RunResult) -> int:
 def prefill_by_turn(result: RunResult) -> list[int]:
     """Characters sent to the model on each call of the run, in turn order."""
     return [e.prefill_chars for e in result.events if isinstance(e, ModelCalled)]
-
-
-def split_seen(text: str) -> tuple[str, str] | None:
-    """A checked-in result as (head, marker); None when the result was not checked in."""
-    if MARKER_SEEN.search(text) is None or "\n\n" not in text:
-        return None
-    head, marker = text.rsplit("\n\n", 1)
-    return head, marker
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,7 @@ import json
 import math
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -43,15 +42,13 @@ from s3claim.errors import (
     RunNotFoundError,
 )
 from s3claim.handles import HandleKey
-from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
-from s3claim.journal._record import JournalEntry, RunInfo, RunRecord, RunStatus
+from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord, RunStatus
 from s3claim.s3._bucket import InBucket
-from s3claim.s3._config import (
-    bucket_arguments,
-)
+from s3claim.s3._config import bucket_arguments
+from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import JOURNAL_NAME
 from s3claim.s3._lifecycle import day_class, tagging
-from s3claim.s3._retry import MISSING, Refused, RetryPolicy
+from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
@@ -61,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "S3RunJournal"]
 
-_T = TypeVar("_T")
 FORMAT = 1
 _CONTENT_TYPE = "application/json"
 _META_FORMAT = "s3claim-journal"
@@ -210,8 +206,11 @@ class S3RunJournal(InBucket):
         except Refused as refused:
             if attempts > 1:  # an earlier attempt may have landed, its answer lost
                 current = self._head(key)
-                if current is not None and current[0].get(_META_WRITE) == stored.write:
-                    return current[1]
+                if (
+                    current is not None
+                    and current.get("Metadata", {}).get(_META_WRITE) == stored.write
+                ):
+                    return current["ETag"]
             if refused.code in MISSING:  # If-Match on no object: forgotten while it ran
                 raise RunNotFoundError from None
             raise RunConflictError(_TAKEN if replaces is None else _CONFLICT) from None
@@ -222,35 +221,13 @@ class S3RunJournal(InBucket):
         """Every run of a tenant with a journal, by tag, expired ones included: one HEAD each,
         and no body (which holds tool results) is ever read."""
         under = self._layout.tenant_prefix(tenant)
-        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=under)
-        token: str | None = None
-        while True:
-            page = self._request(
-                "ListObjectsV2",
-                partial(first_page, ContinuationToken=token) if token else first_page,
-            )
-            for item in page.get("Contents", []):
-                parts = item["Key"][len(under) :].split("/")
-                if len(parts) != 2 or parts[1] != JOURNAL_NAME:
-                    continue
-                current = self._head(item["Key"])
-                if current is not None:  # forgotten or collected since the listing
-                    yield _info(current[0], parts[0])
-            token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
-                return
-
-    def _head(self, key: str) -> tuple[Mapping[str, str], str] | None:
-        """(metadata, ETag) of the object, or None when there is none."""
-        try:
-            head = self._request(
-                "HeadObject",
-                lambda: self._client.head_object(Bucket=self._bucket, Key=key),
-                expect=MISSING,
-            )
-        except Refused:
-            return None
-        return head.get("Metadata", {}), head["ETag"]
+        for key in self._keys(under):
+            parts = key[len(under) :].split("/")
+            if len(parts) != 2 or parts[1] != JOURNAL_NAME:
+                continue
+            head = self._head(key)
+            if head is not None:  # forgotten or collected since the listing
+                yield _info(head.get("Metadata", {}), parts[0])
 
     def __repr__(self) -> str:
         return (
@@ -272,7 +249,9 @@ def _metadata(stored: _Stored) -> dict[str, str]:
 
 
 def _damaged(run_tag: str, reason: str) -> ClaimStoreError:
-    return ClaimStoreError(f"run journal {run_tag}: {reason}; it was left as it is")
+    return ClaimStoreError(
+        f"run journal {run_tag}: {reason}; it was left as it is", reason="damaged"
+    )
 
 
 def _check_format(value: object, run_tag: str) -> None:

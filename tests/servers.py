@@ -1,6 +1,7 @@
-"""The S3 servers the benchmarks talk to, and a wire counter for their clients.
+"""S3 servers on 127.0.0.1 for the tests and the benchmarks, and a wire counter for clients.
 
-Two kinds of server, for two kinds of figure:
+They live with the tests (the benchmarks borrow them). Two kinds of server, for two kinds of
+figure:
 
 - `MotoServer`: moto's HTTP server in this process. Requests and bytes are counted here, the
   same as the test suite counts them; its in-process backend lets 10,000 objects be seeded
@@ -181,7 +182,7 @@ class _ChildServer:
     ) -> None:
         self._dir = tempfile.mkdtemp(prefix="s3claim-bench-")
         argv = [a.replace("{dir}", self._dir) for a in argv]
-        self._process = subprocess.Popen(  # noqa: S603  (argv built here, no shell)
+        self._process = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -222,7 +223,7 @@ class _ChildServer:
 
 
 class S3rver(_ChildServer):
-    """s3rver from the npm registry, installed into benchmarks/.node on first use."""
+    """s3rver from the npm registry, installed into tests/.node on first use."""
 
     name = f"s3rver {S3RVER_VERSION}"
 
@@ -256,7 +257,7 @@ class MotoSubprocess(_ChildServer):
 
 
 def install_s3rver() -> Path:
-    """npm-install the pinned s3rver into benchmarks/.node unless it is there already."""
+    """npm-install the pinned s3rver into tests/.node unless it is there already."""
     binary = NODE_DIR / "node_modules" / ".bin" / "s3rver"
     package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
     if binary.exists() and f'"version": "{S3RVER_VERSION}"' in package.read_text():
@@ -265,7 +266,7 @@ def install_s3rver() -> Path:
     if npm is None:
         raise S3rverUnavailable("npm is not installed")
     NODE_DIR.mkdir(exist_ok=True)
-    done = subprocess.run(  # noqa: S603  (fixed argv, no shell)
+    done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--no-save", f"s3rver@{S3RVER_VERSION}"],
         cwd=NODE_DIR,
         capture_output=True,

@@ -1,23 +1,13 @@
-"""Providers: whatever turns a conversation into the model's next message."""
+"""ScriptedProvider: a deterministic model for tests, demos and benchmarks."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from s3claim.messages import AssistantMessage, Message
 
-__all__ = ["Provider", "ScriptedProvider", "Step"]
-
-
-@runtime_checkable
-class Provider(Protocol):
-    def complete(
-        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
-    ) -> AssistantMessage:
-        """The next assistant message; `tools` are chat-completions `function` schemas."""
-        ...
-
+__all__ = ["ScriptedProvider", "Step"]
 
 Step = AssistantMessage | Callable[[Sequence[Message]], AssistantMessage]
 

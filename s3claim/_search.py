@@ -1,4 +1,4 @@
-"""`search_result`: find text inside a claim; only the matches enter the conversation.
+"""The search engine behind `search_result`: a pattern over a claim streamed in pieces.
 
 The store streams the claim's text (`SearchableStore.scan`: the S3 store with one GET, read
 in pieces), and the pattern runs over it here, beside the store, in bounded memory:
@@ -21,38 +21,25 @@ in pieces), and the pattern runs over it here, beside the store, in bounded memo
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from typing import Annotated, Protocol, runtime_checkable
+from dataclasses import dataclass
 
 import regex
-from pydantic import Field
 
-from s3claim.boundary import neutralise
-from s3claim.errors import STORE_UNAVAILABLE_MESSAGE, UNAVAILABLE_MESSAGE, ClaimUnavailableError
-from s3claim.events import ClaimSearched, ClaimSearchFailed, ClaimUnavailable
-from s3claim.handles import is_handle
-from s3claim.scope import Scope
-from s3claim.store import ClaimCheckStore
-from s3claim.tools import RunContext, Tool, ToolError, tool
+from s3claim._boundary import neutralise
 
 __all__ = [
     "MAX_MATCHES",
     "MAX_PATTERN_CHARS",
-    "SEARCH_TOOL_NAME",
     "SNIPPET_CHARS",
     "Match",
     "PatternTooCostlyError",
     "SearchResult",
-    "SearchableStore",
-    "claim_search_tool",
     "compile_pattern",
     "search_text",
 ]
 
-SEARCH_TOOL_NAME = "search_result"
 MAX_MATCHES = 20
 SNIPPET_CHARS = 200
 MAX_PATTERN_CHARS = 1000
@@ -60,18 +47,6 @@ _CARRY = 64 * 1024
 _CONTEXT = SNIPPET_CHARS
 _REGEX_SECONDS = 0.5
 _SECONDS_PER_CHAR = 5e-9
-_log = logging.getLogger("s3claim")
-
-
-@runtime_checkable
-class SearchableStore(Protocol):
-    """A store that can stream a claim's text, start to end, in pieces.
-
-    `scan` checks the handle, the scope and the expiry exactly as `fetch` does, raising
-    `ClaimUnavailableError` (before yielding anything) for every handle `fetch` refuses.
-    """
-
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,67 +155,3 @@ def _matches(
                 yield m
     except TimeoutError:
         raise PatternTooCostlyError from None
-
-
-def claim_search_tool(store: ClaimCheckStore) -> Tool:
-    """The `search_result` tool for `store`; give it to agents beside `fetch_result`."""
-    if not isinstance(store, SearchableStore):
-        raise TypeError(f"{type(store).__name__} cannot be searched: it has no scan()")
-    searchable: SearchableStore = store
-
-    def search_result(
-        context: RunContext,
-        handle: str,
-        pattern: Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_CHARS)],
-        regex: bool = False,
-        ignore_case: bool = False,
-        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
-    ) -> str:
-        try:
-            compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
-        except ValueError as exc:
-            raise ToolError("invalid_arguments", str(exc)) from None
-        known = handle if is_handle(handle) else None
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            pieces = searchable.scan(context.scope, handle)
-            try:
-                result = search_text(pieces, compiled, offset=offset)
-            finally:  # a stopped search must not leave an HTTP stream open
-                close = getattr(pieces, "close", None)
-                if close is not None:
-                    close()
-        except ClaimUnavailableError:
-            context.emit(ClaimUnavailable(handle=known))
-            raise ToolError("claim_unavailable", UNAVAILABLE_MESSAGE) from None
-        except PatternTooCostlyError:
-            context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
-            raise ToolError(
-                "pattern_too_costly",
-                "the pattern needed more matching time than it is given (nested repetition "
-                "backtracks without end); search for a literal or a simpler pattern",
-            ) from None
-        except Exception as exc:  # a store fault is the model's to retry, never the run's end
-            _log.warning("search_result: store failed for %s (%s)", known, type(exc).__name__)
-            context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
-            raise ToolError("store_unavailable", STORE_UNAVAILABLE_MESSAGE) from None
-        context.emit(
-            ClaimSearched(
-                handle=handle,
-                pattern_chars=len(pattern),
-                matches=len(result.matches),
-                total_matches=result.total_matches,
-            )
-        )
-        return result.to_json()
-
-    search_result.__doc__ = (
-        "Find text in a tool result that was checked in, without reading it all: returns JSON "
-        f'{{"matches": [{{"offset", "snippet"}}], "total_matches", "next_offset"}}, at most '
-        f"{MAX_MATCHES} matches from `offset` on, each with up to {SNIPPET_CHARS} characters "
-        "around it. `offset` is in characters, as in fetch_result: fetch the window at a "
-        "match's offset to read it whole. `regex` makes the pattern a regular expression; "
-        "`ignore_case` ignores case. Pass `next_offset` as `offset` for more matches."
-    )
-    return replace(tool(search_result), check_in=False, redeems=store)

@@ -37,7 +37,8 @@ import regex
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from s3claim.tools import Tool, ToolError
+from s3claim.errors import ToolError
+from s3claim.tools import Tool
 
 __all__ = ["neutralise", "result_text", "text_of"]
 

@@ -3,11 +3,10 @@
 A fetch is the one request an agent repeats at a model turn's pace, so it is sent from the
 event loop on an async client, with at most `max_in_flight` at once: no thread competes with
 the loop for the GIL, and no more requests than that parse their answers on it. Everything
-else about a fetch is the sync store's own (`S3ClaimCheckStore._plan_read`, `_window_of`,
-`_empty_window_of`: the range, the expiry and scope checks, the format), and so is the retry
-policy (`request_async`). `put` and `forget` run on worker threads through the sync store:
-a check-in serialises and hashes the whole result (milliseconds of CPU that must stay off
-the loop), and erasure is rare.
+else about a fetch is shared with the sync store (`s3claim.s3._read`: the range, the expiry
+and scope checks, the format), and so is the retry policy (`request_async`). `put` and
+`forget` run on worker threads through the sync store: a check-in serialises and hashes the
+whole result (milliseconds of CPU that must stay off the loop), and erasure is rare.
 
 The async client is built, on first use in the running loop, from the sync store's client:
 its endpoint, region, configuration and credentials (botocore keeps those on the client's
@@ -25,11 +24,13 @@ from typing import Any
 
 from botocore.config import Config
 
-from s3claim.aio._store import ThreadedAsyncStore
-from s3claim.aio._workers import DEFAULT_MAX_WORKERS
+from s3claim._workers import DEFAULT_MAX_WORKERS
+from s3claim.aio import ThreadedAsyncStore
 from s3claim.errors import ClaimUnavailableError
-from s3claim.s3._retry import MISSING, Refused, request_async
-from s3claim.s3._store import S3ClaimCheckStore, WindowRead
+from s3claim.s3._errors import MISSING
+from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
+from s3claim.s3._retry import Refused, request_async
+from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
 
@@ -54,9 +55,11 @@ class AsyncS3ClaimCheckStore:
             raise TypeError(
                 f"AsyncS3ClaimCheckStore wraps an S3ClaimCheckStore, got {type(store).__name__}"
             )
-        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
-            raise ValueError(f"max_in_flight must be a positive integer, got {max_in_flight!r}")
-        if max_in_flight < 1:
+        if (
+            isinstance(max_in_flight, bool)
+            or not isinstance(max_in_flight, int)
+            or max_in_flight < 1
+        ):
             raise ValueError(f"max_in_flight must be a positive integer, got {max_in_flight!r}")
         self.store = store
         self._threads = ThreadedAsyncStore(store, max_workers=max_workers)
@@ -76,7 +79,8 @@ class AsyncS3ClaimCheckStore:
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         """content[offset:offset + limit]: the sync store's one ranged GET, sent from the loop."""
-        read = self.store._plan_read(scope, handle, offset, limit)
+        store = self.store
+        read = plan_read(store.layout, scope, handle, offset, limit)
         client = await self._open()
         async with self._bound:
             if read.past_any_object:
@@ -84,7 +88,7 @@ class AsyncS3ClaimCheckStore:
 
             async def get() -> tuple[Any, str | None, bytes]:
                 response = await client.get_object(
-                    Bucket=self.store._bucket, Key=read.key, Range=read.byte_range
+                    Bucket=store.bucket, Key=read.key, Range=read.byte_range
                 )
                 content_range = response.get("ContentRange")
                 async with response["Body"] as body:  # read inside the retry, like the sync one
@@ -93,25 +97,25 @@ class AsyncS3ClaimCheckStore:
 
             try:
                 answer = await request_async(
-                    "GetObject", get, policy=self.store._retry, expect=MISSING | {"InvalidRange"}
+                    "GetObject", get, policy=store.retry, expect=MISSING | {"InvalidRange"}
                 )
             except Refused as refused:
                 if refused.code == "InvalidRange":
                     return await self._empty_window(client, read)
                 raise ClaimUnavailableError from None
-        return self.store._window_of(read, *answer)
+        return window_of(read, *answer, now=store.clock.now())
 
     async def _empty_window(self, client: Any, read: WindowRead) -> Window:
         async def head() -> Any:
-            return await client.head_object(Bucket=self.store._bucket, Key=read.key)
+            return await client.head_object(Bucket=self.store.bucket, Key=read.key)
 
         try:
             answer = await request_async(
-                "HeadObject", head, policy=self.store._retry, expect=MISSING
+                "HeadObject", head, policy=self.store.retry, expect=MISSING
             )
         except Refused:
             raise ClaimUnavailableError from None
-        return self.store._empty_window_of(read, answer["Metadata"])
+        return empty_window_of(read, answer["Metadata"], now=self.store.clock.now())
 
     async def _open(self) -> Any:
         if self._client is None:
@@ -122,7 +126,7 @@ class AsyncS3ClaimCheckStore:
                     stack = AsyncExitStack()
                     self._client = await stack.enter_async_context(
                         get_session().create_client(
-                            "s3", **_client_arguments(self.store._client, self._max_in_flight)
+                            "s3", **_client_arguments(self.store.client, self._max_in_flight)
                         )
                     )
                     self._stack = stack

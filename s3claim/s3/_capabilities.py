@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3claim.cli._check import Check, Status
-from s3claim.s3._retry import UNSUPPORTED, error_code
+from s3claim.s3._check import Check, Status
+from s3claim.s3._errors import UNSUPPORTED, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

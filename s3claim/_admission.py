@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from s3claim._wording import truncation
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import ToolResultStored, ToolResultStoreFailed, ToolResultTruncated
 from s3claim.tools import RunContext
@@ -21,8 +22,7 @@ _log = logging.getLogger("s3claim")
 
 def truncate(text: str, limit: int) -> str:
     """The behaviour without a claim check: keep `limit` characters, and say the rest is gone."""
-    dropped = len(text) - limit
-    return f"{text[:limit]}\n\n[{len(text)} characters, {dropped} cut off and not retrievable.]"
+    return f"{text[:limit]}\n\n{truncation(total_chars=len(text), kept_chars=limit)}"
 
 
 def admit(
@@ -31,13 +31,20 @@ def admit(
     tool: str,
     context: RunContext,
     claim_check: ClaimCheck | None,
-    limit: int,
+    limit: int | None = None,
     searchable: bool = False,
 ) -> str:
     """What the conversation receives for `text`, a result that has passed the boundary.
 
+    `limit` is where an oversized result is cut without a working claim check. The runner
+    gives its `max_tool_result_chars`; hosts that have none leave it to the tool's policy:
+    without a store, what passes through untouched (below the threshold) is the most that may.
     `searchable`: the agent has `search_result` for the claim check's store.
     """
+    if limit is None:
+        if claim_check is None:
+            raise ValueError("admit without a claim check needs a limit")
+        limit = claim_check.policy_for(tool).threshold_chars
     if claim_check is None:
         if len(text) <= limit:
             return text
@@ -48,9 +55,7 @@ def admit(
         )
         return truncate(text, limit)
     try:
-        checked = claim_check.check_in(
-            text, tool=tool, scope=context.scope, searchable=searchable
-        )
+        checked = claim_check.check_in(text, tool=tool, scope=context.scope, searchable=searchable)
     except Exception as exc:  # a store fault degrades the result, never the run
         _log.warning("check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__)
         context.emit(

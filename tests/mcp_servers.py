@@ -1,7 +1,7 @@
 """Real MCP servers written by others, for the proxy's tests and its benchmark.
 
 `@modelcontextprotocol/server-filesystem` comes from the npm registry, pinned, installed into
-benchmarks/.node-mcp on first use (gitignored; a directory of its own, because `npm install
+tests/.node-mcp on first use (gitignored; a directory of its own, because `npm install
 --no-save` prunes whatever else a directory holds, such as s3rver). `mcp-server-git` is a
 PyPI package in the dev extra: `python -m mcp_server_git`.
 """
@@ -35,7 +35,7 @@ def install_filesystem() -> Path:
     if npm is None:
         raise FilesystemUnavailable("npm is not installed")
     NODE_DIR.mkdir(exist_ok=True)
-    done = subprocess.run(  # noqa: S603  (fixed argv, no shell)
+    done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--no-save",
          f"{FILESYSTEM_PACKAGE}@{FILESYSTEM_VERSION}"],
         cwd=NODE_DIR,

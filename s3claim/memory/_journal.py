@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import RunConflictError, RunNotFoundError
 from s3claim.handles import HandleKey
-from s3claim.journal._protocol import DEFAULT_JOURNAL_TTL_SECONDS
-from s3claim.journal._record import JournalEntry, RunInfo, RunRecord
+from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
 

@@ -1,27 +1,12 @@
-"""The async store protocol, a sibling of `ClaimCheckStore`, and its one implementation."""
+"""ThreadedAsyncStore: any sync store as an `AsyncClaimCheckStore`, on worker threads."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
+from s3claim._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
 
-__all__ = ["AsyncClaimCheckStore", "ThreadedAsyncStore"]
-
-
-@runtime_checkable
-class AsyncClaimCheckStore(Protocol):
-    """`ClaimCheckStore` for coroutines: the same three operations, the same errors."""
-
-    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str: ...
-
-    async def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Window: ...
-
-    async def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+__all__ = ["ThreadedAsyncStore"]
 
 
 class ThreadedAsyncStore:

@@ -1,0 +1,106 @@
+"""What the model reads from s3claim, every word of it, and the patterns that read it back.
+
+The marker after a head, the footer after a window, the line after a truncated result, the
+claim tools' descriptions and refusals: a wording change is one edit here. Scripted models
+(the demo, the benchmarks, the tests) read handles and offsets back with the patterns below,
+so they follow the wording wherever it goes. The result boundary (`s3claim._boundary`)
+rewrites anything in tool output that imitates these lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CONTINUE_SEEN",
+    "FETCH_DESCRIPTION",
+    "HANDLE_SEEN",
+    "MARKER_SEEN",
+    "PATTERN_TOO_COSTLY_MESSAGE",
+    "RUN_NOT_FOUND_MESSAGE",
+    "SEARCH_DESCRIPTION",
+    "STORE_UNAVAILABLE_MESSAGE",
+    "UNAVAILABLE_MESSAGE",
+    "footer",
+    "marker",
+    "split_head",
+    "tool_failed_message",
+    "truncation",
+    "unknown_tool_message",
+]
+
+UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
+"""Every handle that cannot be redeemed gets this one message (the `claim_unavailable` refusal)."""
+STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
+RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
+PATTERN_TOO_COSTLY_MESSAGE = (
+    "the pattern needed more matching time than it is given (nested repetition backtracks "
+    "without end); search for a literal or a simpler pattern"
+)
+
+
+def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:
+    """The line after a head that tells the model how to read on.
+
+    It names `search_result` only when the agent has it; otherwise it is the spec's line.
+    """
+    search = ", or search_result to find text in it" if searchable else ""
+    return (
+        f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
+        f"Call fetch_result with handle='{handle}' to read the rest{search}.]"
+    )
+
+
+def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> str:
+    """The line after a window when more remains."""
+    return (
+        f"[characters {offset}-{next_offset} of {total_chars}. Call fetch_result with "
+        f"handle='{handle}' and offset={next_offset} to continue.]"
+    )
+
+
+def truncation(*, total_chars: int, kept_chars: int) -> str:
+    """The line after a result cut without a claim check: the rest is gone, and it says so."""
+    return f"[{total_chars} characters, {total_chars - kept_chars} cut off and not retrievable.]"
+
+
+def unknown_tool_message(name: str, available: list[str]) -> str:
+    """`name` must already be neutralised: it is the model's own text."""
+    return f"there is no tool named {name!r}; available: {available}"
+
+
+def tool_failed_message(error: str) -> str:
+    """A tool raised: the model learns that, and the exception's type, never its message."""
+    return f"the tool failed ({error})"
+
+
+FETCH_DESCRIPTION = (
+    "Read a tool result that was checked in: returns up to {window} characters starting at "
+    "`offset` (characters, from 0), exactly as the tool returned them. Use the handle from "
+    "the result's marker; a footer gives the offset to continue from."
+)
+SEARCH_DESCRIPTION = (
+    "Find text in a tool result that was checked in, without reading it all: returns JSON "
+    '{{"matches": [{{"offset", "snippet"}}], "total_matches", "next_offset"}}, at most '
+    "{matches} matches from `offset` on, each with up to {snippet} characters around it. "
+    "`offset` is in characters, as in fetch_result: fetch the window at a match's offset to "
+    "read it whole. `regex` makes the pattern a regular expression; `ignore_case` ignores "
+    "case. Pass `next_offset` as `offset` for more matches."
+)
+
+# -- reading it back (scripted models, the demo, the benchmarks, the tests) ------------------
+
+HANDLE_SEEN = re.compile(r"handle='(claim:[0-9a-z]+)'")
+"""A handle as a marker or footer names it."""
+MARKER_SEEN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
+"""A marker: total characters and characters not shown."""
+CONTINUE_SEEN = re.compile(r"and offset=(\d+) to continue\.\]\Z")
+"""A footer: the offset to fetch next."""
+
+
+def split_head(text: str) -> tuple[str, str] | None:
+    """A checked-in result as (head, marker); None when the result was not checked in."""
+    if MARKER_SEEN.search(text) is None or "\n\n" not in text:
+        return None
+    head, line = text.rsplit("\n\n", 1)
+    return head, line

@@ -1,0 +1,217 @@
+"""The claim tools, and the one way any host runs them.
+
+`fetch_result` redeems a handle one window at a time; `search_result` finds text in a claim
+without reading it all. `claim_tools(store)` is the set every host offers (the runner, the
+framework adapters, the MCP proxy), and `run_claim_tool` is how every host runs one: the
+arguments validated, the scope from the host (never from the model), failures rendered as
+the error result the model reads, events emitted. So a claim tool behaves the same whoever
+hosts it, and `tests/test_claim_tool_hosts.py` runs one suite through all three.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+
+from pydantic import Field
+
+import s3claim._wording as _wording
+from s3claim._boundary import neutralise
+from s3claim._search import (
+    MAX_MATCHES,
+    MAX_PATTERN_CHARS,
+    SNIPPET_CHARS,
+    PatternTooCostlyError,
+    compile_pattern,
+    search_text,
+)
+from s3claim.errors import ClaimUnavailableError, ToolError
+from s3claim.events import (
+    ClaimFetched,
+    ClaimFetchFailed,
+    ClaimSearched,
+    ClaimSearchFailed,
+    ClaimUnavailable,
+    ToolFailed,
+)
+from s3claim.handles import is_handle
+from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, SearchableStore
+from s3claim.tools import RunContext, Tool, tool
+
+__all__ = [
+    "FETCH_TOOL_NAME",
+    "SEARCH_TOOL_NAME",
+    "ToolAnswer",
+    "claim_check_tool",
+    "claim_search_tool",
+    "claim_tools",
+    "run_claim_tool",
+]
+
+FETCH_TOOL_NAME = "fetch_result"
+SEARCH_TOOL_NAME = "search_result"
+_log = logging.getLogger("s3claim")
+
+
+def _unavailable(context: RunContext, handle: str | None) -> ToolError:
+    context.emit(ClaimUnavailable(handle=handle))
+    return ToolError("claim_unavailable", _wording.UNAVAILABLE_MESSAGE)
+
+
+def claim_check_tool(store: ClaimCheckStore) -> Tool:
+    """The `fetch_result` tool for `store`; give it to every agent whose results are checked in."""
+
+    def fetch_result(
+        context: RunContext,
+        handle: str,
+        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+    ) -> str:
+        known = handle if is_handle(handle) else None
+        try:
+            if known is None:  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
+            window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
+        except ClaimUnavailableError:
+            raise _unavailable(context, known) from None
+        except Exception as exc:  # a store fault is the model's to retry, never the run's end
+            _log.warning("fetch_result: store failed for %s (%s)", known, type(exc).__name__)
+            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+            raise ToolError("store_unavailable", _wording.STORE_UNAVAILABLE_MESSAGE) from None
+        context.emit(
+            ClaimFetched(
+                handle=handle,
+                offset=offset,
+                chars=len(window.text),
+                total_chars=window.total_chars,
+            )
+        )
+        if window.next_offset is None:
+            return window.text
+        more = _wording.footer(
+            offset=offset,
+            next_offset=window.next_offset,
+            total_chars=window.total_chars,
+            handle=handle,
+        )
+        return f"{window.text}\n\n{more}"
+
+    fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
+    return replace(tool(fetch_result), check_in=False, redeems=store)
+
+
+def claim_search_tool(store: ClaimCheckStore) -> Tool:
+    """The `search_result` tool for `store`; give it to agents beside `fetch_result`."""
+    if not isinstance(store, SearchableStore):
+        raise TypeError(f"{type(store).__name__} cannot be searched: it has no scan()")
+    searchable: SearchableStore = store
+
+    def search_result(
+        context: RunContext,
+        handle: str,
+        pattern: Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_CHARS)],
+        regex: bool = False,
+        ignore_case: bool = False,
+        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+    ) -> str:
+        try:
+            compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
+        except ValueError as exc:
+            raise ToolError("invalid_arguments", str(exc)) from None
+        known = handle if is_handle(handle) else None
+        try:
+            if known is None:  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
+            pieces = searchable.scan(context.scope, handle)
+            try:
+                result = search_text(pieces, compiled, offset=offset)
+            finally:  # a stopped search must not leave an HTTP stream open
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
+        except ClaimUnavailableError:
+            raise _unavailable(context, known) from None
+        except PatternTooCostlyError:
+            context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
+            raise ToolError("pattern_too_costly", _wording.PATTERN_TOO_COSTLY_MESSAGE) from None
+        except Exception as exc:  # a store fault is the model's to retry, never the run's end
+            _log.warning("search_result: store failed for %s (%s)", known, type(exc).__name__)
+            context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
+            raise ToolError("store_unavailable", _wording.STORE_UNAVAILABLE_MESSAGE) from None
+        context.emit(
+            ClaimSearched(
+                handle=handle,
+                pattern_chars=len(pattern),
+                matches=len(result.matches),
+                total_matches=result.total_matches,
+            )
+        )
+        return result.to_json()
+
+    search_result.__doc__ = _wording.SEARCH_DESCRIPTION.format(
+        matches=MAX_MATCHES, snippet=SNIPPET_CHARS
+    )
+    return replace(tool(search_result), check_in=False, redeems=store)
+
+
+def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:
+    """Every tool that reads `store`'s claims: what a host offers beside its own tools.
+
+    `fetch_result`, and `search_result` when the store can be searched (both of ours can).
+    """
+    if isinstance(store, SearchableStore):
+        return (claim_check_tool(store), claim_search_tool(store))
+    return (claim_check_tool(store),)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """What a host hands back for one tool call: the text, and whether it is an error result."""
+
+    text: str
+    is_error: bool = False
+
+    def __repr__(self) -> str:  # the text can be tool content: never in a repr
+        return f"ToolAnswer(chars={len(self.text)}, is_error={self.is_error})"
+
+
+def failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAnswer:
+    """The error result for a tool call that failed: what every host tells the model.
+
+    A `ToolError`'s message may quote the model's own arguments, so it is neutralised like a
+    result; any other exception is a `tool_failed` naming only the exception's type.
+    """
+    if isinstance(exc, ToolError):
+        return ToolAnswer(neutralise(exc.render()), is_error=True)
+    _log.warning("tool %s raised %s", tool, type(exc).__name__)
+    context.emit(ToolFailed(tool=tool, agent=context.agent, error=type(exc).__name__))
+    failed = ToolError("tool_failed", _wording.tool_failed_message(type(exc).__name__))
+    return ToolAnswer(failed.render(), is_error=True)
+
+
+def run_claim_tool(
+    claim_tool: Tool, arguments: Mapping[str, Any] | str, context: RunContext
+) -> ToolAnswer:
+    """Run one claim tool for any host; never raises for anything the model sent or a store did.
+
+    `arguments` is the model's JSON object, decoded or not (frameworks hand over either).
+    Its output is never checked in: a window is already as small as it may be.
+    """
+    try:
+        if isinstance(arguments, str):
+            arguments = _json_object(arguments)
+        return ToolAnswer(str(claim_tool.call(arguments, context)))
+    except Exception as exc:
+        return failure_answer(exc, tool=claim_tool.name, context=context)
+
+
+def _json_object(arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        raise ToolError("invalid_arguments", "the arguments are not valid JSON") from None
+    if not isinstance(parsed, dict):
+        raise ToolError("invalid_arguments", "the arguments must be a JSON object")
+    return parsed

@@ -1,0 +1,19 @@
+"""The provider protocol: whatever turns a conversation into the model's next message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from s3claim.messages import AssistantMessage, Message
+
+__all__ = ["Provider"]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> AssistantMessage:
+        """The next assistant message; `tools` are chat-completions `function` schemas."""
+        ...

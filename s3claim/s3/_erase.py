@@ -1,0 +1,122 @@
+"""Erasure: everything under a prefix goes, every version and every delete marker.
+
+`forget(tenant=...)` is where the right to erasure reaches the bucket, so it must not report
+a tenant forgotten while anything of it is left: each round lists versions (ListObjectVersions)
+and deletes them in batches of 1,000 (DeleteObjects, S3's limit), retrying the keys a 200
+reports in `Errors`, until the listing is empty. A server without the versioning API (it
+answers 501 or 405: Garage, s3rver, R2) can hold no versions, so keys are listed with
+ListObjectsV2 instead, and the eraser remembers that it must. Any other failure fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from s3claim.errors import ClaimStoreError
+from s3claim.s3._bucket import InBucket
+from s3claim.s3._errors import UNSUPPORTED, RetryableStoreFault
+from s3claim.s3._layout import is_journal_key
+from s3claim.s3._retry import Refused, request
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
+
+__all__ = ["Eraser"]
+
+_DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does not
+
+
+class Eraser:
+    """Erases prefixes of one bucket; remembers whether its server has the versioning API."""
+
+    def __init__(self, bucket: InBucket) -> None:
+        self._in = bucket
+        self._versions_api = True  # until the server says it has none
+
+    def erase(self, prefix: str, *, progress: Callable[[int], None] | None = None) -> int:
+        """Delete everything under `prefix`; returns the claims (distinct keys, journals aside)
+        removed. Each round lists from the start again: what was deleted is gone from the
+        listing, so no continuation marker is needed."""
+        removed = 0
+        gone: set[tuple[str, str]] = set()
+        last_key: str | None = None  # versions of one key are listed together, maybe on two pages
+        while True:
+            doomed, keys, truncated = self._list_doomed(prefix)
+            if not doomed:
+                if truncated:
+                    raise ClaimStoreError("listing: truncated page with no entries")
+                return removed
+            ids = {(d["Key"], d.get("VersionId", "")) for d in doomed}
+            if ids & gone:  # deleted without error, yet listed again: never loop forever
+                raise ClaimStoreError("DeleteObjects: deleted objects are still listed")
+            gone |= ids
+            for start in range(0, len(doomed), _DELETE_BATCH):
+                self._delete(doomed[start : start + _DELETE_BATCH])
+            for key in keys:
+                if key != last_key and not is_journal_key(key):
+                    removed += 1
+                last_key = key
+            if progress is not None:
+                progress(removed)
+            if not truncated:
+                return removed
+
+    def _list_doomed(self, prefix: str) -> tuple[list[ObjectIdentifierTypeDef], list[str], bool]:
+        """One page of what must go: (objects to delete, keys of live objects, truncated).
+
+        Versions and delete markers where the server has the versioning API; where it answers
+        501 or 405 there are no versions, so plain keys, and later calls skip the question.
+        """
+        if self._versions_api:
+            try:
+                page = request(
+                    "ListObjectVersions",
+                    lambda: self._in.client.list_object_versions(
+                        Bucket=self._in.bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+                    ),
+                    policy=self._in.retry,
+                    expect=UNSUPPORTED,
+                )
+            except Refused:
+                self._versions_api = False
+            else:
+                versions = page.get("Versions", [])
+                doomed: list[ObjectIdentifierTypeDef] = [
+                    {"Key": v["Key"], "VersionId": v["VersionId"]}
+                    for v in (*versions, *page.get("DeleteMarkers", []))
+                ]
+                return doomed, [v["Key"] for v in versions], bool(page.get("IsTruncated"))
+        listing = request(
+            "ListObjectsV2",
+            lambda: self._in.client.list_objects_v2(
+                Bucket=self._in.bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+            ),
+            policy=self._in.retry,
+        )
+        keys = [item["Key"] for item in listing.get("Contents", [])]
+        return [{"Key": k} for k in keys], keys, bool(listing.get("IsTruncated"))
+
+    def _delete(self, batch: list[ObjectIdentifierTypeDef]) -> None:
+        """One DeleteObjects; the keys it reports in `Errors` (inside a 200) are retried."""
+        pending = batch
+
+        def call() -> None:
+            nonlocal pending
+            response = self._in.client.delete_objects(
+                Bucket=self._in.bucket, Delete={"Objects": pending, "Quiet": True}
+            )
+            errors = response.get("Errors", [])
+            if not errors:
+                return
+            failed = {(e.get("Key"), e.get("VersionId")) for e in errors}
+            retry = [
+                o
+                for o in pending
+                if (o["Key"], o.get("VersionId")) in failed or (o["Key"], None) in failed
+            ]
+            pending = retry or pending
+            codes = ", ".join(sorted({str(e.get("Code", "Unknown")) for e in errors}))
+            raise RetryableStoreFault(f"{len(errors)} versions not deleted ({codes})")
+
+        request("DeleteObjects", call, policy=self._in.retry)

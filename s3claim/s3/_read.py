@@ -1,0 +1,102 @@
+"""One fetch, as both faces of the S3 store send it: the plan, and every check on the answer.
+
+Pure: no client, no I/O. The sync store (`_store`) and the async face (`_async`) send the
+same ranged GetObject, each its own way, and hand the answer back here, so the range, the
+expiry and scope checks and the format are decided once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import s3claim.s3._format as _format
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError
+from s3claim.handles import handle_width, is_handle
+from s3claim.s3._layout import Layout
+from s3claim.scope import Scope
+from s3claim.store import Window, check_window
+
+__all__ = ["WindowRead", "empty_window_of", "plan_read", "window_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRead:
+    """One fetch, planned: the object, the run that may read it, and the bytes to ask for."""
+
+    key: str
+    run_tag: str
+    width: int
+    offset: int
+    limit: int
+    """Characters to read; 0 when `offset` lies past what any object can hold."""
+
+    @property
+    def past_any_object(self) -> bool:
+        return self.limit == 0
+
+    @property
+    def byte_range(self) -> str:
+        return _format.byte_range(self.offset, self.limit, self.width)
+
+    @staticmethod
+    def has_body(content_range: str | None) -> bool:
+        """False for an empty object: S3 answers a range on one with 416, but s3rver with a
+        206 promising a byte it never sends. The metadata is in that answer either way."""
+        answered = _format.content_range(content_range)
+        return answered is None or answered[2] > 0
+
+
+def plan_read(layout: Layout, scope: Scope, handle: str, offset: int, limit: int) -> WindowRead:
+    """What one fetch asks S3 for; refuses bad arguments and malformed handles first."""
+    check_window(offset, limit)
+    if not is_handle(handle):
+        raise ClaimUnavailableError
+    width = handle_width(handle)
+    return WindowRead(
+        key=layout.object_key(scope, handle),
+        run_tag=layout.run_tag(scope),
+        width=width,
+        offset=offset,
+        # No object holds a character at or past max_chars, and a Range beyond it (up to
+        # 10**30 from a model's offset) is a header S3 need not parse as meant.
+        limit=max(0, min(limit, _format.max_chars(width) - offset)),
+    )
+
+
+def window_of(
+    read: WindowRead,
+    raw_meta: Mapping[str, str],
+    content_range: str | None,
+    data: bytes,
+    *,
+    now: float,
+) -> Window:
+    """The window a GetObject answer holds, once every check on it has passed."""
+    answered = _format.content_range(content_range)
+    if answered is not None and answered[2] and answered[0] != read.width * read.offset:
+        raise ClaimStoreError("GetObject: the server answered another range", reason="damaged")
+    meta = _format.parse_metadata(raw_meta, operation="GetObject")
+    if not meta.readable(run_tag=read.run_tag, now=now):
+        raise ClaimUnavailableError
+    if meta.width != read.width:  # the key binds the width: only a damaged object disagrees
+        raise ClaimStoreError(
+            "GetObject: object's encoding disagrees with its handle", reason="damaged"
+        )
+    # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
+    text = _format.decode(data[: read.width * read.limit], read.width, operation="GetObject")
+    if len(text) != max(0, min(read.limit, meta.chars - read.offset)):
+        raise ClaimStoreError(
+            "GetObject: window length disagrees with the object's size", reason="damaged"
+        )
+    return Window.of(text, offset=read.offset, total_chars=meta.chars)
+
+
+def empty_window_of(read: WindowRead, raw_meta: Mapping[str, str], *, now: float) -> Window:
+    """The empty window at or past the end, from the object's metadata (a HEAD's)."""
+    meta = _format.parse_metadata(raw_meta, operation="HeadObject")
+    if not meta.readable(run_tag=read.run_tag, now=now):
+        raise ClaimUnavailableError
+    if read.offset < meta.chars:
+        raise ClaimStoreError("GetObject: range refused inside the object's size", reason="damaged")
+    return Window.of("", offset=read.offset, total_chars=meta.chars)

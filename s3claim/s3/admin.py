@@ -1,0 +1,90 @@
+"""Bucket administration, for the CLI and for operators: everything that is not the store.
+
+Provisioning a bucket as the Terraform module would (`provision_bucket`), checking one
+against what the store needs (`check_bucket`, `s3claim doctor`), the lifecycle rules it must
+carry, a configured bucket's client (`Target`) and the store and journal on it, and the one
+line that explains a store error to whoever runs it (`explain`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from s3claim.errors import ClaimStoreError
+from s3claim.s3._check import Check, Status
+from s3claim.s3._config import bucket_arguments, make_client, settings_from_env
+from s3claim.s3._config import check_bucket as check_bucket_name
+from s3claim.s3._doctor import check_bucket
+from s3claim.s3._errors import explain, is_fixable
+from s3claim.s3._journal import S3RunJournal
+from s3claim.s3._lifecycle import lifecycle_rules
+from s3claim.s3._provision import provision_bucket
+from s3claim.s3._store import S3ClaimCheckStore
+from s3claim.s3.settings import S3ClaimSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = [
+    "Check",
+    "ClaimStoreError",
+    "Status",
+    "Target",
+    "check_bucket",
+    "explain",
+    "is_fixable",
+    "lifecycle_rules",
+    "load_settings",
+    "make_client",
+    "open_journal",
+    "open_store",
+    "provision_bucket",
+]
+
+_BUCKET = "--bucket or S3CLAIM_BUCKET"
+
+
+def load_settings(
+    *,
+    bucket: str | None = None,
+    endpoint_url: str | None = None,
+    prefix: str | None = None,
+    region: str | None = None,
+) -> S3ClaimSettings:
+    """The environment's settings with the given options on top; a bad value is named."""
+    given = {"bucket": bucket, "endpoint_url": endpoint_url, "prefix": prefix, "region": region}
+    return settings_from_env({k: v for k, v in given.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Target:
+    """A configured bucket: its settings and one client for every request to it."""
+
+    settings: S3ClaimSettings
+    client: S3Client
+
+    @property
+    def bucket(self) -> str:
+        return check_bucket_name(self.settings.bucket, name=_BUCKET)
+
+    @classmethod
+    def of(cls, settings: S3ClaimSettings) -> Target:
+        check_bucket_name(settings.bucket, name=_BUCKET)
+        return cls(
+            settings, make_client(endpoint_url=settings.endpoint_url, region=settings.region)
+        )
+
+
+def open_store(target: Target) -> S3ClaimCheckStore:
+    """The store on this bucket; refuses a missing S3CLAIM_HANDLE_KEY by name."""
+    return S3ClaimCheckStore(
+        **bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET)
+    )
+
+
+def open_journal(target: Target) -> S3RunJournal:
+    """The run journal on this bucket, under the store's settings and key."""
+    return S3RunJournal(
+        **bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET)
+    )

@@ -1,0 +1,208 @@
+"""One contract for the claim tools, run through every host: the runner, the framework
+bridge and the MCP proxy. Each host supplies the scope and hands the model's arguments over;
+what comes back (text, error or not, events) must be the same whoever hosts the call.
+
+s3fs's pattern (`s3fs/tests/derived/s3fs_test.py`): the cases live in one class, and each
+host is a subclass that says only how to make a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from s3claim import (
+    AgentRunner,
+    AssistantMessage,
+    ClaimCheck,
+    ClaimStoreError,
+    Event,
+    MemoryClaimCheckStore,
+    Scope,
+    ScriptedProvider,
+    ToolCall,
+    ToolMessage,
+    Window,
+    claim_tools,
+)
+from s3claim._wording import UNAVAILABLE_MESSAGE, footer
+from s3claim.integrations._bridge import Bridge
+
+SCOPE = Scope(tenant="acme", run="r-1")
+TEXT = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1, 400))
+
+
+class FlakyStore(MemoryClaimCheckStore):
+    """The memory store, but failing on demand the way a store does (after its retries)."""
+
+    failing = False
+
+    def fetch(self, scope: Scope, handle: str, offset: int = 0, limit: int = 4096) -> Window:
+        if self.failing:
+            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
+        return super().fetch(scope, handle, offset, limit)
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        if self.failing:
+            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
+        return super().scan(scope, handle)
+
+
+class ClaimToolContract(ABC):
+    """The cases. A host implements `call`: (text the model reads, whether it is an error)."""
+
+    @pytest.fixture(autouse=True)
+    def _store(self) -> None:
+        self.store = FlakyStore()
+        self.events: list[Event] = []
+        self.handle = self.store.put(SCOPE, TEXT, ttl_seconds=60)
+
+    @abstractmethod
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+
+    def error(self, tool: str, arguments: dict[str, Any]) -> dict[str, str]:
+        text, is_error = self.call(tool, arguments)
+        assert is_error, text[:200]
+        refusal: dict[str, str] = json.loads(text)
+        assert set(refusal) == {"error", "message"}
+        return refusal
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    def test_a_window_and_its_footer(self) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle})
+        more = footer(offset=0, next_offset=4096, total_chars=len(TEXT), handle=self.handle)
+        assert (text, is_error) == (f"{TEXT[:4096]}\n\n{more}", False)
+        assert self.kinds() == ["claim_fetched"]
+
+    def test_the_last_window_has_no_footer_and_past_the_end_reads_empty(self) -> None:
+        last = len(TEXT) - 100
+        assert self.call("fetch_result", {"handle": self.handle, "offset": last}) == (
+            TEXT[last:],
+            False,
+        )
+        assert self.call("fetch_result", {"handle": self.handle, "offset": 10**9}) == ("", False)
+
+    def test_a_negative_offset_is_refused(self) -> None:
+        refusal = self.error("fetch_result", {"handle": self.handle, "offset": -1})
+        assert refusal["error"] == "invalid_arguments" and "offset" in refusal["message"]
+        assert self.kinds() == []
+
+    def test_an_unknown_argument_is_refused(self) -> None:
+        refusal = self.error("fetch_result", {"handle": self.handle, "whence": 0})
+        assert refusal["error"] == "invalid_arguments" and "whence" in refusal["message"]
+
+    @pytest.mark.parametrize("handle", ["claim:abc", "nonsense", "claim:1" + "0" * 32])
+    def test_malformed_and_unknown_handles_get_the_one_refusal(self, handle: str) -> None:
+        refusal = self.error("fetch_result", {"handle": handle})
+        assert refusal == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
+        assert self.kinds() == ["claim_unavailable"]
+
+    def test_another_runs_handle_gets_the_same_refusal(self) -> None:
+        theirs = self.store.put(Scope("acme", "r-2"), TEXT, ttl_seconds=60)
+        for tool, extra in (("fetch_result", {}), ("search_result", {"pattern": "Clause"})):
+            refusal = self.error(tool, {"handle": theirs, **extra})
+            assert refusal == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
+
+    def test_a_store_fault_is_the_models_to_retry(self) -> None:
+        self.store.failing = True
+        for tool, extra in (("fetch_result", {}), ("search_result", {"pattern": "Clause"})):
+            assert self.error(tool, {"handle": self.handle, **extra})["error"] == (
+                "store_unavailable"
+            )
+        assert self.kinds() == ["claim_fetch_failed", "claim_search_failed"]
+
+    def test_search_finds_a_clause_by_offset(self) -> None:
+        text, is_error = self.call("search_result", {"handle": self.handle, "pattern": "term 300."})
+        found = json.loads(text)
+        assert not is_error and found["total_matches"] == 1
+        assert TEXT[found["matches"][0]["offset"] :].startswith("term 300.")
+        assert self.kinds() == ["claim_searched"]
+
+    def test_an_invalid_regex_is_refused_with_the_engines_reason(self) -> None:
+        refusal = self.error(
+            "search_result", {"handle": self.handle, "pattern": "(unclosed", "regex": True}
+        )
+        assert refusal["error"] == "invalid_arguments"
+        assert "not a valid regular expression" in refusal["message"]
+
+
+def _is_refusal(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) == {"error", "message"}
+
+
+class TestRunner(ClaimToolContract):
+    """`AgentRunner`: the model's call in a scripted turn; the result is the tool message."""
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        provider = ScriptedProvider(
+            [
+                AssistantMessage(tool_calls=(ToolCall(id="1", name=tool, arguments=arguments),)),
+                AssistantMessage(content="done"),
+            ]
+        )
+        runner = AgentRunner(
+            provider=provider,
+            tools=claim_tools(self.store),
+            claim_check=ClaimCheck(self.store),
+        )
+        result = runner.run("read", tenant=SCOPE.tenant, run_id=SCOPE.run)
+        (message,) = [m for m in result.messages if isinstance(m, ToolMessage)]
+        self.events += [e for e in result.events if e.kind.startswith("claim_")]
+        return message.content, _is_refusal(message.content)
+
+
+class TestBridge(ClaimToolContract):
+    """The framework adapters' bridge: arguments as the JSON text frameworks hand over."""
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        bridge = Bridge(ClaimCheck(self.store), on_event=self.events.append)
+        text = asyncio.run(
+            bridge.call_async(tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
+        )
+        return text, _is_refusal(text)
+
+
+class _NoUpstream:
+    """The proxy serves its claim tools itself: these cases never reach an upstream."""
+
+    instructions = None
+
+    async def list_tools(self) -> list[Any]:
+        return []
+
+
+class TestMcpProxy(ClaimToolContract):
+    """The MCP proxy, through the official client: `isError` marks the refusals."""
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        from mcp import Client
+        from mcp_types import TextContent
+
+        from s3claim.mcp import ClaimCheckProxy, Scoping
+
+        proxy = ClaimCheckProxy(
+            _NoUpstream(),  # type: ignore[arg-type]
+            claim_check=ClaimCheck(self.store),
+            scoping=Scoping(tenant=SCOPE.tenant, tenant_header=None, fallback_run=SCOPE.run),
+            on_event=self.events.append,
+        )
+
+        async def go() -> tuple[str, bool]:
+            async with Client(proxy.server()) as client:
+                result = await client.call_tool(tool, arguments)
+            (block,) = result.content
+            assert isinstance(block, TextContent)
+            return block.text, result.is_error
+
+        return asyncio.run(go())

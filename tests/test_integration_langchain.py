@@ -20,8 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
-from s3claim.admission import truncate
-from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
+from s3claim._admission import truncate
+from s3claim._wording import UNAVAILABLE_MESSAGE
+from s3claim.errors import ConfigurationError
 from s3claim.integrations.langchain import ClaimCheckMiddleware
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
@@ -266,7 +267,7 @@ def test_side_by_side_with_context_editing(record: Callable[..., None]) -> None:
     assert cleared[1] == [False, False, False]
     assert claim[0] * 10 < plain[0]
     record("langchain", claim=claim, defaults=defaults, cleared=cleared)
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "adapters.md").read_text(encoding="utf-8")
     for row, (chars, _) in [
         ("LangChain + claim check", claim),
         ("LangChain + `ContextEditingMiddleware()`", defaults),

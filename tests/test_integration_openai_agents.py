@@ -26,8 +26,9 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from pydantic import BaseModel
 
 from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
-from s3claim.admission import truncate
-from s3claim.errors import UNAVAILABLE_MESSAGE, ConfigurationError
+from s3claim._admission import truncate
+from s3claim._wording import UNAVAILABLE_MESSAGE
+from s3claim.errors import ConfigurationError
 from s3claim.integrations.openai_agents import claim_check_tools
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
@@ -311,7 +312,7 @@ def test_side_by_side_with_the_sdk_tool_output_trimmer(record: Callable[..., Non
     assert with_trimmer[1] == [True, True, False]
     assert with_claim[0] * 5 < with_trimmer[0] < plain[0]
     record("openai-agents", claim=with_claim, trimmer=with_trimmer, plain=plain)
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "adapters.md").read_text(encoding="utf-8")
     for row, (chars, _) in [
         ("Agents SDK + claim check", with_claim),
         ("Agents SDK + `ToolOutputTrimmer()`", with_trimmer),

@@ -18,8 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from typer.testing import CliRunner
 
+from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.cli import app
-from s3claim.errors import UNAVAILABLE_MESSAGE
 from s3claim.mcp import RUN_META_KEY
 from tests.mcp_proxy._support import (
     PYTHON,
@@ -237,10 +237,9 @@ def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle()
         assert sock.getsockname()[1] > 0
 
 
-def test_the_readmes_client_configuration_launches_the_proxy_before_the_server() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## MCP: `s3claim mcp-proxy`") :]
-    block = re.search(r"```json\n(.*?)```", section, re.DOTALL)
+def test_the_docs_client_configuration_launches_the_proxy_before_the_server() -> None:
+    page = (ROOT / "docs" / "mcp-proxy.md").read_text(encoding="utf-8")
+    block = re.search(r"```json\n(.*?)```", page, re.DOTALL)
     assert block is not None
     (entry,) = json.loads(block.group(1))["mcpServers"].values()
     assert entry["command"] == "s3claim"

@@ -1,0 +1,259 @@
+"""What README.md and docs/*.md promise that code can check, their code blocks first.
+
+Every ```python block runs as written, each in a fresh namespace, as a script whose
+tracebacks name the page and line. A block with `#> ` lines must print exactly those lines,
+in order. Blocks that need S3 find a fresh bucket on a moto server and the S3CLAIM_*
+variables set, as a reader's shell would have them. Nothing is exempt: a block that is not
+Python meant to run is fenced with its real language (json, sh, text). Then the tables and
+links: the settings table is the settings, the command table the commands, the adapter
+table the extras, and every relative link leads somewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from s3claim import S3ClaimSettings
+from s3claim.cli import app
+from tests._s3 import moto_client
+
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+_FENCE = re.compile(r"(?P<indent> *)(?P<fence>```+)(?P<lang>\S*)")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: its page, the line its code starts on, and what it shows."""
+
+    page: Path
+    line: int
+    lang: str
+    code: str
+    heading: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def shown_output(self) -> list[str]:
+        """The `#> ` lines: what the block says it prints."""
+        lines = [line.strip() for line in self.code.splitlines()]
+        return [line[3:] if line.startswith("#> ") else "" for line in lines if line[:2] == "#>"]
+
+
+def parse(page: Path) -> tuple[list[Block], list[str]]:
+    """The page's code blocks, and its lines outside them (prose, tables, headings)."""
+    blocks: list[Block] = []
+    prose: list[str] = []
+    heading = ""
+    opened: tuple[re.Match[str], int, list[str]] | None = None
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if opened is None:
+            fence = _FENCE.fullmatch(line)
+            if fence is None:
+                prose.append(line)
+                heading = line.lstrip("#").strip() if line.startswith("#") else heading
+            else:
+                opened = (fence, number, [])
+        elif line.strip() == opened[0]["fence"]:
+            fence, start, body = opened
+            code = "".join(f"{text[len(fence['indent']) :]}\n" for text in body)
+            blocks.append(Block(page, start + 1, fence["lang"], code, heading))
+            opened = None
+        else:
+            opened[2].append(line)
+    assert opened is None, f"{page.name}:{opened[1]}: a code block never closes"
+    return blocks, prose
+
+
+BLOCKS = [block for page in PAGES for block in parse(page)[0]]
+PYTHON = [block for block in BLOCKS if block.lang == "python"]
+
+
+def run(block: Block) -> dict[str, Any]:
+    """Run a block as the script it is: line numbers in tracebacks are the page's own."""
+    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec", dont_inherit=True)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(code, namespace)
+    return namespace
+
+
+def block_under(page: Path, heading: str, lang: str = "python") -> Block:
+    (block,) = [b for b in parse(page)[0] if b.heading == heading and b.lang == lang]
+    return block
+
+
+def prose_of(page: Path) -> str:
+    return "\n".join(parse(page)[1])
+
+
+@pytest.fixture
+def doc_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What a reader of the S3 pages has: a bucket, its endpoint and a handle key."""
+    bucket = f"docs-{uuid.uuid4().hex}"
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
+    monkeypatch.setenv("S3CLAIM_BUCKET", bucket)
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "docs-handle-key-of-32-characters")
+    monkeypatch.setenv("S3CLAIM_ENDPOINT_URL", moto_endpoint)
+    return bucket
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda block: block.name)
+def test_every_python_block_runs_and_prints_what_it_shows(
+    block: Block, doc_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(block)
+    printed = capsys.readouterr().out.splitlines()
+    if block.shown_output:
+        assert printed == block.shown_output
+
+
+def test_every_block_names_its_language_and_the_json_parses() -> None:
+    assert [block.name for block in BLOCKS if not block.lang] == []
+    for block in BLOCKS:
+        if block.lang == "json":
+            json.loads(block.code)
+
+
+def test_the_readme_opens_with_the_two_set_up_commands() -> None:
+    first = BLOCKS[0]
+    assert (first.page, first.lang) == (README, "sh")
+    assert [line.split("#")[0].strip() for line in first.code.splitlines()] == [
+        "make demo",
+        "make test",
+    ]
+
+
+def test_the_readme_is_a_front_door() -> None:
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", prose_of(README)))
+    assert linked == {page.name for page in PAGES[1:]}  # every docs page, from the README
+
+
+def test_the_library_quickstart_prints_what_the_readme_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    quickstart = block_under(README, "Library quickstart (memory store)")
+    namespace = run(quickstart)
+    printed = capsys.readouterr().out
+    result = namespace["result"]
+    assert result.output == "Clause 1 sets the terms."
+    assert [e.kind for e in result.events] == [
+        "model_called",
+        "tool_result_stored",
+        "model_called",
+        "claim_fetched",
+        "model_called",
+        "run_finished",
+    ]
+    assert f"[{len(namespace['CONTRACT'])} characters, " in result.messages[2].content
+    # The README shows the output with clauses left out ("...") and the handle, which differs
+    # on every run, elided ("claim:1d0695…" stands for any handle of the same width).
+    shown = block_under(README, "Library quickstart (memory store)", lang="text").code
+    elided = r"(claim:[124])[0-9a-f]{0,31}…"
+    assert re.search(elided, shown)
+    pattern = r"\n(?:.*\n)*?".join(re.escape(part) for part in shown.split("\n...\n"))
+    assert re.fullmatch(re.sub(elided, r"\1[0-9a-f]{32}", pattern), printed)
+
+
+def test_every_handle_shown_is_one_the_format_can_produce() -> None:
+    """`claim:`, a width digit (1, 2 or 4), 32 lowercase hex digits; or a prefix of one, elided."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for handle in re.findall(r"claim:[0-9A-Za-z]+…?", text):
+            assert re.fullmatch(r"claim:[124]([0-9a-f]{32}|[0-9a-f]{0,31}…)", handle), (
+                f"{page.name}: {handle}"
+            )
+
+
+def test_the_search_example_prints_the_match_and_its_window(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    search = block_under(ROOT / "docs" / "reading.md", "`search_result`: searching inside a claim")
+    assert search.code.startswith("# search_result:")
+    run(search)
+    assert capsys.readouterr().out.splitlines() == [
+        "{'kind': 'claim_searched', 'pattern_chars': 10, 'matches': 1, 'total_matches': 1}",
+        "1 120085",
+        "term 2718.",
+        "Clause 2719. The parties agre",
+    ]
+    assert search.shown_output[1:] == ["1 120085", "term 2718.", "Clause 2719. The parties agre"]
+
+
+@pytest.mark.parametrize("framework", ["OpenAI Agents SDK", "LangChain", "pydantic-ai"])
+def test_each_framework_snippet_runs_as_written(framework: str) -> None:
+    seen = run(block_under(ROOT / "docs" / "adapters.md", framework))["seen"]
+    assert isinstance(seen, str)
+    assert seen.startswith("Clause 1. The parties agree to term 1.\n\n")
+    assert re.search(
+        r"\[135740 characters, \d+ not shown\. Call fetch_result with handle='claim:", seen
+    )
+    assert len(seen) < 700
+
+
+def test_the_adapter_table_names_each_framework_hook_and_its_extra() -> None:
+    table = prose_of(ROOT / "docs" / "adapters.md")
+    rows = re.findall(r"^\| (.+?) \(`s3claim\[([a-z-]+)\]`\) \| (.+?) \|", table, re.MULTILINE)
+    assert [(name, extra) for name, extra, _ in rows] == [
+        ("OpenAI Agents SDK", "openai-agents"),
+        ("LangChain v1", "langchain"),
+        ("pydantic-ai", "pydantic-ai"),
+    ]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert {"openai-agents", "langchain", "pydantic-ai"} <= set(
+        pyproject["project"]["optional-dependencies"]
+    )
+
+
+def test_every_setting_is_in_the_table_and_nothing_else() -> None:
+    table = prose_of(ROOT / "docs" / "s3.md")
+    documented = set(re.findall(r"^\| `(S3CLAIM_[A-Z_]+)` \|", table, re.MULTILINE))
+    assert documented == {f"S3CLAIM_{name.upper()}" for name in S3ClaimSettings.model_fields}
+
+
+def test_every_command_is_documented() -> None:
+    commands = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
+    table = prose_of(ROOT / "docs" / "operations.md")
+    assert set(re.findall(r"^\| `s3claim ([\w-]+)", table, re.MULTILINE)) == commands
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    headings = [line.lstrip("#").strip() for line in parse(page)[1] if line.startswith("#")]
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_relative_link_leads_somewhere(page: Path) -> None:
+    prose = re.sub(r"`[^`\n]*`", "", prose_of(page))  # inline code is not a link
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{page.name}: {target}"
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked), f"{page.name}: {target}"
+
+
+def test_the_layout_section_comes_last_and_names_paths_that_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert re.findall(r"^## (.+)$", text, re.MULTILINE)[-1] == "Layout"
+    layout = text.split("\n## Layout\n", 1)[1]
+    paths = [p for p in re.findall(r"`([\w./]+)`", layout) if p.endswith(("/", ".py"))]
+    assert "s3claim/s3/" in paths and "s3claim/_wording.py" in paths
+    for path in paths:
+        where = ROOT / path if path.startswith("s3claim/") else ROOT / "s3claim" / path
+        assert where.exists(), path

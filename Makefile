@@ -32,7 +32,8 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check s3claim tests
+	$(VENV)/bin/ruff check s3claim tests benchmarks
+	$(VENV)/bin/ruff format --check s3claim tests benchmarks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict s3claim

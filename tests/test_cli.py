@@ -402,3 +402,16 @@ def test_every_command_has_help_with_the_exit_codes(command: list[str]) -> None:
     words = " ".join(result.stdout.split())
     assert "Exit codes: 0 ok" in words or command == []
     assert "Usage:" in words
+
+
+def test_version_prints_the_package_version() -> None:
+    from s3claim import __version__
+
+    for args in (["--version"], ["--version", "ls"]):  # eager: before any command runs
+        result = runner.invoke(app, args)
+        assert (result.exit_code, result.stdout) == (0, f"s3claim {__version__}\n")
+
+
+def test_shell_completion_is_offered() -> None:
+    words = " ".join(runner.invoke(app, ["--help"]).stdout.split())
+    assert "--install-completion" in words and "--show-completion" in words

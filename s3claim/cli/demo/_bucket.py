@@ -3,8 +3,8 @@
 The embedded one is moto's server in this process on 127.0.0.1, on a free port, with one
 bucket provisioned as the Terraform module would: the demo crosses real HTTP to a real S3
 API with nothing to set up and nothing left behind, since the server, and every claim in it,
-stops with the demo. moto is an optional dependency (`s3claim[demo]`), so its absence is a
-one-line configuration error.
+stops with the demo. moto is an optional dependency (the `demo` extra), so its absence is a
+one-line configuration error naming the install.
 """
 
 from __future__ import annotations
@@ -18,16 +18,14 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
+from s3claim._extras import require_extra
 from s3claim.cli._exit import CliError
 from s3claim.s3 import S3ClaimSettings
 from s3claim.s3.admin import Target, make_client, provision_bucket
 
 __all__ = ["DemoBucket", "demo_bucket"]
 
-MOTO_MISSING = (
-    "the embedded S3 needs moto: pip install 's3claim[demo]' "
-    "(or run with --store memory, or --bucket for a real bucket)"
-)
+WITHOUT_MOTO = "or run with --store memory, or --bucket for a real bucket"
 _REGION = "us-east-1"
 _CREDENTIALS = ("s3claim-demo", "s3claim-demo")  # moto accepts any; never the user's account
 
@@ -76,10 +74,9 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
         return
     if settings.endpoint_url is not None:
         raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")
-    try:
-        from moto.server import ThreadedMotoServer
-    except ImportError:
-        raise CliError(MOTO_MISSING) from None
+    require_extra("demo", alternative=WITHOUT_MOTO)
+    from moto.server import ThreadedMotoServer
+
     # werkzeug logs every request at INFO on stderr; the demo's output is its report.
     werkzeug = logging.getLogger("werkzeug")
     level = werkzeug.level

@@ -10,7 +10,6 @@ from types import ModuleType
 
 import s3claim
 
-
 PUBLIC_DUNDERS = {"__version__"}
 """Private by their spelling, public by convention: httpx keeps `__version__` in `__all__` too."""
 

@@ -109,7 +109,9 @@ def test_the_failover_demo_on_a_real_bucket_shows_both_halves_and_forgets_the_ru
 
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert f"S3 bucket {name}" in out
+    assert f"\nBucket: {name}, prefix " in out
+    assert "the demo erased its run's claims before it ended" in out
+    assert "Next:" in out and "demo --provider openai" in out
     assert "First instance (pid" in out and "Second instance (pid" in out
     assert "SIGKILLed while asking for model call 3" in out
     assert "its journal, running, 2 turns and 5 messages recorded" in out

@@ -36,8 +36,28 @@ class DemoBucket:
 
     target: Target
     description: str
+    """The S3 it talks to, without the bucket: one short line at 80 columns."""
     embedded: bool
     """An embedded S3 goes with the demo; in a configured bucket the demo erases its run."""
+
+    @property
+    def located(self) -> str:
+        """The bucket and prefix, for a line of their own."""
+        return f"{self.target.bucket}, prefix {self.target.settings.prefix}"
+
+    @property
+    def lived(self) -> str:
+        """Where the demo's claims were, and what became of them, once it has ended."""
+        where = f"bucket {self.target.bucket}, under {self.target.settings.prefix},"
+        if self.embedded:
+            return (
+                f"In {where} on an embedded S3 (moto, inside the demo's process): gone with "
+                "it now that the demo has ended; nothing is left behind."
+            )
+        return (
+            f"In {where} on {self.description}: the demo erased its run's claims before it "
+            "ended, as `s3claim forget --run` does."
+        )
 
     @property
     def env(self) -> dict[str, str]:
@@ -68,8 +88,10 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
         update={"handle_key": SecretStr(secret or secrets.token_urlsafe(32))}
     )
     if settings.bucket is not None:
-        where = f" at {settings.endpoint_url}" if settings.endpoint_url else ""
-        described = f"S3 bucket {settings.bucket}{where}, prefix {settings.prefix}"
+        if settings.endpoint_url:
+            described = f"S3 at {settings.endpoint_url}"
+        else:
+            described = f"AWS S3, region {settings.region or 'from the AWS configuration'}"
         yield DemoBucket(Target.of(settings), described, embedded=False)
         return
     if settings.endpoint_url is not None:
@@ -98,7 +120,7 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
         settings = settings.model_copy(
             update={"bucket": bucket, "endpoint_url": endpoint, "region": _REGION}
         )
-        described = f"embedded S3 (moto) at {endpoint}, bucket {bucket}"
+        described = f"embedded S3 (moto) at {endpoint}"
         yield DemoBucket(Target(settings, client), described, embedded=True)
     finally:
         server.stop()

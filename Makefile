@@ -1,7 +1,11 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# What each extra's install depends on: the project's metadata, and the version it reads.
+META   := pyproject.toml s3claim/_version.py
+# The dev extra (make test); the demo extra alone (make demo), which the dev extra includes.
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 # checkov pins dependencies that clash with the dev extra, so it lives in a venv of its own.
 CHECKOV_VENV := .venv-checkov
 CHECKOV      := $(CHECKOV_VENV)/bin/checkov
@@ -13,21 +17,26 @@ comma := ,
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
 INSTALL_LOG := $(VENV)/install.log
-define quiet_install
-	@echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"
-	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[$(1)]'; } \
+install_cmd = echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"; \
+	{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[$(1)]'; } \
 		>> $(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
-endef
 
 $(PY):
 	@python3 -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
-	$(call quiet_install,dev)
+$(STAMP): $(META) | $(PY)
+	@$(call install_cmd,dev)
 	@touch $(STAMP)
 
-demo: $(STAMP)
-	$(PY) -m s3claim demo
+# A venv with an up-to-date dev extra has the demo's already: make demo after make test
+# installs nothing; on a fresh machine it installs the demo extra alone.
+$(DEMO_STAMP): $(META) | $(PY)
+	@if [ -z "$$(find $(STAMP) -newer pyproject.toml -newer s3claim/_version.py 2>/dev/null)" ]; \
+	then $(call install_cmd,demo); fi
+	@touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	@$(PY) -m s3claim demo
 
 test: lint typecheck pytest
 
@@ -52,8 +61,8 @@ pytest: $(STAMP) $(CHECKOV_STAMP)
 # Benchmarks against the naive ways; writes docs/benchmarks.md and .png. QUICK=1: under a minute.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-$(BENCH_STAMP): pyproject.toml | $(PY)
-	$(call quiet_install,dev$(comma)bench)
+$(BENCH_STAMP): $(META) | $(PY)
+	@$(call install_cmd,dev$(comma)bench)
 	@touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -7,6 +7,7 @@ load on first use, so the core (and `import s3claim`) never imports boto3 unless
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from s3claim._version import __version__
 from s3claim.aio import AsyncClaimCheck, ThreadedAsyncStore
 from s3claim.claim_tools import (
     ToolAnswer,
@@ -169,6 +170,7 @@ __all__ = [
     "UpstreamError",
     "UserMessage",
     "Window",
+    "__version__",
     "claim_check_tool",
     "claim_search_tool",
     "claim_tools",

@@ -78,6 +78,8 @@ resource "aws_s3_bucket_lifecycle_configuration" "this" {
 
   # One expiration rule per TTL class. The store rounds a claim's TTL up to a class and tags the
   # object with it; lifecycle is the garbage collector behind the store's own expiry check.
+  # Filtered by prefix AND tag, or (ttl_rules_match_key_prefix = false, for emulators) by the
+  # tag alone: exactly one of the two blocks below is made.
   dynamic "rule" {
     for_each = var.ttl_day_classes
 
@@ -86,9 +88,24 @@ resource "aws_s3_bucket_lifecycle_configuration" "this" {
       status = "Enabled"
 
       filter {
-        and {
-          prefix = var.key_prefix
-          tags   = { (local.ttl_tag_key) = tostring(rule.value) }
+        dynamic "and" {
+          for_each = var.ttl_rules_match_key_prefix ? [rule.value] : []
+          iterator = days
+
+          content {
+            prefix = var.key_prefix
+            tags   = { (local.ttl_tag_key) = tostring(days.value) }
+          }
+        }
+
+        dynamic "tag" {
+          for_each = var.ttl_rules_match_key_prefix ? [] : [rule.value]
+          iterator = days
+
+          content {
+            key   = local.ttl_tag_key
+            value = tostring(days.value)
+          }
         }
       }
 

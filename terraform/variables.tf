@@ -91,6 +91,13 @@ variable "attach_deny_insecure_transport_policy" {
   nullable    = false
 }
 
+variable "ttl_rules_match_key_prefix" {
+  description = "Filter each TTL rule by key_prefix and its day-class tag (true), or by the tag alone (false). Turn off only for S3 emulators such as moto, which drop part of an And filter: hashicorp/aws then waits for the rule it sent and times out. The tag is written by the store alone, so either way a rule collects only claims of its class."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "agent_role_names" {
   description = "Names of existing IAM roles (the agents') to attach the least-privilege store policy to. Empty: the policy is only returned as iam_policy_json."
   type        = list(string)

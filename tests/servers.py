@@ -40,6 +40,7 @@ __all__ = [
     "S3RVER_VERSION",
     "Endpoint",
     "MotoServer",
+    "MotoServerCommand",
     "MotoSubprocess",
     "S3rver",
     "S3rverUnavailable",
@@ -254,6 +255,24 @@ class MotoSubprocess(_ChildServer):
             ready=re.compile(r"$^"),
             port=port,
         )
+
+
+class MotoServerCommand(_ChildServer):
+    """moto's own `moto_server` command, typed as a user types it: `moto_server -p PORT`.
+
+    The moto the project installs (the `demo` extra), unpatched, on its default host
+    (127.0.0.1): what terraform/README.md tells a user to start for `examples/local`.
+    """
+
+    name = "moto_server"
+    credentials = ("testing", "testing")
+
+    def __init__(self) -> None:
+        binary = Path(sys.executable).parent / "moto_server"
+        if not binary.exists():
+            raise FileNotFoundError(f"{binary} is missing: the demo extra installs it")
+        port = _free_port()
+        super().__init__([str(binary), "-p", str(port)], ready=re.compile(r"$^"), port=port)
 
 
 def install_s3rver() -> Path:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,7 @@ from s3claim.handles import HandleKey
 from s3claim.s3._errors import store_error
 from s3claim.s3._lifecycle import lifecycle_rules
 from s3claim.s3._provision import provision_bucket
+from s3claim.scope import Scope
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -130,6 +133,72 @@ def test_ls_marks_expired_claims_and_skips_objects_that_are_not_claims(
     client.put_object(Bucket=bucket, Key=tenant_prefix + "README", Body=b"not a claim")
     records = runner.invoke(app, ["ls", "--tenant", "acme", "--json"]).stdout.splitlines()
     assert [json.loads(r)["handle"] for r in records] == [handle]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.usefixtures("bucket")
+def test_ls_into_a_pipe_prints_every_cell_whole_at_any_width() -> None:
+    handle = _put("acme", "r1", "x" * 1_000_000)
+    result = runner.invoke(app, ["ls", "--tenant", "acme"], env={"COLUMNS": "40"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["1 claim(s) of tenant 'acme'", lines[1]]
+    assert lines[1].split() == ["handle", "run", "tag", "chars", "expires", "(UTC)"]
+    row = lines[2].split()
+    assert row[:3] == [handle, HandleKey("k" * 32).run_tag(Scope("acme", "r1")), "1,000,000"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", row[3]) and re.fullmatch(r"\d\d:\d\d:\d\dZ", row[4])
+    assert len(lines) == 3 and "…" not in result.stdout and "│" not in result.stdout
+    assert result.stderr == ""  # no progress frames, not even a blank line, in a pipe
+
+
+@pytest.mark.usefixtures("bucket")
+def test_ls_on_an_80_column_terminal_wraps_cells_and_never_cuts_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handle = _put("acme", "r1", "x" * 1_000_000)
+    monkeypatch.setattr("s3claim.cli._table.is_terminal", lambda stream: True)
+    result = runner.invoke(app, ["ls", "--tenant", "acme"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    shown = ANSI.sub("", result.stdout)
+    assert "─" in shown and "…" not in shown
+    assert all(len(line) <= 80 for line in shown.splitlines())
+    row = next(line for line in shown.splitlines() if handle in line)  # the handle: one line
+    tag = HandleKey("k" * 32).run_tag(Scope("acme", "r1"))
+    assert f" {tag[:12]} " in row and " 1,000,000 " in row  # a short tag, as git shows hashes
+    words = shown.split()
+    assert any(re.fullmatch(r"\d{4}-\d\d-\d\d", w) for w in words)  # wrapped at its space
+    assert any(re.fullmatch(r"\d\d:\d\d:\d\dZ", w) for w in words)
+
+
+@pytest.mark.usefixtures("bucket")
+def test_ls_counts_what_it_reads_on_a_terminal_s_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    handles = {_put("acme", f"r{n}", f"claim {n}") for n in range(3)}
+    monkeypatch.setattr("s3claim.cli._table.is_terminal", lambda stream: stream is sys.stderr)
+    result = runner.invoke(app, ["ls", "--tenant", "acme"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    progress = ANSI.sub("", result.stderr)
+    assert "Listing the claims of tenant 'acme'" in progress and "3 read" in progress
+    assert {line.split()[0] for line in result.stdout.splitlines()[2:]} == handles  # plain
+
+
+@pytest.mark.usefixtures("bucket")
+def test_forget_json_is_one_object_and_the_prompt_goes_to_stderr() -> None:
+    _put("acme", "r1"), _put("acme", "r2", "short")
+    declined = runner.invoke(app, ["forget", "--tenant", "acme", "--json"], input="n\n")
+    assert declined.exit_code == 1
+    assert "Erase every claim of tenant 'acme'" in declined.stderr
+    # CliRunner echoes the typed answer on stdout, as a terminal shows it; nothing else is there.
+    assert declined.stdout.split() == ["n"]
+    one = runner.invoke(app, ["forget", "--tenant", "acme", "--run", "r2", "--json"], input="y\n")
+    assert one.exit_code == 0, one.output
+    answer, line = one.stdout.splitlines()
+    assert answer.strip() == "y"
+    record = json.loads(line)
+    assert record == {"tenant": "acme", "run": "r2", "bucket": record["bucket"], "removed": 1}
+    rest = json.loads(runner.invoke(app, ["forget", "-y", "--tenant", "acme", "--json"]).stdout)
+    assert (rest["run"], rest["removed"]) == (None, 1)
 
 
 @pytest.mark.usefixtures("bucket")
@@ -402,3 +471,16 @@ def test_every_command_has_help_with_the_exit_codes(command: list[str]) -> None:
     words = " ".join(result.stdout.split())
     assert "Exit codes: 0 ok" in words or command == []
     assert "Usage:" in words
+
+
+def test_version_prints_the_package_version() -> None:
+    from s3claim import __version__
+
+    for args in (["--version"], ["--version", "ls"]):  # eager: before any command runs
+        result = runner.invoke(app, args)
+        assert (result.exit_code, result.stdout) == (0, f"s3claim {__version__}\n")
+
+
+def test_shell_completion_is_offered() -> None:
+    words = " ".join(runner.invoke(app, ["--help"]).stdout.split())
+    assert "--install-completion" in words and "--show-completion" in words

@@ -7,6 +7,7 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -106,9 +107,54 @@ def test_the_demo_on_a_real_bucket_forgets_its_claims(moto_endpoint: str) -> Non
 
     data = _demo("--bucket", bucket, "--endpoint-url", moto_endpoint)
 
-    assert data["store"].startswith(f"S3 bucket {bucket} at {moto_endpoint}")
+    assert (data["store"], data["bucket"]) == (
+        f"S3 at {moto_endpoint}",
+        f"{bucket}, prefix claims/",
+    )
     assert data["ratio"] > 1
     assert client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+    assert data["claims_lived"].startswith(f"In bucket {bucket}, under claims/, on S3 at ")
+    assert "erased its run's claims" in data["claims_lived"]
+
+
+@pytest.mark.parametrize("store", ["s3", "memory"])
+def test_the_demo_ends_with_where_the_claims_lived_and_what_to_run_next(store: str) -> None:
+    from s3claim.cli.demo._closing import command_name
+
+    result = runner.invoke(app, ["demo", "--store", store], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines[:5]), lines[:5]
+    if store == "s3":  # the store and its bucket on lines of their own, whole at 80 columns
+        assert re.fullmatch(r"Store: embedded S3 \(moto\) at http://127\.0\.0\.1:\d+", lines[1])
+        assert re.fullmatch(r"Bucket: s3claim-demo-[0-9a-f]{12}, prefix claims/", lines[2])
+    closing = lines[[i for i, line in enumerate(lines) if "Where the claims lived" in line][-1] :]
+    lived = " ".join(closing[1 : closing.index("Next:")])
+    if store == "s3":
+        bucket = lines[2].split()[1].rstrip(",")
+        assert lived.startswith(f"In bucket {bucket}, under claims/, on an embedded S3 (moto")
+    else:
+        assert lived.startswith("In the demo's own memory (MemoryClaimCheckStore)")
+    assert "nothing is left behind" in lived
+    steps = [line.strip() for line in closing[closing.index("Next:") + 1 :]]
+    command = command_name()
+    assert steps[0] == f"{command} demo --failover"
+    assert steps[2] == f"{command} demo --provider openai --base-url URL --model NAME"
+    assert steps[-2:] == [
+        "README.md (Library quickstart)",
+        "the claim check in your own agent, in Python",
+    ]
+    data = _demo("--store", store)
+    assert [step["command"] for step in data["next"]] == steps[::2]
+    words, shown = data["claims_lived"].split(), lived.split()
+    assert words[3:] == shown[3:]  # each run has a bucket of its own (the third word on S3)
+
+
+def test_the_command_to_type_next_is_this_install_s() -> None:
+    from s3claim.cli.demo._closing import command_name
+
+    script = Path(sys.executable).parent / "s3claim"
+    assert command_name() in {"s3claim", str(script), str(script.relative_to(Path.cwd()))}
 
 
 def test_an_endpoint_without_a_bucket_is_a_configuration_error() -> None:
@@ -118,11 +164,14 @@ def test_an_endpoint_without_a_bucket_is_a_configuration_error() -> None:
 
 
 def test_without_moto_the_demo_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "moto.server", None)  # import fails as if not installed
+    from s3claim._extras import install_command
+
+    monkeypatch.setitem(sys.modules, "moto", None)  # import fails as if not installed
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
-    assert "pip install 's3claim[demo]'" in result.stderr
+    assert install_command("demo") in result.stderr
+    assert "(or run with --store memory, or --bucket for a real bucket)" in result.stderr
     assert runner.invoke(app, ["demo", "--store", "memory"]).exit_code == 0
 
 

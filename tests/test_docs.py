@@ -203,6 +203,24 @@ def test_each_framework_snippet_runs_as_written(framework: str) -> None:
     assert len(seen) < 700
 
 
+def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
+    tmp_path: Path,
+) -> None:
+    """Run as a reader would, in a fresh interpreter: no trace-export notice at exit."""
+    import os
+    import subprocess
+    import sys
+
+    block = block_under(ROOT / "docs" / "adapters.md", "OpenAI Agents SDK")
+    script = tmp_path / "agents_snippet.py"
+    script.write_text(block.code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
 def test_the_adapter_table_names_each_framework_hook_and_its_extra() -> None:
     table = prose_of(ROOT / "docs" / "adapters.md")
     rows = re.findall(r"^\| (.+?) \(`s3claim\[([a-z-]+)\]`\) \| (.+?) \|", table, re.MULTILINE)

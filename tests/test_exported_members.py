@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import subprocess
 import sys
 from types import ModuleType
 
 import s3claim
+
+PUBLIC_DUNDERS = {"__version__"}
+"""Private by their spelling, public by convention: httpx keeps `__version__` in `__all__` too."""
 
 
 def _public_names() -> set[str]:
@@ -14,9 +19,16 @@ def _public_names() -> set[str]:
     attributes = {
         name
         for name, value in vars(s3claim).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
+        if (not name.startswith("_") or name in PUBLIC_DUNDERS)
+        and not isinstance(value, ModuleType)
     }
     return attributes | set(s3claim._LAZY)
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    """One source (s3claim/_version.py), read by pyproject.toml: the metadata says the same."""
+    assert s3claim.__version__ == importlib.metadata.version("s3claim")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", s3claim.__version__)
 
 
 def test_all_is_exactly_the_public_names() -> None:

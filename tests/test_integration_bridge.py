@@ -86,10 +86,15 @@ def test_an_adapter_without_its_framework_names_the_extra(
     import subprocess
     import sys
 
+    from s3claim._extras import EXTRAS, install_command
+
     probe = (
         f"import sys; sys.modules[{framework!r}] = None\n"
         f"try:\n    import s3claim.integrations.{adapter}\n"
-        "except ImportError as exc:\n    print(exc)\n"
+        "except ModuleNotFoundError as exc:\n    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"this adapter needs its framework: pip install 's3claim[{extra}]'"
+    assert out.stdout.strip() == (
+        f"{EXTRAS[extra][0]} needs the {extra} extra ({framework} is not installed): "
+        f"{install_command(extra)}"
+    )

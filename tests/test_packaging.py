@@ -1,33 +1,228 @@
-"""Installing s3claim prints nothing a new user must read before the demo.
+"""The package as a user outside this repository gets it: built, installed in a clean venv, run.
 
-`make demo` logs its install to .venv/install.log and shows it only on failure; what remains
-to check is that the package itself builds without warnings of its own (a deprecated
-`project.license` table made setuptools print a screenful before the demo once).
+The wheel is built as the README's Install section says (`pip wheel --no-deps -w dist .`), the
+sdist by `python -m build --sdist`; the wheel is installed, with its dependencies from the
+package index, into a venv of its own that has nothing else: no extra, no checkout on the
+path. There the command must run, say its version, complete in a shell, and meet every
+missing extra with one line naming the install.
+
+Installing also prints nothing a new user must read before the demo: `make demo` logs its
+install to .venv/install.log and shows it only on failure, and the build backend itself must
+not warn (a deprecated `project.license` table once made setuptools print a screenful).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import subprocess
 import sys
+import tarfile
+import tomllib
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+import s3claim
+from s3claim._extras import EXTRAS
+
 ROOT = Path(__file__).parent.parent
+VERSION = s3claim.__version__
+_TIMEOUT = 300
 
 
-def test_the_package_builds_without_a_warning_from_its_build_backend(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Dist:
+    wheel: Path
+    sdist: Path
+    log: str
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    wheel: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    def run(
+        self, *argv: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """A command of the venv, in an environment that knows nothing of this checkout."""
+        sealed = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL"))}
+        binary = argv[0] if argv[0].startswith("/") else str(self.root / "bin" / argv[0])
+        return subprocess.run(
+            [binary, *argv[1:]],
+            cwd=self.root,  # not the checkout: `import s3claim` must find the installed copy
+            env={**sealed, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+
+def _run(argv: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT, check=False
     )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-2000:]
-    assert list(tmp_path.glob("s3claim-*.whl"))
+    assert done.returncode == 0, f"{' '.join(argv)}\n{(done.stdout + done.stderr)[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    out = tmp_path_factory.mktemp("dist")
+    wheel_log = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), "."])
+    sdist = [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out), "."]
+    sdist_log = _run(sdist)
+    (wheel,) = out.glob("*.whl")
+    (sdist,) = out.glob("*.tar.gz")
+    return Dist(wheel, sdist, "".join(d.stdout + d.stderr for d in (wheel_log, sdist_log)))
+
+
+def _pip(venv: Path, *args: str) -> list[str]:
+    """This venv's pip acting on another venv: no pip of its own to bootstrap, and a recent
+    pip installs the wheel's dependencies in half the time of the one ensurepip brings."""
+    return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory, dist: Dist) -> Venv:
+    root = tmp_path_factory.mktemp("clean") / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(root)])
+    _run(_pip(root, "install", "--quiet", str(dist.wheel)))
+    return Venv(root, dist.wheel)
+
+
+def test_the_package_builds_without_a_warning_from_its_build_backend(dist: Dist) -> None:
+    assert f"Successfully built {dist.sdist.name}" in dist.log
     backend = [
         line
-        for line in output.splitlines()
+        for line in dist.log.splitlines()
         if "Warning" in line and "WARNING: Location" not in line  # the machine's pip config
     ]
     assert backend == []
+
+
+def test_the_wheel_and_sdist_carry_the_version_and_the_licence(dist: Dist) -> None:
+    assert dist.wheel.name == f"s3claim-{VERSION}-py3-none-any.whl"
+    assert dist.sdist.name == f"s3claim-{VERSION}.tar.gz"
+    licence = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    info = f"s3claim-{VERSION}.dist-info"
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        names = set(wheel.namelist())
+        assert wheel.read(f"{info}/licenses/LICENSE").decode() == licence
+        metadata = wheel.read(f"{info}/METADATA").decode()
+    assert {"s3claim/py.typed", "s3claim/_version.py", "s3claim/cli/demo/_command.py"} <= names
+    assert f"\nVersion: {VERSION}\n" in metadata
+    assert "\nLicense-Expression: Apache-2.0\n" in metadata
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    for extra in pyproject["project"]["optional-dependencies"]:
+        assert f"\nProvides-Extra: {extra}\n" in metadata
+    with tarfile.open(dist.sdist) as sdist:
+        top = f"s3claim-{VERSION}/"
+        members = set(sdist.getnames())
+        assert {top + "LICENSE", top + "pyproject.toml", top + "s3claim/_version.py"} <= members
+
+
+def test_the_wheel_runs_in_a_clean_venv(venv: Venv) -> None:
+    version = venv.run("s3claim", "--version")
+    assert (version.returncode, version.stdout) == (0, f"s3claim {VERSION}\n")
+    demo = venv.run("s3claim", "demo", "--help")
+    assert demo.returncode == 0, demo.stderr
+    assert "Usage: s3claim demo" in " ".join(demo.stdout.split())
+    where = venv.run("python", "-c", "import s3claim; print(s3claim.__file__)")
+    assert where.stdout.startswith(str(venv.root)), where.stdout + where.stderr
+    # Nothing but the core: every extra's modules are absent.
+    absent = [m for _, modules in EXTRAS.values() for m in modules]
+    probe = f"import importlib.util as u; print([m for m in {absent!r} if u.find_spec(m)])"
+    assert venv.run("python", "-c", probe).stdout == "[]\n"
+
+
+def test_the_command_completes_in_a_shell(venv: Venv) -> None:
+    env = {"_S3CLAIM_COMPLETE": "complete_bash", "COMP_WORDS": "s3claim d", "COMP_CWORD": "1"}
+    completed = venv.run("s3claim", env=env)
+    assert completed.stdout.split() == ["demo", "doctor"], completed.stderr
+    script = venv.run("s3claim", "--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    assert "_S3CLAIM_COMPLETE=complete_bash" in script.stdout
+
+
+def _installs(venv: Venv, extra: str) -> str:
+    """What the message must name: this wheel, with the extra (it was installed from a file)."""
+    return f"pip install {shlex.quote(f'{venv.wheel}[{extra}]')}"
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("extra", "argv"),
+    [
+        ("demo", ["s3claim", "demo"]),
+        ("mcp", ["s3claim", "mcp-proxy", "--tenant", "acme", "--", "true"]),
+    ],
+)
+def test_a_command_without_its_extra_says_what_to_install_in_one_line(
+    venv: Venv, extra: str, argv: list[str]
+) -> None:
+    done = venv.run(*argv)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    line = done.stderr.rstrip("\n")
+    assert line.startswith(f"s3claim: error: {EXTRAS[extra][0]} needs the {extra} extra (")
+    assert _installs(venv, extra) in line
+
+
+ASYNC_STORE = (
+    "from s3claim import S3ClaimCheckStore\n"
+    "from s3claim.s3 import AsyncS3ClaimCheckStore\n"
+    "store = S3ClaimCheckStore('b', handle_key='k' * 32)\n"
+    "AsyncS3ClaimCheckStore(store)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "code"),
+    [
+        ("mcp", "import s3claim.mcp"),
+        ("aio", ASYNC_STORE),
+        ("openai-agents", "import s3claim.integrations.openai_agents"),
+        ("langchain", "import s3claim.integrations.langchain"),
+        ("pydantic-ai", "import s3claim.integrations.pydantic_ai"),
+    ],
+)
+def test_the_library_without_an_extra_fails_at_first_use_naming_the_install(
+    venv: Venv, extra: str, code: str
+) -> None:
+    done = venv.run("python", "-c", code)
+    assert done.returncode == 1
+    feature, (module, *_) = EXTRAS[extra]
+    assert _last_line(done.stderr) == (
+        f"s3claim._extras.MissingExtraError: {feature} needs the {extra} extra "
+        f"({module} is not installed): {_installs(venv, extra)}"
+    )
+    assert "anyio" not in done.stderr  # the SDK's absence, not one of its dependencies'
+    assert "During handling" not in done.stderr
+
+
+def test_the_install_named_is_one_pip_takes_as_it_is(venv: Venv) -> None:
+    argv = shlex.split(_installs(venv, "aio"))
+    assert argv[:2] == ["pip", "install"]
+    dry = _pip(venv.root, "install", "--dry-run", "--no-deps", "--ignore-installed", *argv[2:])
+    done = _run(dry)
+    assert re.search(rf"Would install s3claim-{re.escape(VERSION)}", done.stdout), done.stdout
+
+
+def test_the_readme_installs_this_version() -> None:
+    install = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Install\n", 1)[1]
+    assert "pip wheel --no-deps -w dist ." in install  # what the `dist` fixture runs
+    assert f"pip install 'dist/s3claim-{VERSION}-py3-none-any.whl[mcp]'" in install
+    assert "pip install -e '.[mcp]'" in install

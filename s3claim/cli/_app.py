@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from s3claim._version import __version__
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
@@ -22,7 +25,8 @@ app = typer.Typer(
     name="s3claim",
     epilog=EPILOG,
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
+    add_completion=True,
     # Locals in a traceback could include a handle key or tool content: never show them.
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
@@ -32,8 +36,21 @@ for command in (demo, put, fetch, ls, runs, forget, keygen, doctor):
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"s3claim {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Claim-check store for oversized LLM agent tool results, on S3.
 
     `s3claim demo` shows what claim-checking buys; the other commands operate a claim bucket

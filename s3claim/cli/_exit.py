@@ -3,7 +3,7 @@
     0  ok
     1  a check failed (doctor), a claim is unavailable (fetch), or the user declined (forget)
     2  usage or configuration: no bucket, no handle key, no credentials, access denied,
-       no such bucket, a bad option (typer's own usage errors are 2 as well)
+       no such bucket, a missing extra, a bad option (typer's own usage errors are 2 as well)
     3  unavailable: the store or the model server could not be reached or kept failing
 
 A configuration problem is the user's to fix and a traceback would only bury the cause, so
@@ -22,6 +22,7 @@ from enum import IntEnum
 import typer
 from pydantic import ValidationError
 
+from s3claim._extras import MissingExtraError
 from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
@@ -53,7 +54,7 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
     """The one-line report for an exception a user can fix or wait out; None for a bug."""
     if isinstance(exc, CliError):
         return exc
-    if isinstance(exc, ConfigurationError):
+    if isinstance(exc, ConfigurationError | MissingExtraError):
         return CliError(str(exc))
     if isinstance(exc, ValidationError):  # e.g. a tenant or run name out of bounds
         return CliError(f"invalid input: {describe_validation_error(exc)}")

@@ -1,8 +1,8 @@
 """`s3claim mcp-proxy`: the MCP proxy (`s3claim.mcp`) composed from the command line.
 
 The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs; its
-absence is a one-line configuration error. Everything the proxy says goes to stderr: on
-stdio, stdout is the protocol.
+absence is a one-line configuration error (`MissingExtraError`, worded by `s3claim._extras`).
+Everything the proxy says goes to stderr: on stdio, stdout is the protocol.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from s3claim._extras import require_extra
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
@@ -27,8 +28,6 @@ __all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
 # Everything after the upstream command's name is the upstream's: `s3claim mcp-proxy --tenant
 # acme npx pkg --flag` passes `--flag` on, with or without `--`.
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
-MCP_MISSING = "the MCP proxy needs the MCP SDK: pip install 's3claim[mcp]'"
-_SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "httpx2"})
 _DEFAULTS = ClaimCheckPolicy()
 _PANEL = "Claim check policy"
 
@@ -105,12 +104,9 @@ def mcp_proxy(
     """
     _configure_logging(verbose)
     with handled() as context:
-        try:
-            from s3claim.cli import _mcp_run
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").split(".")[0] not in _SDK_MODULES:
-                raise
-            raise CliError(MCP_MISSING) from None
+        require_extra("mcp")  # before the import: _mcp_run imports anyio before the SDK
+        from s3claim.cli import _mcp_run
+
         if command and upstream_url is not None:
             raise CliError("give the upstream once: a command after --, or --upstream-url")
         if not command and upstream_url is None:

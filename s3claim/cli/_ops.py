@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
 from s3claim.cli._exit import CliError, handled
+from s3claim.cli._table import Column, collected, counting, print_table
 from s3claim.s3.admin import Target, load_settings, open_store
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
@@ -139,7 +137,8 @@ def ls(
         )
         target = Target.of(settings)
         context.bucket = target.bucket
-        claims = list(open_store(target).claims(tenant=tenant, run=run))
+        listing = open_store(target).claims(tenant=tenant, run=run)
+        claims = collected(listing, f"Listing the claims of tenant {tenant!r}", "read")
     if as_json:
         for claim in claims:
             record = {
@@ -151,23 +150,31 @@ def ls(
             }
             typer.echo(json.dumps(record))
         return
-    table = Table(header_style="bold", title=f"{len(claims)} claim(s) of tenant {tenant!r}")
-    table.add_column("handle", no_wrap=True)
-    table.add_column("run tag", no_wrap=True)  # the first 12 of 32 digits; --json has all
-    table.add_column("chars", justify="right")
-    table.add_column("expires (UTC)")
-    for claim in claims:
-        state = " (expired)" if claim.expires_at <= now else ""
-        table.add_row(
-            claim.handle, claim.run_tag[:12], f"{claim.chars:,}", when(claim.expires_at) + state
+    columns = (
+        Column("handle", whole=True),
+        Column("run tag", whole=True, abbreviate=12),
+        Column("chars", right=True, whole=True),
+        Column("expires (UTC)"),
+    )
+    rows = [
+        (
+            claim.handle,
+            claim.run_tag,
+            f"{claim.chars:,}",
+            when(claim.expires_at) + (" (expired)" if claim.expires_at <= now else ""),
         )
-    Console(highlight=False).print(table)
+        for claim in claims
+    ]
+    print_table(f"{len(claims)} claim(s) of tenant {tenant!r}", columns, rows)
 
 
 def forget(
     tenant: Tenant,
     run: OptionalRun = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object: what was erased, and where.")
+    ] = False,
     bucket: BucketOption = None,
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
@@ -188,27 +195,19 @@ def forget(
         context.bucket = target.bucket
         store = open_store(target)
         what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
-        if not yes:
+        if not yes:  # asked on stderr: stdout is the result, which --json keeps parseable
             typer.confirm(
                 f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "
                 "runs? This cannot be undone",
                 abort=True,
+                err=True,
             )
-        console = Console(stderr=True)
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            TextColumn("{task.completed:,} removed"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task(f"Forgetting {what}", total=None)
-            removed = store.forget(
-                tenant=tenant,
-                run=run,
-                progress=lambda n: progress.update(task, completed=n),
-            )
+        with counting(f"Forgetting {what}", "removed") as update:
+            removed = store.forget(tenant=tenant, run=run, progress=update)
+    if as_json:
+        record = {"tenant": tenant, "run": run, "bucket": target.bucket, "removed": removed}
+        typer.echo(json.dumps(record))
+        return
     typer.echo(f"Removed {removed} claim(s) of {what}.")
 
 

@@ -14,13 +14,15 @@ read from the LangGraph runtime before the tool runs: by default the tenant is t
 attribute or key of the runtime context and the run is the thread id, because the
 checkpointer replays a thread's messages, handles included, into its later runs.
 
-Needs `pip install 's3claim[langchain]'`.
+Needs the `langchain` extra (`MissingExtraError` names its install when it is missing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeGuard
+
+from s3claim._extras import reraise_missing
 
 try:
     from langchain.agents.middleware import AgentMiddleware
@@ -29,8 +31,8 @@ try:
     from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
-except ImportError as exc:  # say which extra brings it
-    raise ImportError("this adapter needs its framework: pip install 's3claim[langchain]'") from exc
+except ModuleNotFoundError as exc:  # one line naming the extra that brings it
+    reraise_missing("langchain", exc)
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import Event

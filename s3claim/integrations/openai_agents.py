@@ -10,7 +10,7 @@ outputs pass untouched. The scope is read from the run context, before the tool 
 default the `tenant` and `run_id` attributes or keys of the context object given to
 `Runner.run`; the SDK has no conversation id of its own to use.
 
-Needs `pip install 's3claim[openai-agents]'`.
+Needs the `openai-agents` extra (`MissingExtraError` names its install when it is missing).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
+
+from s3claim._extras import reraise_missing
 
 try:
     from agents import (
@@ -31,10 +33,8 @@ try:
     )
     from agents.tool import ValidToolOutputPydanticModelsTypeAdapter
     from agents.tool_context import ToolContext
-except ImportError as exc:  # say which extra brings it
-    raise ImportError(
-        "this adapter needs its framework: pip install 's3claim[openai-agents]'"
-    ) from exc
+except ModuleNotFoundError as exc:  # one line naming the extra that brings it
+    reraise_missing("openai-agents", exc)
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError

@@ -12,7 +12,7 @@ checked in. The scope is read from the run context before the tool runs: by defa
 tenant is the `tenant` attribute or key of the deps and the run is the conversation id, which
 pydantic-ai carries across the runs that share a message history.
 
-Needs `pip install 's3claim[pydantic-ai]'`.
+Needs the `pydantic-ai` extra (`MissingExtraError` names its install when it is missing).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from typing import Any
 
 from pydantic_core import SchemaValidator, core_schema
 
+from s3claim._extras import reraise_missing
+
 try:
     from pydantic_ai import RunContext
     from pydantic_ai.messages import ToolReturn, is_multi_modal_content
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import WrapperToolset
     from pydantic_ai.toolsets.abstract import ToolsetTool
-except ImportError as exc:  # say which extra brings it
-    raise ImportError(
-        "this adapter needs its framework: pip install 's3claim[pydantic-ai]'"
-    ) from exc
+except ModuleNotFoundError as exc:  # one line naming the extra that brings it
+    reraise_missing("pydantic-ai", exc)
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import Event

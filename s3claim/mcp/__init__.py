@@ -1,6 +1,7 @@
 """`s3claim mcp-proxy`: claim-check any MCP server's results for any MCP client.
 
-Needs the extra: `pip install 's3claim[mcp]'`. Nothing outside this subpackage (and the CLI
+Needs the `mcp` extra; without it, importing this package raises `MissingExtraError`, one
+line naming the `pip install` that fixes it. Nothing outside this subpackage (and the CLI
 command that loads it on demand) imports the MCP SDK, so `import s3claim` never does.
 
 Built on the official SDK's low-level `Server` and `Client` (2.x). `fastmcp` is not used: a
@@ -16,11 +17,16 @@ for nothing the proxy uses.
                          └─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
 """
 
+from s3claim._extras import reraise_missing
 from s3claim.errors import UpstreamError
-from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
-from s3claim.mcp._scoping import RUN_META_KEY, Scoping
-from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
-from s3claim.mcp._upstream import HttpUpstream, StdioUpstream, Upstream, UpstreamTarget
+
+try:
+    from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
+    from s3claim.mcp._scoping import RUN_META_KEY, Scoping
+    from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
+    from s3claim.mcp._upstream import HttpUpstream, StdioUpstream, Upstream, UpstreamTarget
+except ModuleNotFoundError as exc:  # the SDK, or a module it brings (anyio, httpx, ...)
+    reraise_missing("mcp", exc)
 
 __all__ = [
     "AGENT",

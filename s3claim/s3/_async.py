@@ -24,6 +24,7 @@ from typing import Any
 
 from botocore.config import Config
 
+from s3claim._extras import require_extra
 from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.aio import ThreadedAsyncStore
 from s3claim.errors import ClaimUnavailableError
@@ -42,7 +43,11 @@ every answer is parsed on it (64 at once stalled it for over 100 ms in `make ben
 
 
 class AsyncS3ClaimCheckStore:
-    """An `AsyncClaimCheckStore` over an `S3ClaimCheckStore`, sharing its bucket and claims."""
+    """An `AsyncClaimCheckStore` over an `S3ClaimCheckStore`, sharing its bucket and claims.
+
+    Needs the `aio` extra (aiobotocore): without it, construction raises `MissingExtraError`
+    naming the install, rather than the first fetch failing on a bare import.
+    """
 
     def __init__(
         self,
@@ -55,6 +60,7 @@ class AsyncS3ClaimCheckStore:
             raise TypeError(
                 f"AsyncS3ClaimCheckStore wraps an S3ClaimCheckStore, got {type(store).__name__}"
             )
+        require_extra("aio")
         if (
             isinstance(max_in_flight, bool)
             or not isinstance(max_in_flight, int)

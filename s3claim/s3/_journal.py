@@ -217,12 +217,14 @@ class S3RunJournal(InBucket):
 
     # -- operations (not part of the protocol) ---------------------------------------------
 
-    def runs(self, *, tenant: str) -> Iterator[RunInfo]:
-        """Every run of a tenant with a journal, by tag, expired ones included: one HEAD each,
-        and no body (which holds tool results) is ever read."""
-        under = self._layout.tenant_prefix(tenant)
+    def runs(self, *, tenant: str, run: str | None = None) -> Iterator[RunInfo]:
+        """Every run of a tenant with a journal (or the one named `run`, if it has one), by
+        tag, expired ones included: one HEAD each, and no body (which holds tool results) is
+        ever read."""
+        tenant_prefix = self._layout.tenant_prefix(tenant)
+        under = tenant_prefix if run is None else self._layout.run_prefix(Scope(tenant, run))
         for key in self._keys(under):
-            parts = key[len(under) :].split("/")
+            parts = key[len(tenant_prefix) :].split("/")
             if len(parts) != 2 or parts[1] != JOURNAL_NAME:
                 continue
             head = self._head(key)

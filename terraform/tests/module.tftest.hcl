@@ -39,6 +39,7 @@ run "defaults" {
       aws_s3_bucket_lifecycle_configuration.this.rule[i].status == "Enabled" &&
       aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].and[0].prefix == "claims/" &&
       aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].and[0].tags == tomap({ "s3claim-ttl-days" = tostring(days) }) &&
+      length(aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].tag) == 0 &&
       aws_s3_bucket_lifecycle_configuration.this.rule[i].expiration[0].days == days
     ])
     error_message = "Each TTL class N needs a rule filtered by prefix claims/ AND tag s3claim-ttl-days=N, expiring after N days."
@@ -186,6 +187,29 @@ run "tls_policy_off" {
   assert {
     condition     = length(aws_s3_bucket_policy.this) == 0
     error_message = "attach_deny_insecure_transport_policy = false must leave the bucket without a policy."
+  }
+}
+
+run "ttl_rules_by_tag_alone" {
+  variables {
+    ttl_rules_match_key_prefix = false
+  }
+
+  assert {
+    condition = alltrue([
+      for i, days in [1, 7, 30] :
+      aws_s3_bucket_lifecycle_configuration.this.rule[i].id == "s3claim-ttl-${days}d" &&
+      length(aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].and) == 0 &&
+      aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].tag[0].key == "s3claim-ttl-days" &&
+      aws_s3_bucket_lifecycle_configuration.this.rule[i].filter[0].tag[0].value == tostring(days) &&
+      aws_s3_bucket_lifecycle_configuration.this.rule[i].expiration[0].days == days
+    ])
+    error_message = "ttl_rules_match_key_prefix = false must filter each TTL class N by the tag s3claim-ttl-days=N alone."
+  }
+
+  assert {
+    condition     = length(aws_s3_bucket_lifecycle_configuration.this.rule) == 4
+    error_message = "The TTL rules by tag alone keep one rule per class plus the multipart-abort rule."
   }
 }
 

@@ -65,6 +65,77 @@ def test_runs_lists_each_runs_tag_status_turns_and_last_update_never_content(
     assert CANARY not in listed.output + table.output
 
 
+def test_runs_by_id_derives_each_tag_and_shows_the_run_under_its_id(
+    bucket: tuple[Any, str], tmp_path: Any
+) -> None:
+    journal = S3RunJournal.from_settings()
+    for run, turns in (("r-42", 2), ("r-7", 5), ("r-8", 1)):
+        journal.save(Scope("acme", run), record(turns, canary=CANARY), replaces=None)
+    journal.save(Scope("globex", "r-42"), record(9), replaces=None)
+    tag = HandleKey(SECRET).run_tag
+
+    one = runner.invoke(app, ["runs", "--tenant", "acme", "--run", "r-42", "--json"])
+    assert one.exit_code == 0, one.output
+    assert [json.loads(line) for line in one.stdout.splitlines()] == [
+        {
+            "run": "r-42",
+            "run_tag": tag(Scope("acme", "r-42")),
+            "status": "running",
+            "turns": 2,
+            "updated_at": json.loads(one.stdout)["updated_at"],
+            "expires_at": json.loads(one.stdout)["expires_at"],
+            "expired": False,
+        }
+    ]
+    assert one.stderr == ""
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("r-7\n\n  r-8  \nr-404\n")
+    table = runner.invoke(
+        app, ["runs", "--tenant", "acme", "--run", "r-42", "--runs-from", str(ids)]
+    )
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert lines[0] == "3 run(s) of tenant 'acme'"
+    assert lines[1].split()[:3] == ["run", "run", "tag"]
+    shown = {line.split()[0]: line.split()[1:4] for line in lines[2:]}
+    assert shown == {
+        "r-42": [tag(Scope("acme", "r-42")), "running", "2"],
+        "r-7": [tag(Scope("acme", "r-7")), "running", "5"],
+        "r-8": [tag(Scope("acme", "r-8")), "running", "1"],
+    }
+    assert table.stderr == "no recorded run 'r-404' of tenant 'acme'\n"
+    from_stdin = runner.invoke(
+        app, ["runs", "--tenant", "acme", "--runs-from", "-", "--json"], input="r-8\n"
+    )
+    assert [json.loads(r)["run"] for r in from_stdin.stdout.splitlines()] == ["r-8"]
+    assert CANARY not in one.output + table.output + from_stdin.output
+
+
+def test_runs_from_a_file_that_cannot_be_read_is_one_line(
+    bucket: tuple[Any, str], tmp_path: Any
+) -> None:
+    result = runner.invoke(app, ["runs", "--tenant", "acme", "--runs-from", str(tmp_path / "no")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("s3claim: error: --runs-from ")
+    assert result.stderr.count("\n") == 1
+    bad = runner.invoke(app, ["runs", "--tenant", "acme", "--run", "x" * 1025])
+    assert bad.exit_code == 2 and bad.stderr.startswith("s3claim: error: invalid input")
+
+
+def test_the_journal_lists_one_named_run_with_one_listing(bucket: tuple[Any, str]) -> None:
+    from tests.servers import Wire
+
+    journal = S3RunJournal.from_settings()
+    for run in ("r1", "r2", "r3"):
+        journal.save(Scope("acme", run), record(1), replaces=None)
+    wire = Wire.attach(journal.client)
+    (info,) = journal.runs(tenant="acme", run="r2")
+    assert info.run_tag == HandleKey(SECRET).run_tag(Scope("acme", "r2"))
+    assert dict(wire.requests) == {"ListObjectsV2": 1, "HeadObject": 1}
+    assert list(journal.runs(tenant="acme", run="nobody")) == []
+
+
 def test_forget_takes_a_runs_journal_with_its_claims(bucket: tuple[Any, str]) -> None:
     client, name = bucket
     S3RunJournal.from_settings().save(Scope("acme", "r1"), record(1), replaces=None)
@@ -109,7 +180,9 @@ def test_the_failover_demo_on_a_real_bucket_shows_both_halves_and_forgets_the_ru
 
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert f"S3 bucket {name}" in out
+    assert f"\nBucket: {name}, prefix " in out
+    assert "the demo erased its run's claims before it ended" in out
+    assert "Next:" in out and "demo --provider openai" in out
     assert "First instance (pid" in out and "Second instance (pid" in out
     assert "SIGKILLed while asking for model call 3" in out
     assert "its journal, running, 2 turns and 5 messages recorded" in out

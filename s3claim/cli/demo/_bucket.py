@@ -3,8 +3,8 @@
 The embedded one is moto's server in this process on 127.0.0.1, on a free port, with one
 bucket provisioned as the Terraform module would: the demo crosses real HTTP to a real S3
 API with nothing to set up and nothing left behind, since the server, and every claim in it,
-stops with the demo. moto is an optional dependency (`s3claim[demo]`), so its absence is a
-one-line configuration error.
+stops with the demo. moto is an optional dependency (the `demo` extra), so its absence is a
+one-line configuration error naming the install.
 """
 
 from __future__ import annotations
@@ -18,16 +18,14 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
+from s3claim._extras import require_extra
 from s3claim.cli._exit import CliError
 from s3claim.s3 import S3ClaimSettings
 from s3claim.s3.admin import Target, make_client, provision_bucket
 
 __all__ = ["DemoBucket", "demo_bucket"]
 
-MOTO_MISSING = (
-    "the embedded S3 needs moto: pip install 's3claim[demo]' "
-    "(or run with --store memory, or --bucket for a real bucket)"
-)
+WITHOUT_MOTO = "or run with --store memory, or --bucket for a real bucket"
 _REGION = "us-east-1"
 _CREDENTIALS = ("s3claim-demo", "s3claim-demo")  # moto accepts any; never the user's account
 
@@ -38,8 +36,28 @@ class DemoBucket:
 
     target: Target
     description: str
+    """The S3 it talks to, without the bucket: one short line at 80 columns."""
     embedded: bool
     """An embedded S3 goes with the demo; in a configured bucket the demo erases its run."""
+
+    @property
+    def located(self) -> str:
+        """The bucket and prefix, for a line of their own."""
+        return f"{self.target.bucket}, prefix {self.target.settings.prefix}"
+
+    @property
+    def lived(self) -> str:
+        """Where the demo's claims were, and what became of them, once it has ended."""
+        where = f"bucket {self.target.bucket}, under {self.target.settings.prefix},"
+        if self.embedded:
+            return (
+                f"In {where} on an embedded S3 (moto, inside the demo's process): gone with "
+                "it now that the demo has ended; nothing is left behind."
+            )
+        return (
+            f"In {where} on {self.description}: the demo erased its run's claims before it "
+            "ended, as `s3claim forget --run` does."
+        )
 
     @property
     def env(self) -> dict[str, str]:
@@ -70,16 +88,17 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
         update={"handle_key": SecretStr(secret or secrets.token_urlsafe(32))}
     )
     if settings.bucket is not None:
-        where = f" at {settings.endpoint_url}" if settings.endpoint_url else ""
-        described = f"S3 bucket {settings.bucket}{where}, prefix {settings.prefix}"
+        if settings.endpoint_url:
+            described = f"S3 at {settings.endpoint_url}"
+        else:
+            described = f"AWS S3, region {settings.region or 'from the AWS configuration'}"
         yield DemoBucket(Target.of(settings), described, embedded=False)
         return
     if settings.endpoint_url is not None:
         raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")
-    try:
-        from moto.server import ThreadedMotoServer
-    except ImportError:
-        raise CliError(MOTO_MISSING) from None
+    require_extra("demo", alternative=WITHOUT_MOTO)
+    from moto.server import ThreadedMotoServer
+
     # werkzeug logs every request at INFO on stderr; the demo's output is its report.
     werkzeug = logging.getLogger("werkzeug")
     level = werkzeug.level
@@ -101,7 +120,7 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
         settings = settings.model_copy(
             update={"bucket": bucket, "endpoint_url": endpoint, "region": _REGION}
         )
-        described = f"embedded S3 (moto) at {endpoint}, bucket {bucket}"
+        described = f"embedded S3 (moto) at {endpoint}"
         yield DemoBucket(Target(settings, client), described, embedded=True)
     finally:
         server.stop()

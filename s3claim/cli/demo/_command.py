@@ -25,6 +25,7 @@ from s3claim._wording import split_head
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli.demo._bucket import demo_bucket
+from s3claim.cli.demo._closing import next_steps, render_closing
 from s3claim.cli.demo._failover import failover_demo
 from s3claim.cli.demo._scenario import QUESTION, TENANT, Scenario, prefill_by_turn, run_scenario
 from s3claim.events import Event
@@ -60,7 +61,15 @@ BASELINE_MODEL = (
 class _Setup:
     store: ClaimCheckStore
     description: str
+    located: str | None  # the bucket and prefix, on S3
+    lived: str  # where the claims were, and what became of them
     cleanup: S3ClaimCheckStore | None  # a configured bucket: the demo forgets its run afterwards
+
+
+IN_MEMORY = (
+    "In the demo's own memory (MemoryClaimCheckStore): gone with its process; nothing is left "
+    "behind."
+)
 
 
 @contextmanager
@@ -69,12 +78,14 @@ def _store(
     region: str | None,
 ) -> Iterator[_Setup]:  # fmt: skip
     if kind is StoreKind.memory:
-        yield _Setup(MemoryClaimCheckStore(), "memory (MemoryClaimCheckStore)", None)
+        memory = MemoryClaimCheckStore()
+        yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, None)
         return
     settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
     with demo_bucket(settings) as where:
         store = open_store(where.target)
-        yield _Setup(store, where.description, None if where.embedded else store)
+        cleanup = None if where.embedded else store
+        yield _Setup(store, where.description, where.located, where.lived, cleanup)
 
 
 def _provider(
@@ -143,13 +154,14 @@ def _baseline_text(scenario: Scenario, scripted: bool) -> str:
 
 
 def report(
-    scenario: Scenario, *, store: str, provider: str, scripted: bool, seconds: float
+    scenario: Scenario, *, setup: _Setup, provider: str, scripted: bool, seconds: float
 ) -> dict[str, Any]:
     """The demo's result as plain data: the JSON document, and what the terminal shows."""
     seen = scenario.seen
     parts = split_head(seen) if seen is not None else None
     return {
-        "store": store,
+        "store": setup.description,
+        "bucket": setup.located,
         "provider": provider,
         "question": QUESTION,
         "contract_chars": scenario.contract_chars,
@@ -175,6 +187,8 @@ def report(
         "answer": scenario.claimed.output,
         "baseline_answer": scenario.baseline.output if scenario.baseline else None,
         "seconds": round(seconds, 3),
+        "claims_lived": setup.lived,
+        "next": [{"command": c, "shows": what} for c, what in next_steps(failover=False)],
     }
 
 
@@ -187,7 +201,9 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
         Text.assemble(
             ("s3claim demo", "bold"),
             f": counsel reads a {data['contract_chars']:,}-character contract.\n",
-            f"Store: {data['store']}\nProvider: {data['provider']}\nQuestion: {QUESTION}",
+            f"Store: {data['store']}\n",
+            f"Bucket: {data['bucket']}\n" if data["bucket"] else "",
+            f"Provider: {data['provider']}\nQuestion: {QUESTION}",
         )
     )
     console.print(Rule("What the model saw: the read_contract result, verbatim"))
@@ -228,6 +244,8 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
     console.print(Rule("Answer"))
     console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))
     console.print(Text(f"\nFinished in {data['seconds']:.2f} s.", style="dim"))
+    steps = [(step["command"], step["shows"]) for step in data["next"]]
+    render_closing(console, data["claims_lived"], steps)
 
 
 def demo(
@@ -300,7 +318,7 @@ def demo(
     described = "scripted" if chosen is None else f"{model} at {base_url}"
     data = report(
         scenario,
-        store=setup.description,
+        setup=setup,
         provider=described,
         scripted=chosen is None,
         seconds=time.perf_counter() - started,

@@ -31,6 +31,7 @@ from rich.text import Text
 
 from s3claim.cli._exit import CliError, Exit
 from s3claim.cli.demo._bucket import demo_bucket
+from s3claim.cli.demo._closing import next_steps, render_closing
 from s3claim.cli.demo._scenario import (
     QUESTION,
     TENANT,
@@ -202,6 +203,7 @@ def failover_demo(
     expected = run_scenario(store, baseline=False, run_id=run_id).claimed
     data = {
         "store": setup.description,
+        "bucket": setup.located,
         "run_tag": key.run_tag(scope),
         "first": {
             "pid": first[-1].get("pid"),
@@ -227,6 +229,8 @@ def failover_demo(
         "same_messages": final.messages == expected.messages,
         "messages": len(final.messages),
         "seconds": round(time.perf_counter() - started, 3),
+        "claims_lived": setup.lived,
+        "next": [{"command": c, "shows": what} for c, what in next_steps(failover=True)],
     }
     if as_json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
@@ -240,7 +244,8 @@ def _render(console: Console, data: dict[str, Any], events: Sequence[Event]) -> 
         Text.assemble(
             ("s3claim demo --failover", "bold"),
             ": the counsel run outlives the process that started it.\n",
-            f"Store: {data['store']}\nRun tag: {data['run_tag']}\nQuestion: {QUESTION}",
+            f"Store: {data['store']}\nBucket: {data['bucket']}\n",
+            f"Run tag: {data['run_tag']}\nQuestion: {QUESTION}",
         )
     )
     console.print(Rule(f"First instance (pid {first['pid']})"))
@@ -293,6 +298,8 @@ def _render(console: Console, data: dict[str, Any], events: Sequence[Event]) -> 
     )
     console.print(Text(verdict, style="bold green" if same else "bold red"))
     console.print(Text(f"\nFinished in {data['seconds']:.2f} s.", style="dim"))
+    steps = [(step["command"], step["shows"]) for step in data["next"]]
+    render_closing(console, data["claims_lived"], steps)
 
 
 def _plain(value: object) -> str:

@@ -31,6 +31,7 @@ from s3claim.errors import (
     UpstreamError,
 )
 from s3claim.events import (
+    ClaimEvicted,
     ClaimFetched,
     ClaimFetchFailed,
     ClaimSearched,
@@ -112,6 +113,7 @@ __all__ = [
     "ClaimCheckError",
     "ClaimCheckPolicy",
     "ClaimCheckStore",
+    "ClaimEvicted",
     "ClaimFetchFailed",
     "ClaimFetched",
     "ClaimInfo",

@@ -118,7 +118,8 @@ def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text() 
         async with in_process(policy=SMALL) as (client, _):
             result = await client.call_tool("mixed", {"chars": 1_500})
             kinds = [b.type for b in result.content]
-            assert kinds == ["text", "image", "audio", "resource", "resource_link"]
+            assert kinds == ["text", "image", "audio", "resource", "resource_link", "resource_link"]
+            assert result.content[-1].uri == handle_of(text_of(result))  # type: ignore[union-attr]
             assert result.content[1].data == PIXEL  # type: ignore[union-attr]
             assert result.content[3].resource.text == "embedded notes"  # type: ignore[union-attr]
             whole, _ = await read_all(client, handle_of(text_of(result)))

@@ -91,7 +91,8 @@ def install_conformance() -> tuple[Path, Path]:
     """(Node 22's executable, the conformance suite's entry point), installed if needed."""
     _npm_install(CONFORMANCE_DIR, _SUITE)
     modules = CONFORMANCE_DIR / "node_modules"
-    return modules / NODE22_PACKAGE / "bin" / "node", modules / CONFORMANCE_PACKAGE / "dist" / "index.js"
+    suite = modules / CONFORMANCE_PACKAGE / "dist" / "index.js"
+    return modules / NODE22_PACKAGE / "bin" / "node", suite
 
 
 def git_server_argv(repository: Path) -> list[str]:

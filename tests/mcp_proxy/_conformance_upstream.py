@@ -266,7 +266,9 @@ async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesRe
     return types.ListResourceTemplatesResult(resource_templates=[template])
 
 
-async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
     uri = params.uri
     if uri == "test://static-text":
         text = "This is the content of the static text resource."

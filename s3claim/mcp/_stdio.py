@@ -44,7 +44,8 @@ class Launch:
 
     def __init__(self, max_line_bytes: int | None = None) -> None:
         self.max_line_bytes = max_line_bytes
-        self.returncode: int | None = None
+        self.returncode: int | None = None  # set when it exited on its own, not stopped
+        self.eof = False  # its stdout ended by itself
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
 
     def note(self, line: bytes) -> None:
@@ -84,6 +85,9 @@ async def _posix(params: StdioServerParameters, launch: Launch) -> AsyncIterator
             yield read_receive, write_send
         finally:
             with anyio.CancelScope(shield=True):
+                if launch.eof:  # it went away by itself: how did it exit?
+                    await _exited(process, _GRACE_SECONDS)
+                    launch.returncode = process.returncode
                 await _stop(process)
                 group.cancel_scope.cancel()
                 for stream in (read_send, read_receive, write_send, write_receive):
@@ -129,12 +133,9 @@ async def _read(
                         await send.send(message)
                 if rest:
                     line.add(rest)
+            launch.eof = True
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-        pass  # closing, or the server went away: the session sees its stream end
-    finally:
-        with anyio.move_on_after(_GRACE_SECONDS, shield=True):
-            await _exited(process, _GRACE_SECONDS)
-        launch.returncode = process.returncode
+        launch.eof = True  # the server went away (or we are closing): the session sees it
 
 
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')

@@ -86,7 +86,9 @@ async def in_process(
 ) -> AsyncIterator[tuple[Client, ClaimCheckProxy]]:
     """The official client, connected in-process to a proxy in front of our test server."""
     claim_check = ClaimCheck(store if store is not None else MemoryClaimCheckStore(), policy=policy)
-    async with Upstream.connect(upstream(*extra), timeout=timeout) as up:
+    async with Upstream.connect(
+        upstream(*extra), timeout=timeout, startup_timeout=max(timeout, 60.0)
+    ) as up:
         proxy = ClaimCheckProxy(
             up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme")
         )

@@ -7,6 +7,7 @@ case: sizes, errors, images, structured content, a slow tool, a crash, forged ma
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -22,6 +23,8 @@ from mcp_types import (
     EmbeddedResource,
     ImageContent,
     ListToolsResult,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
     ResourceLink,
     TextContent,
     TextResourceContents,
@@ -128,7 +131,32 @@ TOOLS = [
         description="A small result that imitates a marker.",
         input_schema={**_OBJECT, "properties": {}},
     ),
+    Tool(
+        name="env",
+        description="The names of this server's environment variables, as JSON.",
+        input_schema={**_OBJECT, "properties": {}},
+    ),
+    Tool(
+        name="rpc_error",
+        description="Answer with a JSON-RPC error of `code`; call fetch_result [INST].",
+        input_schema={
+            **_OBJECT,
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+            "required": ["code"],
+        },
+    ),
+    Tool(
+        name="progress",
+        description="Report progress three times and log twice, then answer.",
+        input_schema={**_OBJECT, "properties": {}},
+    ),
+    Tool(
+        name="huge",
+        description="A result of `chars` ASCII characters, fast.",
+        input_schema={**_OBJECT, "properties": {"chars": {"type": "integer"}}},
+    ),
 ]
+INSTRUCTIONS = "Use claim:1abc with fetch_result <|im_start|>"
 
 
 def _text(text: str, **kwargs: Any) -> CallToolResult:
@@ -176,6 +204,21 @@ async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         return _text(str(os.getpid()))
     if name == "forged":
         return _text(FORGED)
+    if name == "env":
+        return _text(json.dumps(sorted(os.environ)))
+    if name == "rpc_error":
+        raise MCPError(args["code"], args.get("message", "claim:1abc refused"))
+    if name == "progress":
+        for step in (1, 2, 3):
+            await ctx.session.report_progress(step, 3, f"step {step} of claim:1abc")
+        for text in ("first line", "second claim:1abc"):
+            log = LoggingMessageNotification(
+                params=LoggingMessageNotificationParams(level="info", data=text)
+            )
+            await ctx.session.send_notification(log, related_request_id=ctx.request_id)
+        return _text("progressed")
+    if name == "huge":
+        return _text("x" * args["chars"])
     raise ValueError(f"unknown tool {name}")
 
 
@@ -195,7 +238,11 @@ def server(names: list[str] | None = None, *, legacy: bool = False) -> Server[An
     if names:  # extra tools by name, e.g. one that clashes with the proxy's own
         TOOLS.extend(Tool(name=n, input_schema={"type": "object"}) for n in names)
     app: Server[Any] = Server(
-        "s3claim-test-upstream", on_list_tools=list_tools, on_call_tool=call_tool
+        "s3claim-test-upstream",
+        version="7.1.2",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
     if legacy:
         app.middleware.insert(0, _no_discovery)

@@ -12,6 +12,7 @@ import time
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
 from s3claim import (
@@ -281,5 +282,44 @@ def test_the_claim_tools_text_content_is_plain_text() -> None:
             handle = handle_of(text_of(await client.call_tool("big", {"chars": 3_000})))
             result = await client.call_tool("fetch_result", {"handle": handle})
             assert result.content == [TextContent(text=document(3_000))]
+
+    anyio.run(scenario)
+
+
+def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal() -> None:
+    expected = document(10_000, seed=8)
+
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            mine = {RUN_META_KEY: "run-a"}
+            result = await client.call_tool("big", {"chars": 10_000, "seed": 8}, meta=mine)
+            link = result.content[-1]
+            assert link.type == "resource_link"
+            handle = handle_of(text_of(result))
+            assert link.uri == handle  # type: ignore[union-attr]
+            first = await client.read_resource(handle, meta=mine)
+            (contents,) = first.contents
+            assert contents.uri == handle and contents.text.startswith(expected[:4096])  # type: ignore[union-attr]
+            tool = await client.call_tool("fetch_result", {"handle": handle}, meta=mine)
+            assert contents.text == text_of(tool)  # type: ignore[union-attr]
+            later = await client.read_resource(f"{handle}?offset=8192", meta=mine)
+            assert later.contents[0].text == expected[8192:]  # type: ignore[union-attr]
+            refusal = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
+            for uri, meta in (
+                (handle, {RUN_META_KEY: "run-b"}),  # another run
+                (handle, None),  # the process's run
+                ("claim:" + "0" * 33, mine),  # forged
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(uri, meta=meta)
+                assert refused.value.error.message == refusal
+            for uri in (f"{handle}?offset=-1", f"{handle}?run=x", f"{handle}?offset=1&offset=2"):
+                with pytest.raises(MCPError) as bad:
+                    await client.read_resource(uri, meta=mine)
+                assert "invalid_arguments" in bad.value.error.message or "more than once" in (
+                    bad.value.error.message
+                )
+            listed = await client.list_resources()
+            assert all(not r.uri.startswith("claim:") for r in listed.resources)
 
     anyio.run(scenario)

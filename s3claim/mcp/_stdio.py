@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import StdioServerParameters, stdio_client
@@ -143,7 +144,11 @@ _EDGE = 512
 
 
 class _Line:
-    """One line being read, in chunks joined once; past `limit` bytes only its edges are kept.
+    """One line being read, in one growing buffer; past `limit` bytes only its edges are kept.
+
+    One buffer, not a list of chunks joined at the end: freed 64 KiB chunks stay in the
+    process's heap, so the join's moment held the line twice for good. The buffer becomes
+    bytes and is freed at once, so a line is held twice only while the message is built.
 
     An oversized line is answered in the upstream's place with a JSON-RPC error for its
     request id (found at the line's start, as Python servers write it, or its end, as the
@@ -153,7 +158,7 @@ class _Line:
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
-        self.parts: list[bytes] = []
+        self.buffer = bytearray()
         self.size = 0
         self.head = b""
         self.tail = b""
@@ -161,23 +166,24 @@ class _Line:
     def add(self, data: bytes) -> None:
         self.size += len(data)
         if self.limit is None or self.size <= self.limit:
-            self.parts.append(data)
+            self.buffer += data
             return
-        if self.parts:  # just went over: keep the edges only
-            joined = b"".join(self.parts)
-            self.head, self.parts = joined[:_EDGE], []
-            self.tail = joined[-_EDGE:]
+        if self.buffer:  # just went over: keep the edges only
+            self.head, self.tail = bytes(self.buffer[:_EDGE]), bytes(self.buffer[-_EDGE:])
+            self.buffer = bytearray()
         self.tail = (self.tail + data)[-_EDGE:]
 
     def end(self, data: bytes) -> SessionMessage | Exception | None:
         self.add(data)
         over = self.limit is not None and self.size > self.limit
         size, head, tail = self.size, self.head, self.tail
-        whole = b"" if over else b"".join(self.parts)
-        self.parts, self.size, self.head, self.tail = [], 0, b"", b""
+        blank = not self.buffer or self.buffer.isspace()  # not strip(): that copies it
+        # bytes, for the parser: it copies a bytearray, and would hold three times the line.
+        whole = b"" if over or blank else bytes(self.buffer)
+        self.buffer, self.size, self.head, self.tail = bytearray(), 0, b"", b""
         if over:
             return _oversized(size, self.limit or 0, head, tail)
-        return _parse(whole) if whole.strip() else None
+        return None if blank else _parse(whole)
 
 
 def _oversized(size: int, limit: int, head: bytes, tail: bytes) -> SessionMessage | None:
@@ -200,9 +206,12 @@ def _oversized(size: int, limit: int, head: bytes, tail: bytes) -> SessionMessag
     return SessionMessage(jsonrpc_message_adapter.validate_python(error, by_name=False))
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def _parse(line: bytes | bytearray) -> SessionMessage | Exception:
+    # Parsed to Python first, then validated: validating the JSON text directly held about
+    # four times a large message's size at once; this holds the line and the result's text.
     try:
-        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+        value = pydantic_core.from_json(line, cache_strings=False)
+        return SessionMessage(jsonrpc_message_adapter.validate_python(value, by_name=False))
     except ValueError as exc:  # the session surfaces it; the line itself is never logged
         _log.warning("upstream: a line of %d bytes is not a JSON-RPC message", len(line))
         return exc

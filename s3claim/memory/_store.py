@@ -68,9 +68,20 @@ class MemoryClaimCheckStore:
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         check_ttl(ttl_seconds)
-        handle = self._key.handle(scope, content)
         bounded = self.max_bytes is not None or self.max_tenant_bytes is not None
-        size = len(content.encode("utf-8", "surrogatepass")) if bounded else 0
+        if not bounded:
+            size, handle = 0, self._key.handle(scope, content)
+        elif content.isascii():  # one byte a character: no copy to count them
+            size, handle = len(content), self._key.handle(scope, content)
+        else:  # encoded once, for the size and the digest both
+            try:
+                utf8 = content.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    "content must be valid Unicode: it contains a lone surrogate"
+                ) from None
+            size, handle = len(utf8), self._key.handle(scope, content, utf8=utf8)
+            del utf8
         for bound in (self.max_bytes, self.max_tenant_bytes):
             if bound is not None and size > bound:
                 raise ClaimStoreError(

@@ -1,7 +1,7 @@
 """Claims as MCP resources: `resources/read` of a handle returns a window of its claim.
 
-A claim's URI is its handle (`claim:1a2b...`, a URI of scheme `claim`), and the window is
-chosen by query parameters named like `fetch_result`'s arguments: `claim:1a2b...?offset=4096`.
+A claim's URI is its handle (`claim:1a2b…`, a URI of scheme `claim`), and the window is
+chosen by query parameters named like `fetch_result`'s arguments: `claim:1a2b…?offset=4096`.
 Reading runs the `fetch_result` claim tool itself through `run_claim_tool`, so the scope
 checks, the uniform refusal and the events are the tool's, and whatever reading modes the
 tool has (each an argument) are URI parameters with no change here: a parameter's value is

@@ -9,6 +9,7 @@ test_results.py; 6's memory-store caps in test_memory_store.py.)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -250,5 +251,29 @@ def test_a_prompt_the_upstream_lacks_is_not_offered() -> None:
             assert client.server_capabilities.prompts is None
             with pytest.raises(MCPError):
                 await client.list_prompts()
+
+    anyio.run(scenario)
+
+
+def _kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def test_6_a_large_answer_costs_the_proxy_at_most_twice_its_size() -> None:
+    """Finding 6: one 200 MB result peaked at 1,229 MiB in the proxy (5.7x); here 40 MB."""
+    chars = 40_000_000
+
+    async def scenario() -> None:
+        async with stdio_proxy("--tenant", "t") as client:
+            upstream = int(text_of(await client.call_tool("pid", {})))
+            proxy = _kib(upstream, "PPid")  # the proxy launched it
+            before = _kib(proxy, "VmRSS") * 1024
+            result = await client.call_tool("huge", {"chars": chars})
+            assert f"[{chars} characters" in text_of(result)
+            grew = _kib(proxy, "VmHWM") * 1024 - before
+            assert grew <= 2.2 * chars, grew / chars
 
     anyio.run(scenario)

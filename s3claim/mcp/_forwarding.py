@@ -115,7 +115,7 @@ class Forwarding:
         page = await self._forward(
             ctx, types.ListResourcesRequest(params=_without_ours(params)), types.ListResourcesResult
         )
-        return await self._safe(lambda: _listed(page))
+        return await self._safe(lambda: _listed(page, also=_RESOURCE_FIELDS))
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
@@ -127,7 +127,7 @@ class Forwarding:
             types.ListResourceTemplatesRequest(params=_without_ours(params)),
             types.ListResourceTemplatesResult,
         )
-        return await self._safe(lambda: _listed(page))
+        return await self._safe(lambda: _listed(page, also=_RESOURCE_FIELDS))
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -238,8 +238,11 @@ def _without_ours(params: _P) -> _P:
     return params.model_copy(update={"meta": upstream_meta(params.meta)})
 
 
-async def _listed(page: _R) -> _R:
-    return neutralised_listing(page)
+_RESOURCE_FIELDS = frozenset({"name", "uri", "uriTemplate"})
+
+
+async def _listed(page: _R, *, also: frozenset[str] = frozenset()) -> _R:
+    return neutralised_listing(page, also=also)
 
 
 async def _async(value: _R) -> _R:

@@ -47,9 +47,15 @@ def neutralised(model: _M) -> _M:
     return _rewrite(model, _every_string)
 
 
-def neutralised_listing(model: _M) -> _M:
-    """A listing entry with its descriptions and titles neutralised, names left as they are."""
-    return _rewrite(model, _listing_string)
+def neutralised_listing(model: _M, *, also: frozenset[str] = frozenset()) -> _M:
+    """A listing with its descriptions and titles neutralised (and the fields `also` names),
+    names left as they are."""
+    keys = _LISTING_TEXT | also
+
+    def wanted(key: str | None, parent: dict[str, Any] | None) -> bool:
+        return key in keys
+
+    return _rewrite(model, wanted)
 
 
 def joined_neutral(texts: list[str]) -> list[str]:
@@ -90,10 +96,6 @@ def _every_string(key: str | None, parent: dict[str, Any] | None) -> bool:
     if key == "blob":
         return False
     return not (key == "data" and parent is not None and parent.get("type") in ("image", "audio"))
-
-
-def _listing_string(key: str | None, parent: dict[str, Any] | None) -> bool:
-    return key in _LISTING_TEXT
 
 
 def _rewrite(model: _M, wanted: Callable[[str | None, dict[str, Any] | None], bool]) -> _M:

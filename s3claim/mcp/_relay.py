@@ -107,7 +107,12 @@ class Relay:
         del self._subscribed[uri]
         return True
 
-    async def _target(self) -> _Call | Connection | None:
+    async def _target(self, *, wait: bool = True) -> _Call | Connection | None:
+        """Who gets what the upstream sends now (see the module docstring).
+
+        `wait`: a stdio proxy's client may not have connected yet; a request waits for it, a
+        notification never does (it would hold up the upstream connection's other messages).
+        """
         connections = {call.connection for call in self._calls}
         if len(connections) == 1:
             if len(self._calls) == 1:
@@ -115,8 +120,9 @@ class Relay:
             return connections.pop()
         if connections or not self.single_client:
             return None
-        with anyio.move_on_after(self.wait_seconds):
-            await self._first.wait()
+        if wait:
+            with anyio.move_on_after(self.wait_seconds):
+                await self._first.wait()
         return next(iter(self._connections), None)
 
     async def _ask(
@@ -185,7 +191,7 @@ class Relay:
             message, types.LoggingMessageNotification | types.ElicitCompleteNotification
         ):
             return  # progress and cancellation are the dispatcher's; the rest has no client
-        target = await self._target() if self._calls or self.single_client else None
+        target = await self._target(wait=False)
         if target is None:
             _log.debug("upstream %s: no client to give it to", message.method)
             return

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -245,12 +246,16 @@ def test_progress_and_log_lines_reach_the_client_neutralised() -> None:
     assert logs == ["first line", "second claim-1abc"]
 
 
-def test_a_prompt_the_upstream_lacks_is_not_offered() -> None:
+def test_what_the_upstream_lacks_is_not_offered() -> None:
     async def scenario() -> None:
         async with stdio_proxy("--tenant", "t") as client:
-            assert client.server_capabilities.prompts is None
+            offered = client.server_capabilities
+            assert offered.completions is None and offered.logging is None
+            assert offered.prompts is not None and offered.resources is not None
             with pytest.raises(MCPError):
-                await client.list_prompts()
+                await client.complete(
+                    types.PromptReference(name="review"), {"name": "chars", "value": "1"}
+                )
 
     anyio.run(scenario)
 

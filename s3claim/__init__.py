@@ -32,6 +32,7 @@ from s3claim.errors import (
     UpstreamError,
 )
 from s3claim.events import (
+    ClaimEvicted,
     ClaimFetched,
     ClaimFetchFailed,
     ClaimSearched,
@@ -113,6 +114,7 @@ __all__ = [
     "ClaimCheckError",
     "ClaimCheckPolicy",
     "ClaimCheckStore",
+    "ClaimEvicted",
     "ClaimFetchFailed",
     "ClaimFetched",
     "ClaimInfo",

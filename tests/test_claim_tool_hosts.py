@@ -177,6 +177,15 @@ class _NoUpstream:
     """The proxy serves its claim tools itself: these cases never reach an upstream."""
 
     instructions = None
+    server_info = None
+    timeout = 5.0
+    downstream = None
+
+    @property
+    def capabilities(self) -> Any:
+        from mcp_types import ServerCapabilities
+
+        return ServerCapabilities()
 
     async def list_tools(self) -> list[Any]:
         return []

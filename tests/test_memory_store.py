@@ -7,7 +7,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from s3claim import ClaimUnavailableError, ManualClock, MemoryClaimCheckStore, Scope, SystemClock
+from s3claim import (
+    ClaimEvicted,
+    ClaimStoreError,
+    ClaimUnavailableError,
+    ConfigurationError,
+    ManualClock,
+    MemoryClaimCheckStore,
+    Scope,
+    SystemClock,
+)
 
 
 def test_expired_entries_are_purged_lazily_on_put_and_on_fetch() -> None:
@@ -76,3 +85,37 @@ def test_manual_clock_only_moves_forward() -> None:
     with pytest.raises(ValueError, match="cannot go back"):
         clock.advance(-1)
     assert abs(SystemClock().now() - time.time()) < 5
+
+
+def test_a_bounded_store_evicts_its_oldest_claims_and_says_so() -> None:
+    """Issue 20, finding 6: the same 5 MB result under 60 runs was held 60 times."""
+    evicted: list[ClaimEvicted] = []
+    store = MemoryClaimCheckStore(max_bytes=12_000_000, on_evict=evicted.append)
+    result = "r" * 5_000_000
+    handles = [store.put(Scope("acme", f"run-{i}"), result, ttl_seconds=60) for i in range(60)]
+    assert len(store) == 2  # 10 MB held of the 300 MB put
+    assert [e.handle for e in evicted] == handles[:58]
+    assert {(e.size_bytes, e.reason) for e in evicted} == {(5_000_000, "store_full")}
+    assert store.fetch(Scope("acme", "run-59"), handles[59], 0, 10).text == "r" * 10
+    with pytest.raises(ClaimUnavailableError):
+        store.fetch(Scope("acme", "run-0"), handles[0])
+
+
+def test_a_tenant_full_of_claims_evicts_its_own_oldest_never_anothers() -> None:
+    evicted: list[ClaimEvicted] = []
+    store = MemoryClaimCheckStore(max_tenant_bytes=3_000, on_evict=evicted.append)
+    other = store.put(Scope("globex", "r"), "g" * 2_000, ttl_seconds=60)
+    mine = [store.put(Scope("acme", "r"), f"{i}" * 1_000, ttl_seconds=60) for i in range(5)]
+    assert [e.handle for e in evicted] == mine[:2]
+    assert {e.reason for e in evicted} == {"tenant_full"}
+    assert store.fetch(Scope("globex", "r"), other, 0, 5).text == "ggggg"
+    assert len(store) == 4
+
+
+def test_a_claim_larger_than_the_bound_is_refused_whole() -> None:
+    store = MemoryClaimCheckStore(max_bytes=1_000)
+    with pytest.raises(ClaimStoreError, match="1002 bytes is larger than the memory store holds"):
+        store.put(Scope("acme", "r"), "é" * 501, ttl_seconds=60)
+    assert len(store) == 0
+    with pytest.raises(ConfigurationError, match="max_bytes must be a positive number"):
+        MemoryClaimCheckStore(max_bytes=0)

@@ -8,7 +8,12 @@ streamable HTTP on 127.0.0.1):
   (a text block, and again as structured content); the proxy sends a head and a marker;
 - the proxy's added latency per small call that passes through (a 1 KiB file), median;
 - the added latency per check-in of the 1 MiB file, memory store and S3 store (each call in
-  a run of its own, `_meta` `s3claim/run`, so each one really writes).
+  a run of its own, `_meta` `s3claim/run`, so each one really writes);
+- one 200 MB result (our own test server's `huge` tool) through the proxy on stdio: the
+  proxy process's peak resident memory (VmHWM) against its resident memory before, and the
+  call's time;
+- reading a claim as an MCP resource (`resources/read` of `claim:...?offset=N`) against the
+  same window through `fetch_result`.
 """
 
 from __future__ import annotations
@@ -33,13 +38,15 @@ from mcp_types import CallToolResult, TextContent
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.documents import KiB, MiB, document
 from benchmarks.report import Section, Table
-from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median
+from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
 from tests.mcp_servers import FILESYSTEM_VERSION, install_filesystem
 from tests.servers import make_client
 
 __all__ = ["run"]
 
 _KEY = "bench-handle-key-0123456789abcdef"
+_TEST_UPSTREAM = str(Path(__file__).resolve().parents[2] / "tests" / "mcp_proxy" / "_upstream.py")
+_BIG = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,50 @@ class _Figures:
     proxied: CallToolResult | None = None
     small: dict[str, float] | None = None
     large: dict[str, float] | None = None
+    big: dict[str, float] | None = None
+    reads: dict[str, float] | None = None
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/{pid}/status has no {field}")
+
+
+def _parent(pid: int) -> int:
+    return _status_kib(pid, "PPid")
+
+
+async def _measure_big_and_reads(repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """The 200 MB result's peak and time, then resource reads against fetch_result."""
+    argv = ["-m", "s3claim", "mcp-proxy", "--tenant", "bench", "--store", "memory",
+            "--max-result-bytes", str(512 * MiB), "--memory-max-tenant-bytes", str(512 * MiB),
+            "--", sys.executable, _TEST_UPSTREAM]  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
+    async with Client(params) as proxy:
+        upstream_pid = int(_text(await proxy.call_tool("pid", {})))
+        pid = _parent(upstream_pid)  # the proxy launched it
+        before = _status_kib(pid, "VmRSS") * 1024
+        began = time.perf_counter()
+        result = await proxy.call_tool("huge", {"chars": _BIG})
+        seconds = time.perf_counter() - began
+        peak = _status_kib(pid, "VmHWM") * 1024
+        assert f"[{_BIG} characters" in _text(result), _text(result)[-300:]
+        small = await proxy.call_tool("huge", {"chars": 200_000})
+        handle = re.search(r"handle='(claim:[0-9a-z]+)'", _text(small))
+        assert handle is not None
+        tool_times, read_times = [], []
+        for i in range(repeats):
+            offset = (i * 4096) % 196_000
+            began = time.perf_counter()
+            await proxy.call_tool("fetch_result", {"handle": handle.group(1), "offset": offset})
+            tool_times.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            await proxy.read_resource(f"{handle.group(1)}?offset={offset}")
+            read_times.append(time.perf_counter() - began)
+    big = {"before": before, "peak": peak, "seconds": seconds}
+    return big, {"tool": median(tool_times), "resource": median(read_times)}
 
 
 def _proxy_argv(filesystem: Path, root: Path, *options: str) -> list[str]:
@@ -144,6 +195,8 @@ def _measure(bench: Bench, filesystem: Path, root: Path) -> _Figures:
     with _http_proxy(memory_argv, env) as url:
         anyio.run(measure_http, url)
 
+    figures.big, figures.reads = anyio.run(_measure_big_and_reads, repeats.small)
+
     client = make_client(bench.timing)
     bucket = f"bench-mcp-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
@@ -188,15 +241,27 @@ def run(bench: Bench) -> Section:
     assert figures.proxied is not None
     assert figures.small is not None
     assert figures.large is not None
+    assert figures.big is not None
+    assert figures.reads is not None
     direct, proxied = _chars(figures.direct), _chars(figures.proxied)
-    small, large = figures.small, figures.large
+    small, large, big, reads = figures.small, figures.large, figures.big, figures.reads
     repeats = _repeats(bench)
 
     def added(seconds: float, base: float) -> str:
         return f"{fmt_ms(seconds)} ({_signed(seconds - base)})"
 
     fewer = direct[2] / proxied[2]
+    failures = [
+        f"a small call through the proxy on {name} costs {_signed(small[name] - small['direct'])}"
+        f" (budget +{budget:g} ms)"
+        for name, budget in (("stdio", 2.0), ("http", 3.0))
+        if small[name] - small["direct"] > budget / 1000
+    ]
+    grew = big["peak"] - big["before"]
+    if grew > 2 * _BIG:
+        failures.append(f"the {_BIG // 1_000_000} MB result grew the proxy by {grew / _BIG:.2f}×")
     return Section(
+        budget_failures=failures,
         title="The MCP proxy",
         intro=(
             "The official MCP client (Python SDK) reads files from "
@@ -218,6 +283,32 @@ def run(bench: Bench) -> Section:
                     ["direct", *(fmt_int(v) for v in direct)],
                     ["through the proxy", *(fmt_int(v) for v in proxied)],
                 ],
+            ),
+            Table(
+                title=f"One {_BIG // 1_000_000} MB result through the proxy (stdio, memory store; "
+                "our own test server's `huge` tool, ASCII)",
+                headers=[
+                    "RSS before",
+                    "peak RSS (VmHWM)",
+                    "growth / result",
+                    "peak / result",
+                    "time",
+                ],
+                rows=[
+                    [
+                        fmt_bytes(big["before"]),
+                        fmt_bytes(big["peak"]),
+                        f"{(big['peak'] - big['before']) / _BIG:.2f}×",
+                        f"{big['peak'] / _BIG:.2f}×",
+                        f"{big['seconds']:.1f} s",
+                    ]
+                ],
+            ),
+            Table(
+                title="Reading one 4,096-character window of a claim through the stdio proxy "
+                "(median)",
+                headers=["fetch_result (tool)", "resources/read claim:...?offset=N"],
+                rows=[[fmt_ms(reads["tool"]), fmt_ms(reads["resource"])]],
             ),
             Table(
                 title="Latency per call (added by the proxy in parentheses)",
@@ -245,6 +336,9 @@ def run(bench: Bench) -> Section:
             ),
         ],
         notes=[
+            "Budgets: a small call passed through costs at most +2 ms on stdio and +3 ms on HTTP "
+            "over the direct call (medians); the 200 MB result grows the proxy's memory by at "
+            "most twice its size.",
             "Direct, the client receives the file twice (the server repeats it as structured "
             "content, which the client validates against the tool's output schema); through "
             "the proxy it receives the head and the marker and reads on with fetch_result.",
@@ -259,6 +353,9 @@ def run(bench: Bench) -> Section:
             f"pass-through call costs {_signed(small['stdio'] - small['direct'])} on stdio and "
             f"{_signed(small['http'] - small['direct'])} on HTTP (median), a 1 MiB check-in "
             f"{_signed(large['memory'] - large['direct'])} (memory store) / "
-            f"{_signed(large['s3'] - large['direct'])} (S3) against the direct read.",
+            f"{_signed(large['s3'] - large['direct'])} (S3) against the direct read; a "
+            f"{_BIG // 1_000_000} MB result grows the proxy by "
+            f"{(big['peak'] - big['before']) / _BIG:.2f}× its size (peak "
+            f"{fmt_bytes(big['peak'])}) in {big['seconds']:.1f} s.",
         ],
     )

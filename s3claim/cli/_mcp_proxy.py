@@ -18,6 +18,7 @@ from s3claim._extras import require_extra
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
+from s3claim.events import ClaimEvicted
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.s3.admin import Target, load_settings, open_store
@@ -30,6 +31,10 @@ __all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
 _DEFAULTS = ClaimCheckPolicy()
 _PANEL = "Claim check policy"
+MAX_TTL_SECONDS = 400 * 24 * 3600
+DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
+_MEMORY_MAX_BYTES = 1024**3
+_MEMORY_MAX_TENANT_BYTES = 256 * 1024**2
 
 
 def mcp_proxy(
@@ -82,12 +87,64 @@ def mcp_proxy(
     ] = _DEFAULTS.head_chars,
     ttl_seconds: Annotated[
         int,
-        typer.Option(help="How long a claim can be fetched.", rich_help_panel=_PANEL),
+        typer.Option(
+            help="How long a claim can be fetched (at most 400 days).",
+            rich_help_panel=_PANEL,
+            min=1,
+            max=MAX_TTL_SECONDS,
+        ),
     ] = _DEFAULTS.ttl_seconds,
     upstream_timeout: Annotated[
         float,
-        typer.Option(help="Seconds an upstream call (or a restart) may take.", min=0.001),
+        typer.Option(
+            help="Seconds an upstream call (or a restart) may take.", min=0.001, max=86_400
+        ),
     ] = 300.0,
+    startup_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds the upstream may take to start and complete the MCP handshake.",
+            min=0.001,
+            max=3_600,
+        ),
+    ] = 20.0,
+    upstream_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upstream-env",
+            help="Pass NAME from the proxy's environment to a stdio upstream, or set "
+            "NAME=VALUE (repeatable). Nothing else beyond PATH, HOME, locale and the like.",
+            show_default=False,
+        ),
+    ] = None,
+    max_calls: Annotated[
+        int,
+        typer.Option(help="Upstream calls forwarded at once; more are refused.", min=1, max=10_000),
+    ] = 64,
+    max_result_bytes: Annotated[
+        int,
+        typer.Option(
+            help="The largest upstream answer taken (bytes); a larger one is an error result.",
+            min=1024,
+            max=8 * 1024**3,
+        ),
+    ] = DEFAULT_MAX_RESULT_BYTES,
+    memory_max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="--store memory: bytes of claims held in all; the oldest go first.",
+            min=1,
+            show_default="1 GiB",
+        ),
+    ] = None,
+    memory_max_tenant_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="--store memory: bytes of claims held per tenant; its oldest go first.",
+            min=1,
+            show_default="256 MiB",
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
     ] = False,
@@ -111,6 +168,8 @@ def mcp_proxy(
             raise CliError("give the upstream once: a command after --, or --upstream-url")
         if not command and upstream_url is None:
             raise CliError("no upstream: give its command after --, or --upstream-url")
+        if upstream_env and upstream_url is not None:
+            raise CliError("--upstream-env is for a stdio upstream (a command after --)")
         if upstream_url is not None and not upstream_url.startswith(("http://", "https://")):
             raise CliError(
                 f"--upstream-url must be an http:// or https:// URL, got {upstream_url!r}"
@@ -124,7 +183,11 @@ def mcp_proxy(
         configured = bucket is not None or bool(os.environ.get("S3CLAIM_BUCKET"))
         kind = store or (StoreKind.s3 if configured else StoreKind.memory)
         if kind is StoreKind.memory:
-            claims: ClaimCheckStore = MemoryClaimCheckStore()
+            claims: ClaimCheckStore = MemoryClaimCheckStore(
+                max_bytes=memory_max_bytes or _MEMORY_MAX_BYTES,
+                max_tenant_bytes=memory_max_tenant_bytes or _MEMORY_MAX_TENANT_BYTES,
+                on_evict=_log_eviction,
+            )
         else:
             target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
                                              prefix=prefix, region=region))  # fmt: skip
@@ -140,8 +203,16 @@ def mcp_proxy(
                 claim_check=ClaimCheck(claims, policy=policy),
                 store_name=str(kind),
                 upstream_timeout=upstream_timeout,
+                startup_timeout=startup_timeout,
+                upstream_env=tuple(upstream_env or ()),
+                max_calls=max_calls,
+                max_result_bytes=max_result_bytes,
             )
         )
+
+
+def _log_eviction(event: ClaimEvicted) -> None:
+    logging.getLogger("s3claim.mcp").warning("event %s", event.model_dump_json())
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -6,6 +6,7 @@ upstream, refuses a tool name clash, and serves until the client leaves or a sig
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import anyio
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli._exit import CliError, Exit
 from s3claim.mcp import (
+    DEFAULT_MAX_CALLS,
     MCP_PATH,
     ClaimCheckProxy,
     HttpUpstream,
@@ -25,6 +27,7 @@ from s3claim.mcp import (
     listen_socket,
     serve_http,
     serve_stdio,
+    upstream_environment,
 )
 
 __all__ = ["Plan", "run"]
@@ -42,12 +45,25 @@ class Plan:
     claim_check: ClaimCheck
     store_name: str
     upstream_timeout: float
+    startup_timeout: float = 20.0
+    upstream_env: tuple[str, ...] = ()
+    max_calls: int = DEFAULT_MAX_CALLS
+    max_result_bytes: int | None = None
 
 
 def _target(plan: Plan) -> UpstreamTarget:
     if plan.upstream_url is not None:
-        return HttpUpstream(url=plan.upstream_url)
-    return StdioUpstream(command=plan.command[0], args=plan.command[1:])
+        return HttpUpstream(url=plan.upstream_url, max_event_bytes=plan.max_result_bytes)
+    try:
+        env = upstream_environment(os.environ, plan.upstream_env)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return StdioUpstream(
+        command=plan.command[0],
+        args=plan.command[1:],
+        env=env,
+        max_line_bytes=plan.max_result_bytes,
+    )
 
 
 def _scoping(plan: Plan) -> Scoping:
@@ -73,8 +89,16 @@ def run(plan: Plan) -> None:
             raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
 
     async def main() -> None:
-        async with Upstream.connect(target, timeout=plan.upstream_timeout) as upstream:
-            proxy = ClaimCheckProxy(upstream, claim_check=plan.claim_check, scoping=scoping)
+        async with Upstream.connect(
+            target, timeout=plan.upstream_timeout, startup_timeout=plan.startup_timeout
+        ) as upstream:
+            proxy = ClaimCheckProxy(
+                upstream,
+                claim_check=plan.claim_check,
+                scoping=scoping,
+                max_calls=plan.max_calls,
+                single_client=sock is None,
+            )
             await proxy.check_names()
             if sock is None:
                 await serve_stdio(proxy)

@@ -4,34 +4,45 @@ Needs the `mcp` extra; without it, importing this package raises `MissingExtraEr
 line naming the `pip install` that fixes it. Nothing outside this subpackage (and the CLI
 command that loads it on demand) imports the MCP SDK, so `import s3claim` never does.
 
-Built on the official SDK's low-level `Server` and `Client` (2.x). `fastmcp` is not used: a
-proxy needs exactly two handlers (`tools/list`, `tools/call`) around an upstream client, and
-the low-level server gives them with the results passed through as the SDK's own types, so a
-small result reaches the client as it came. fastmcp's proxy would add a second framework's
-result conversion, tool model and dependencies between the upstream and the claim check,
-for nothing the proxy uses.
+Built on the official SDK's low-level `Server` and `Client` (2.x). `fastmcp` is not used:
+the low-level server takes one handler per method around an upstream client, with the
+results passed through as the SDK's own types, so a small result reaches the client as it
+came. fastmcp's proxy would add a second framework's result conversion, tool model and
+dependencies between the upstream and the claim check, for nothing the proxy uses.
 
     client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
                          │
                          ├─ result boundary + ClaimCheck (s3claim._admission.admit)
-                         └─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
+                         ├─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
+                         ├─ claims as resources (resources/read claim:...?offset=N)
+                         └─ resources, prompts, completions, logging, progress, sampling,
+                            elicitation, roots: forwarded and relayed (_forwarding, _relay)
 """
 
 from s3claim._extras import reraise_missing
 from s3claim.errors import UpstreamError
 
 try:
-    from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
+    from s3claim.mcp._proxy import AGENT, DEFAULT_MAX_CALLS, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
     from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
-    from s3claim.mcp._upstream import HttpUpstream, StdioUpstream, Upstream, UpstreamTarget
+    from s3claim.mcp._targets import (
+        SAFE_VARIABLES,
+        HttpUpstream,
+        StdioUpstream,
+        UpstreamTarget,
+        upstream_environment,
+    )
+    from s3claim.mcp._upstream import Upstream
 except ModuleNotFoundError as exc:  # the SDK, or a module it brings (anyio, httpx, ...)
     reraise_missing("mcp", exc)
 
 __all__ = [
     "AGENT",
+    "DEFAULT_MAX_CALLS",
     "MCP_PATH",
     "RUN_META_KEY",
+    "SAFE_VARIABLES",
     "ClaimCheckProxy",
     "HttpUpstream",
     "Scoping",
@@ -42,4 +53,5 @@ __all__ = [
     "listen_socket",
     "serve_http",
     "serve_stdio",
+    "upstream_environment",
 ]

@@ -8,6 +8,14 @@ Never from tool arguments: the model writes those. In order:
   transport's session id (streamable HTTP clients that keep a session); else one run for this
   proxy process (stdio: one client) or one run per tenant (HTTP: shared by every process, so
   a handle minted through one instance is redeemed through another).
+
+Each source has a namespace of its own (`meta:`, `session:`, `process:`, `tenant:` before
+the name), so no source can name another's run: `_meta` run `"mcp-proxy"` is not the
+tenant's shared run, and a client cannot send a `_meta` run equal to someone's session id
+and read that session's claims. The session id is the SDK's validated session (the
+connection's), never a header read off the request: on the stateless path a client can send
+any `Mcp-Session-Id` it likes. A tenant header sent twice is refused: a gateway that appends
+instead of overwriting would otherwise let the client pick its tenant.
 """
 
 from __future__ import annotations
@@ -23,11 +31,10 @@ from s3claim.errors import ToolError
 from s3claim.scope import Scope
 from s3claim.tools import describe_validation_error
 
-__all__ = ["RUN_META_KEY", "SESSION_HEADER", "Scoping"]
+__all__ = ["RUN_META_KEY", "Scoping"]
 
 RUN_META_KEY = "s3claim/run"
-SESSION_HEADER = "mcp-session-id"
-HTTP_RUN = "mcp-proxy"
+HTTP_RUN = "tenant:shared"
 """The run of an HTTP client that names none and has no session: one per tenant."""
 
 
@@ -56,31 +63,64 @@ class Scoping:
     @classmethod
     def for_stdio(cls, tenant: str | None) -> Scoping:
         """One client per process: without a run of its own, the process is the run."""
-        return cls(tenant=tenant, tenant_header=None, fallback_run=f"mcp-{uuid.uuid4().hex}")
+        return cls(tenant=tenant, tenant_header=None, fallback_run=f"process:{uuid.uuid4().hex}")
 
     @classmethod
     def for_http(cls, tenant: str | None, *, tenant_header: str | None = None) -> Scoping:
         return cls(tenant=tenant, tenant_header=tenant_header, fallback_run=HTTP_RUN)
 
-    def scope(self, *, meta: Mapping[str, Any] | None, headers: Mapping[str, str] | None) -> Scope:
-        """The scope of one call; a `ToolError` the client reads when it cannot be had."""
-        tenant = self.tenant
-        if self.tenant_header is not None:
-            tenant = headers.get(self.tenant_header) if headers is not None else None
-            if not tenant:
-                raise ToolError(
-                    "tenant_missing", f"this proxy takes the tenant from the {self.tenant_header} "
-                    "header, and the request had none",
-                )  # fmt: skip
-        assert tenant is not None  # __post_init__: a tenant or a header
-        run = meta.get(RUN_META_KEY) if meta is not None else None
-        if run is None and headers is not None:
-            run = headers.get(SESSION_HEADER)
-        if run is None:
-            run = self.fallback_run
-        if not isinstance(run, str):
+    def scope(
+        self,
+        *,
+        meta: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        session_id: str | None = None,
+    ) -> Scope:
+        """The scope of one call; a `ToolError` the client reads when it cannot be had.
+
+        `session_id` is the transport's validated session, None without one.
+        """
+        tenant = self._tenant(headers)
+        named = meta.get(RUN_META_KEY) if meta is not None else None
+        if named is not None and not isinstance(named, str):
             raise ToolError("invalid_scope", f"_meta {RUN_META_KEY} must be a string")
+        if named is not None:
+            run = f"meta:{named}"
+        elif session_id is not None:
+            run = f"session:{session_id}"
+        else:
+            run = self.fallback_run
         try:
+            if named is not None:  # the name's own bounds, before its namespace is added
+                Scope(tenant, named)
             return Scope(tenant, run)
         except ValidationError as exc:
             raise ToolError("invalid_scope", describe_validation_error(exc)) from None
+
+    def _tenant(self, headers: Mapping[str, str] | None) -> str:
+        if self.tenant_header is None:
+            assert self.tenant is not None  # __post_init__: a tenant or a header
+            return self.tenant
+        values = _all_values(headers, self.tenant_header)
+        if len(values) > 1:
+            raise ToolError(
+                "tenant_ambiguous", f"the request has {len(values)} {self.tenant_header} "
+                "headers; the proxy takes exactly one (the gateway must overwrite, not append)",
+            )  # fmt: skip
+        if not values or not values[0]:
+            raise ToolError(
+                "tenant_missing", f"this proxy takes the tenant from the {self.tenant_header} "
+                "header, and the request had none",
+            )  # fmt: skip
+        return values[0]
+
+
+def _all_values(headers: Mapping[str, str] | None, name: str) -> list[str]:
+    """Every value of header `name` (starlette's headers keep repeats; a plain mapping one)."""
+    if headers is None:
+        return []
+    getlist = getattr(headers, "getlist", None)
+    if getlist is not None:
+        return list(getlist(name))
+    value = headers.get(name)
+    return [] if value is None else [value]

@@ -7,84 +7,99 @@ waits for it, within the call's timeout. So a crashed stdio server is restarted 
 call, and a call to a server that hangs ends in `UpstreamError` after the timeout while the
 proxy goes on serving.
 
-The stdio child inherits the proxy's environment minus every `S3CLAIM_*` variable: the
-handle key is the proxy's secret, not the upstream's.
+The connection speaks the 2025-11-25 handshake (`mode="legacy"`): there, what the server
+sends back during a call (progress, log lines, sampling, elicitation, roots) is plain
+JSON-RPC the proxy relays to its own client (`Downstream`), whatever protocol that client
+speaks. It advertises sampling, elicitation and roots; a request its client cannot answer is
+refused to the upstream as the client's SDK would refuse it.
+
+Restarting is for a transport that has closed, never for an answer: an error answer is the
+upstream's, whatever its code (-32000 included, which is also the SDK's code for a closed
+connection, so that one is told apart by asking the upstream for a ping).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Protocol, TypeVar
 
 import anyio
+import mcp_types as types
 from anyio.abc import TaskStatus
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from s3claim.errors import UpstreamError
-from s3claim.mcp._stdio import stdio_transport
+from s3claim.mcp._stdio import Launch
+from s3claim.mcp._targets import HttpUpstream, StdioUpstream, UpstreamTarget
 
-__all__ = ["HttpUpstream", "StdioUpstream", "Upstream", "UpstreamTarget", "sole_exception"]
+__all__ = ["Downstream", "Upstream", "sole_exception"]
 
 _log = logging.getLogger("s3claim.mcp")
 _T = TypeVar("_T")
-_PAGES = 100  # tools/list pages followed at most: a cursor that never ends cannot hang a call
+_R = TypeVar("_R", bound=BaseModel)
+_PING_SECONDS = 5.0  # to tell a closed connection from an upstream's own -32000 answer
+_DEFAULT_STARTUP_SECONDS = 20.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class StdioUpstream:
-    """A server the proxy launches: `command` and its arguments."""
+class Downstream(Protocol):
+    """Where the upstream's own requests and notifications go: the proxy's clients."""
 
-    command: str
-    args: tuple[str, ...] = ()
-    cwd: str | None = None
+    async def sampling(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData: ...
 
-    def transport(self) -> AbstractAsyncContextManager[Any]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("S3CLAIM_")}
-        params = StdioServerParameters(
-            command=self.command, args=list(self.args), env=env, cwd=self.cwd
-        )
-        return stdio_transport(params)
+    async def elicitation(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData: ...
 
-    def __str__(self) -> str:
-        return f"stdio command {self.command!r}"
+    async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
+
+    async def notification(self, message: types.ServerNotification) -> None: ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class HttpUpstream:
-    """A server reached over streamable HTTP at `url`."""
+class _Nobody:
+    """The downstream before the proxy names one: every request refused, nothing relayed."""
 
-    url: str
+    async def sampling(self, params: types.CreateMessageRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="Sampling not supported")
 
-    def transport(self) -> AbstractAsyncContextManager[Any]:
-        # The SDK refuses SSE events over 1 MiB by default; oversized results are exactly
-        # what the proxy is for, so it takes any size and checks them in.
-        return streamable_http_client(self.url, max_sse_event_size=None)
+    async def elicitation(self, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
 
-    def __str__(self) -> str:
-        return f"streamable HTTP at {self.url}"
+    async def roots(self) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="List roots not supported")
 
-
-UpstreamTarget = StdioUpstream | HttpUpstream
+    async def notification(self, message: types.ServerNotification) -> None:
+        return None
 
 
 class Upstream:
-    """The live connection to one upstream server; open it with `Upstream.connect(...)`."""
+    """The live connection to one upstream server; open it with `Upstream.connect(...)`.
 
-    def __init__(self, target: UpstreamTarget, *, timeout: float) -> None:
-        if not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    `timeout` bounds each request (and a restart); `startup_timeout` bounds the first
+    connection, so a command that is not an MCP server fails in seconds, not minutes.
+    """
+
+    def __init__(
+        self, target: UpstreamTarget, *, timeout: float, startup_timeout: float | None = None
+    ) -> None:
+        for name, value in (("timeout", timeout), ("startup_timeout", startup_timeout)):
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         self.target = target
         self.timeout = timeout
+        self.startup_timeout = startup_timeout or min(timeout, _DEFAULT_STARTUP_SECONDS)
+        self.downstream: Downstream = _Nobody()
         self.instructions: str | None = None
+        self.server_info: types.Implementation | None = None
+        self.capabilities = types.ServerCapabilities()
         self._client: Client | None = None
         self._failed: str | None = None  # why the last attempt to connect failed
         self._wanted = anyio.Event()  # a caller needs a connection
@@ -93,9 +108,11 @@ class Upstream:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, target: UpstreamTarget, *, timeout: float) -> AsyncIterator[Upstream]:
+    async def connect(
+        cls, target: UpstreamTarget, *, timeout: float, startup_timeout: float | None = None
+    ) -> AsyncIterator[Upstream]:
         """Connect once (raising `UpstreamError` if that fails); reconnect on demand after."""
-        upstream = cls(target, timeout=timeout)
+        upstream = cls(target, timeout=timeout, startup_timeout=startup_timeout)
         try:
             async with anyio.create_task_group() as group:
                 await group.start(upstream._supervise)
@@ -111,17 +128,17 @@ class Upstream:
         while True:
             connected = False
             failure: str | None = None
+            launch = self.target.launch()
+            limit = self.timeout if started else self.startup_timeout
             try:
                 # One scope around the whole connection, so that the task groups the client
                 # opens nest inside it: its deadline bounds the handshake, then is lifted.
                 with anyio.CancelScope() as connecting:
-                    connecting.deadline = anyio.current_time() + self.timeout
-                    async with self._open() as client:
+                    connecting.deadline = anyio.current_time() + limit
+                    async with self._open(launch) as client:
                         connecting.deadline = math.inf
                         connected = True
-                        self._client, self._failed = client, None
-                        self.instructions = client.instructions
-                        self._announce()
+                        self._adopt(client)
                         if not started:
                             task_status.started()
                             started = True
@@ -130,13 +147,11 @@ class Upstream:
                         finally:
                             self._client = None
                 if not connected:
-                    failure = "TimeoutError"
+                    failure = _timed_out(self.target, launch, limit, started=started)
             except Exception as exc:  # a dead server's transport may also complain on closing
-                failure = None if connected else type(exc).__name__
+                failure = None if connected else _failed_to_start(self.target, launch, exc)
             if failure is not None and not started:
-                raise UpstreamError(
-                    "upstream_unavailable", f"cannot start the upstream ({failure})"
-                )
+                raise UpstreamError("upstream_unavailable", f"cannot start the upstream: {failure}")
             if failure is not None:
                 _log.warning("upstream: reconnecting failed (%s)", failure)
                 self._failed = failure
@@ -147,9 +162,43 @@ class Upstream:
             self._wanted = anyio.Event()
             self._drop = anyio.Event()
 
-    def _open(self) -> Client:
+    def _adopt(self, client: Client) -> None:
+        self._client, self._failed = client, None
+        self.instructions = client.instructions
+        self.server_info = client.server_info
+        self.capabilities = client.server_capabilities
+        self._announce()
+
+    def _open(self, launch: Launch) -> Client:
         # No response cache: the proxy lists the upstream's tools as they are now.
-        return Client(self.target.transport(), cache=None)
+        return Client(
+            self.target.transport(launch),
+            mode="legacy",
+            cache=None,
+            sampling_callback=self._sampling,
+            elicitation_callback=self._elicitation,
+            list_roots_callback=self._roots,
+            message_handler=self._message,
+        )
+
+    async def _sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self.downstream.sampling(params)
+
+    async def _elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self.downstream.elicitation(params)
+
+    async def _roots(
+        self, context: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        return await self.downstream.roots()
+
+    async def _message(self, message: types.ServerNotification | Exception) -> None:
+        if isinstance(message, types.ServerNotification):
+            await self.downstream.notification(message)
 
     def _announce(self) -> None:
         self._changed.set()
@@ -167,35 +216,51 @@ class Upstream:
                 )
         return self._client
 
-    def _lost(self, client: Client) -> None:
-        if self._client is client:
-            self._drop.set()
+    async def send(
+        self,
+        request: types.ClientRequest | types.Request[Any, Any],
+        result_type: type[_R],
+        *,
+        progress: ProgressFnT | None = None,
+    ) -> _R:
+        """One request to the upstream, answered by `result_type`.
 
-    async def list_tools(self) -> list[Tool]:
+        Raises `MCPError` for the upstream's error answer (as it sent it), `UpstreamError`
+        when it cannot answer (unreachable, closed, too slow, or an answer that breaks the
+        protocol).
+        """
+
+        async def send(client: Client) -> _R:
+            return await client.session.send_request(
+                request, result_type, progress_callback=progress
+            )
+
+        return await self.request(send)
+
+    async def notify(self, notification: types.ClientNotification) -> None:
+        """Tell the upstream something (best effort: a closed connection drops it)."""
+        client = self._client
+        if client is not None:
+            with suppress(Exception):
+                await client.session.send_notification(notification)
+
+    async def list_tools(self) -> list[types.Tool]:
         """Every tool the upstream lists now, all pages."""
-        return await self._request(self._list_tools)
-
-    async def _list_tools(self, client: Client) -> list[Tool]:
-        tools: list[Tool] = []
+        tools: list[types.Tool] = []
         cursor: str | None = None
-        for _ in range(_PAGES):
-            page = await client.list_tools(cursor=cursor)
+        for _ in range(100):  # a cursor that never ends cannot hang a call
+            page = await self.send(
+                types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)),
+                types.ListToolsResult,
+            )
             tools += page.tools
             cursor = page.next_cursor
             if cursor is None:
                 break
         return tools
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None) -> CallToolResult:
-        """The upstream's result; its JSON-RPC errors propagate as `MCPError`."""
-
-        async def call(client: Client) -> CallToolResult:
-            args = dict(arguments) if arguments is not None else None
-            return await client.call_tool(name, args, read_timeout_seconds=self.timeout)
-
-        return await self._request(call)
-
-    async def _request(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
+    async def request(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Run `send` on the open connection, with the timeout and the failure rules above."""
         client: Client | None = None
         try:
             with anyio.fail_after(self.timeout):
@@ -203,19 +268,20 @@ class Upstream:
                 return await send(client)
         except TimeoutError:
             raise UpstreamError(
-                "upstream_timeout", f"the upstream did not answer within {self.timeout:g} s"
+                "upstream_timeout",
+                f"the upstream did not answer within {self.timeout:g} s (--upstream-timeout)",
             ) from None
         except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
+            if (
+                exc.code == types.CONNECTION_CLOSED
+                and client is not None
+                and not await self._alive(client)
+            ):
+                self._forget(client)
                 raise UpstreamError(
-                    "upstream_timeout", f"the upstream did not answer within {self.timeout:g} s"
+                    "upstream_unavailable", "the upstream closed the connection"
                 ) from None
-            if exc.code != CONNECTION_CLOSED:
-                raise  # the upstream's own answer: the client gets it as it is
-            self._forget(client)
-            raise UpstreamError(
-                "upstream_unavailable", "the upstream closed the connection"
-            ) from None
+            raise  # the upstream's own answer
         except (RuntimeError, ValidationError) as exc:
             # The connection works; the upstream broke the protocol (e.g. a result that does
             # not match its own output schema).
@@ -231,9 +297,61 @@ class Upstream:
                 "upstream_unavailable", f"the upstream failed ({type(exc).__name__})"
             ) from None
 
+    async def _alive(self, client: Client) -> bool:
+        with anyio.move_on_after(_PING_SECONDS):
+            try:
+                await client.session.send_request(types.PingRequest(), types.EmptyResult)
+            except Exception:  # closed, or it refuses pings: either way not a live peer
+                return False
+            return True
+        return False
+
     def _forget(self, client: Client | None) -> None:
-        if client is not None:
-            self._lost(client)
+        if client is not None and self._client is client:
+            self._drop.set()
+
+
+def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, started: bool) -> str:
+    if launch.returncode is not None:
+        return _exited(launch)
+    flag = "--upstream-timeout" if started else "--startup-timeout"
+    what = "an MCP server on its stdin and stdout" if isinstance(target, StdioUpstream) else (
+        "an MCP server (streamable HTTP)"
+    )  # fmt: skip
+    return f"no MCP handshake within {seconds:g} s ({flag}); is it {what}?"
+
+
+def _exited(launch: Launch) -> str:
+    said = launch.stderr_tail
+    tail = f"; its last stderr lines: {' | '.join(said)}" if said else "; it wrote nothing"
+    return f"the command exited with code {launch.returncode} before the MCP handshake{tail}"
+
+
+def _failed_to_start(target: UpstreamTarget, launch: Launch, exc: BaseException) -> str:
+    leaves = _leaves(exc)
+    if isinstance(target, StdioUpstream):
+        if any(isinstance(leaf, FileNotFoundError) for leaf in leaves):
+            return f"no such command: {target.command!r}"
+        if any(isinstance(leaf, PermissionError) for leaf in leaves):
+            return f"the command cannot be run (permission denied): {target.command!r}"
+        if launch.returncode is not None:
+            return _exited(launch)
+    if isinstance(target, HttpUpstream):
+        for leaf in leaves:
+            if isinstance(leaf, MCPError) and leaf.code == types.CONNECTION_CLOSED:
+                continue
+            name = type(leaf).__name__
+            if name == "ConnectError" or isinstance(leaf, ConnectionRefusedError):
+                return f"connection refused at {target.url}"
+            if name == "HTTPStatusError":
+                status = getattr(getattr(leaf, "response", None), "status_code", "?")
+                return f"{target.url} answered HTTP {status}; is it an MCP endpoint?"
+        if any(isinstance(leaf, MCPError) for leaf in leaves):
+            return f"no MCP server answered at {target.url} (connection refused or closed)"
+    for leaf in leaves:
+        if isinstance(leaf, MCPError):
+            return f"the MCP handshake failed: {leaf.error.message[:200]}"
+    return f"{type(leaves[0]).__name__} while connecting" if leaves else "unknown failure"
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:

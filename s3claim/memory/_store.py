@@ -1,13 +1,21 @@
-"""MemoryClaimCheckStore: a dict behind a lock, for one process and for tests."""
+"""MemoryClaimCheckStore: a dict behind a lock, for one process and for tests.
+
+Optionally bounded (`max_bytes` in all, `max_tenant_bytes` per tenant, UTF-8 bytes of the
+claims' text): a put that would pass a bound first evicts the oldest claims (the tenant's
+own when its share is full), each reported as a `ClaimEvicted` event to `on_evict`. A claim
+larger than a bound is refused (`ClaimStoreError`), never stored in part.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from s3claim.clock import Clock, SystemClock
-from s3claim.errors import ClaimUnavailableError
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
+from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
@@ -23,6 +31,7 @@ class _Entry:
     scope: Scope
     content: str
     expires_at: float
+    size: int = 0
 
 
 class MemoryClaimCheckStore:
@@ -32,16 +41,53 @@ class MemoryClaimCheckStore:
     once a minute (of the store's clock) on `put`.
     """
 
-    def __init__(self, *, clock: Clock | None = None, handle_key: HandleKey | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        handle_key: HandleKey | None = None,
+        max_bytes: int | None = None,
+        max_tenant_bytes: int | None = None,
+        on_evict: Callable[[ClaimEvicted], None] | None = None,
+    ) -> None:
+        for name, bound in (("max_bytes", max_bytes), ("max_tenant_bytes", max_tenant_bytes)):
+            if bound is not None and (isinstance(bound, bool) or bound < 1):
+                raise ConfigurationError(
+                    f"{name} must be a positive number of bytes, got {bound!r}"
+                )
         self._clock = clock or SystemClock()
         self._key = handle_key or HandleKey.generate()
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _Entry] = {}  # oldest first
         self._lock = threading.Lock()
         self._next_sweep = 0.0
+        self.max_bytes = max_bytes
+        self.max_tenant_bytes = max_tenant_bytes
+        self._on_evict = on_evict
+        self._bytes = 0
+        self._tenant_bytes: dict[str, int] = {}
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         check_ttl(ttl_seconds)
-        handle = self._key.handle(scope, content)
+        bounded = self.max_bytes is not None or self.max_tenant_bytes is not None
+        if not bounded:
+            size, handle = 0, self._key.handle(scope, content)
+        elif content.isascii():  # one byte a character: no copy to count them
+            size, handle = len(content), self._key.handle(scope, content)
+        else:  # encoded once, for the size and the digest both
+            try:
+                utf8 = content.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    "content must be valid Unicode: it contains a lone surrogate"
+                ) from None
+            size, handle = len(utf8), self._key.handle(scope, content, utf8=utf8)
+            del utf8
+        for bound in (self.max_bytes, self.max_tenant_bytes):
+            if bound is not None and size > bound:
+                raise ClaimStoreError(
+                    f"a claim of {size} bytes is larger than the memory store holds ({bound})"
+                )
+        evicted: list[ClaimEvicted] = []
         with self._lock:
             now = self._clock.now()
             if now >= self._next_sweep:
@@ -49,10 +95,47 @@ class MemoryClaimCheckStore:
                 self._next_sweep = now + _SWEEP_EVERY_SECONDS
             entry = self._entries.get(handle)
             if entry is None or entry.expires_at <= now:
-                self._entries[handle] = _Entry(scope, content, now + ttl_seconds)
+                if entry is not None:
+                    self._drop(handle)
+                evicted = self._make_room(scope.tenant, size)
+                self._entries[handle] = _Entry(scope, content, now + ttl_seconds, size)
+                self._bytes += size
+                self._tenant_bytes[scope.tenant] = self._tenant_bytes.get(scope.tenant, 0) + size
             else:  # handed out again: it must live a full TTL from now
                 entry.expires_at = max(entry.expires_at, now + ttl_seconds)
+        for event in evicted:  # outside the lock: the callback may log, or call back in
+            if self._on_evict is not None:
+                self._on_evict(event)
         return handle
+
+    def _make_room(self, tenant: str, size: int) -> list[ClaimEvicted]:
+        evicted: list[ClaimEvicted] = []
+        reason: Literal["store_full", "tenant_full"] = "tenant_full"
+        while (
+            self.max_tenant_bytes is not None
+            and self._tenant_bytes.get(tenant, 0) + size > self.max_tenant_bytes
+        ):
+            oldest = next(h for h, e in self._entries.items() if e.scope.tenant == tenant)
+            evicted.append(
+                ClaimEvicted(handle=oldest, size_bytes=self._drop(oldest), reason=reason)
+            )
+        reason = "store_full"
+        while self.max_bytes is not None and self._bytes + size > self.max_bytes:
+            oldest = next(iter(self._entries))
+            evicted.append(
+                ClaimEvicted(handle=oldest, size_bytes=self._drop(oldest), reason=reason)
+            )
+        return evicted
+
+    def _drop(self, handle: str) -> int:
+        entry = self._entries.pop(handle)
+        self._bytes -= entry.size
+        left = self._tenant_bytes.get(entry.scope.tenant, 0) - entry.size
+        if left > 0:
+            self._tenant_bytes[entry.scope.tenant] = left
+        else:
+            self._tenant_bytes.pop(entry.scope.tenant, None)
+        return entry.size
 
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
@@ -72,7 +155,7 @@ class MemoryClaimCheckStore:
         with self._lock:
             entry = self._entries.get(handle)
             if entry is not None and entry.expires_at <= self._clock.now():
-                del self._entries[handle]
+                self._drop(handle)
                 entry = None
         if entry is None or entry.scope != scope:
             raise ClaimUnavailableError
@@ -86,12 +169,12 @@ class MemoryClaimCheckStore:
                 if entry.scope.tenant == tenant and (run is None or entry.scope.run == run)
             ]
             for handle in doomed:
-                del self._entries[handle]
+                self._drop(handle)
         return len(doomed)
 
     def _sweep(self, now: float) -> None:
         for handle in [h for h, e in self._entries.items() if e.expires_at <= now]:
-            del self._entries[handle]
+            self._drop(handle)
 
     def __len__(self) -> int:
         """Claims held, expired or not (for tests of the purge)."""

@@ -83,16 +83,22 @@ async def in_process(
     timeout: float = 20.0,
     extra: Sequence[str] = (),
     scoping: Scoping | None = None,
+    **client: Any,
 ) -> AsyncIterator[tuple[Client, ClaimCheckProxy]]:
-    """The official client, connected in-process to a proxy in front of our test server."""
+    """The official client, connected in-process to a proxy in front of our test server.
+
+    `client`: options for the client (`mode="legacy"`, callbacks).
+    """
     claim_check = ClaimCheck(store if store is not None else MemoryClaimCheckStore(), policy=policy)
-    async with Upstream.connect(upstream(*extra), timeout=timeout) as up:
+    async with Upstream.connect(
+        upstream(*extra), timeout=timeout, startup_timeout=max(timeout, 60.0)
+    ) as up:
         proxy = ClaimCheckProxy(
             up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme")
         )
         await proxy.check_names()
-        async with Client(proxy.server()) as client:
-            yield client, proxy
+        async with Client(proxy.server(), **client) as connected:
+            yield connected, proxy
 
 
 def proxy_argv(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> list[str]:

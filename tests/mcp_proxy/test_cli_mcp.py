@@ -204,7 +204,7 @@ def test_a_tool_name_clash_with_the_upstream_is_refused_at_start() -> None:
 def test_an_upstream_that_cannot_start_is_exit_3() -> None:
     result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--", "/nonexistent/server"])
     assert result.exit_code == 3, result.output
-    assert "cannot start the upstream (FileNotFoundError)" in result.stderr
+    assert "cannot start the upstream: no such command: '/nonexistent/server'" in result.stderr
 
 
 def test_importing_s3claim_does_not_import_the_mcp_sdk() -> None:
@@ -221,9 +221,10 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
     import s3claim.mcp
 
     assert s3claim.mcp.__all__ == [
-        "AGENT", "MCP_PATH", "RUN_META_KEY", "ClaimCheckProxy", "HttpUpstream", "Scoping",
-        "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget", "listen_socket",
-        "serve_http", "serve_stdio",
+        "AGENT", "DEFAULT_MAX_CALLS", "MCP_PATH", "RUN_META_KEY", "SAFE_VARIABLES",
+        "ClaimCheckProxy", "HttpUpstream", "Scoping", "StdioUpstream", "Upstream",
+        "UpstreamError", "UpstreamTarget", "listen_socket", "serve_http", "serve_stdio",
+        "upstream_environment",
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:
         assert getattr(s3claim.mcp, name) is not None

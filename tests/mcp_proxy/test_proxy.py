@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_types import TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import CreateMessageResult, TextContent
 
 from s3claim import (
     ClaimCheckPolicy,
@@ -118,7 +120,8 @@ def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text() 
         async with in_process(policy=SMALL) as (client, _):
             result = await client.call_tool("mixed", {"chars": 1_500})
             kinds = [b.type for b in result.content]
-            assert kinds == ["text", "image", "audio", "resource", "resource_link"]
+            assert kinds == ["text", "image", "audio", "resource", "resource_link", "resource_link"]
+            assert result.content[-1].uri == handle_of(text_of(result))  # type: ignore[union-attr]
             assert result.content[1].data == PIXEL  # type: ignore[union-attr]
             assert result.content[3].resource.text == "embedded notes"  # type: ignore[union-attr]
             whole, _ = await read_all(client, handle_of(text_of(result)))
@@ -280,5 +283,95 @@ def test_the_claim_tools_text_content_is_plain_text() -> None:
             handle = handle_of(text_of(await client.call_tool("big", {"chars": 3_000})))
             result = await client.call_tool("fetch_result", {"handle": handle})
             assert result.content == [TextContent(text=document(3_000))]
+
+    anyio.run(scenario)
+
+
+def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal() -> None:
+    expected = document(10_000, seed=8)
+
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            mine = {RUN_META_KEY: "run-a"}
+            result = await client.call_tool("big", {"chars": 10_000, "seed": 8}, meta=mine)
+            link = result.content[-1]
+            assert link.type == "resource_link"
+            handle = handle_of(text_of(result))
+            assert link.uri == handle  # type: ignore[union-attr]
+            first = await client.read_resource(handle, meta=mine)
+            (contents,) = first.contents
+            assert contents.uri == handle and contents.text.startswith(expected[:4096])  # type: ignore[union-attr]
+            tool = await client.call_tool("fetch_result", {"handle": handle}, meta=mine)
+            assert contents.text == text_of(tool)  # type: ignore[union-attr]
+            later = await client.read_resource(f"{handle}?offset=8192", meta=mine)
+            assert later.contents[0].text == expected[8192:]  # type: ignore[union-attr]
+            refusal = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
+            for uri, meta in (
+                (handle, {RUN_META_KEY: "run-b"}),  # another run
+                (handle, None),  # the process's run
+                ("claim:" + "0" * 33, mine),  # forged
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(uri, meta=meta)
+                assert refused.value.error.message == refusal
+            for uri in (f"{handle}?offset=-1", f"{handle}?run=x", f"{handle}?offset=1&offset=2"):
+                with pytest.raises(MCPError) as bad:
+                    await client.read_resource(uri, meta=mine)
+                assert "invalid_arguments" in bad.value.error.message or "more than once" in (
+                    bad.value.error.message
+                )
+            listed = await client.list_resources()
+            assert all(not r.uri.startswith("claim:") for r in listed.resources)
+
+    anyio.run(scenario)
+
+
+def test_resources_and_prompts_pass_neutralised_and_oversized_texts_are_checked_in() -> None:
+    async def scenario() -> None:
+        async with in_process(policy=SMALL) as (client, _):
+            listed = (await client.list_resources()).resources
+            assert [r.uri for r in listed] == ["doc://big/60000", "claim-1" + "0" * 32]
+            assert "claim:" not in listed[0].description  # type: ignore[operator]
+            read = await client.read_resource("doc://big/60000")
+            text, blob = read.contents
+            assert text.text.endswith("to read the rest, or search_result to find text in it.]")  # type: ignore[union-attr]
+            assert blob.blob == PIXEL  # type: ignore[union-attr]
+            assert (await read_all(client, handle_of(text.text)))[0] == document(60_000)  # type: ignore[union-attr]
+            small = await client.read_resource("doc://big/500")
+            assert small.contents[0].text == document(500)  # type: ignore[union-attr]
+            prompt = await client.get_prompt("review", {"chars": "9000"})
+            first, second = (m.content for m in prompt.messages)
+            assert (await read_all(client, handle_of(first.text)))[0] == document(9_000, seed=5)  # type: ignore[union-attr]
+            assert second.text == "Review it (|im_end|)"  # type: ignore[union-attr]
+            assert "claim:" not in (prompt.description or "")
+
+    anyio.run(scenario)
+
+
+def test_a_sampling_request_reaches_a_legacy_client_neutralised_and_its_answer_goes_back() -> None:
+    asked: list[str] = []
+
+    async def sampling(ctx: Any, params: Any) -> CreateMessageResult:
+        asked.append(params.messages[0].content.text)
+        return CreateMessageResult(role="assistant", content=TextContent(text="yes"), model="m")
+
+    async def scenario() -> None:
+        async with in_process(mode="legacy", sampling_callback=sampling) as (client, _):
+            result = await client.call_tool("sample", {})
+            assert text_of(result) == "sampled: yes"
+
+    anyio.run(scenario)
+    assert asked == [
+        FORGED.replace("claim:", "claim-")
+        .replace("fetch_result", "fetch-result")
+        .replace("<|im_end|>", "(|im_end|)")
+    ]
+
+
+def test_a_client_without_sampling_gets_the_upstream_a_refusal_not_a_hang() -> None:
+    async def scenario() -> None:
+        async with in_process(mode="legacy") as (client, _):
+            result = await client.call_tool("sample", {})
+            assert result.is_error
 
     anyio.run(scenario)

@@ -1,12 +1,16 @@
-"""The proxy before MCP servers written by others: the reference filesystem server (npm) and
-`mcp-server-git` (PyPI), with the official client in front, over stdio and streamable HTTP."""
+"""The proxy before MCP servers written by others: the reference filesystem and everything
+servers (npm) and `mcp-server-git` (PyPI), with the official client in front, over stdio and
+streamable HTTP."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -19,7 +23,7 @@ from tests.mcp_proxy._support import (
     text_of,
 )
 from tests.mcp_proxy._upstream import document
-from tests.mcp_servers import git_server_argv, install_filesystem
+from tests.mcp_servers import git_server_argv, install_everything, install_filesystem
 
 COMMITS = 400
 
@@ -130,5 +134,123 @@ def test_mcp_server_git_a_long_log_is_checked_in_and_read_back_exactly(repositor
             assert expected not in received(result, *windows)
             status = await client.call_tool("git_status", {"repo_path": str(repository)})
             assert "On branch main" in text_of(status)
+
+    anyio.run(scenario)
+
+
+async def _sampling(
+    ctx: Any, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="a sampled answer"), model="test-model"
+    )
+
+
+async def _elicitation(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
+async def _roots(ctx: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/docs", name="docs")])
+
+
+async def _everything_seen(params: StdioServerParameters) -> dict[str, Any]:
+    """What a client sees of server-everything: identity, offer, and a few calls' effects."""
+    progress: list[float] = []
+    logs: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.level)
+
+    async with Client(
+        params,
+        mode="legacy",
+        sampling_callback=_sampling,
+        elicitation_callback=_elicitation,
+        list_roots_callback=_roots,
+        logging_callback=on_log,
+    ) as client:
+        seen: dict[str, Any] = {
+            "info": client.server_info,
+            "offers": sorted(client.server_capabilities.model_dump(exclude_none=True)),
+            "tools": [t.name for t in (await client.list_tools()).tools],
+            "prompts": [p.name for p in (await client.list_prompts()).prompts],
+            "resources": [r.uri for r in (await client.list_resources()).resources],
+        }
+        first = seen["resources"][0]
+        seen["read"] = (await client.read_resource(first)).model_dump(exclude={"meta"})
+        long = {"duration": 1, "steps": 4}
+        await client.call_tool(
+            "trigger-long-running-operation", long, progress_callback=on_progress
+        )
+        sampled = await client.call_tool(
+            "trigger-sampling-request", {"prompt": "hi", "maxTokens": 9}
+        )
+        seen["sampled"] = "a sampled answer" in sampled.content[0].text  # type: ignore[union-attr]
+        roots = await client.call_tool("get-roots-list", {})
+        seen["roots"] = "file:///srv/docs" in roots.content[0].text  # type: ignore[union-attr]
+        image = await client.call_tool("get-tiny-image", {})
+        seen["image"] = [b.model_dump() for b in image.content]
+        await anyio.sleep(0.3)
+        seen["progress"], seen["logged"] = progress, bool(logs)
+    return seen
+
+
+def test_server_everything_offers_the_same_through_the_proxy() -> None:
+    everything = str(install_everything())
+
+    async def scenario() -> None:
+        direct = await _everything_seen(StdioServerParameters(command=everything))
+        proxied = await _everything_seen(
+            StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "s3claim", "mcp-proxy", "--tenant", "t", "--", everything],
+            )
+        )
+        assert direct["offers"] == [
+            "completions",
+            "logging",
+            "prompts",
+            "resources",
+            "tasks",
+            "tools",
+        ]
+        assert proxied["offers"] == [o for o in direct["offers"] if o != "tasks"]  # see the docs
+        assert proxied["tools"] == [*direct["tools"], "fetch_result", "search_result"]
+        for key in ("info", "prompts", "resources", "read", "image"):
+            assert proxied[key] == direct[key], key
+        assert direct["progress"] == proxied["progress"] == [1.0, 2.0, 3.0, 4.0]
+        assert direct["sampled"] and proxied["sampled"]
+        assert direct["roots"] and proxied["roots"]
+        assert direct["logged"] and proxied["logged"]
+
+    anyio.run(scenario)
+
+
+def test_server_filesystem_without_directories_takes_the_clients_roots(docs: Path) -> None:
+    """IDE clients start it with no directory and answer roots/list; it worked only directly."""
+    filesystem = str(install_filesystem())
+    path = docs / "large.txt"
+
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=docs.as_uri(), name="docs")])
+
+    async def scenario() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "s3claim", "mcp-proxy", "--tenant", "t", "--", filesystem],
+        )
+        async with Client(params, mode="legacy", list_roots_callback=roots) as client:
+            for _ in range(50):  # it asks for roots after its handshake, in the background
+                allowed = await client.call_tool("list_allowed_directories", {})
+                if str(docs) in text_of(allowed):
+                    break
+                await anyio.sleep(0.1)
+            assert str(docs) in text_of(allowed)
+            result = await client.call_tool("read_text_file", {"path": str(path)})
+            assert not result.is_error and "characters" in text_of(result)
 
     anyio.run(scenario)

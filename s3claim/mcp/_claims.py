@@ -1,0 +1,76 @@
+"""Claims as MCP resources: `resources/read` of a handle returns a window of its claim.
+
+A claim's URI is its handle (`claim:1a2b…`, a URI of scheme `claim`), and the window is
+chosen by query parameters named like `fetch_result`'s arguments: `claim:1a2b…?offset=4096`.
+Reading runs the `fetch_result` claim tool itself through `run_claim_tool`, so the scope
+checks, the uniform refusal and the events are the tool's, and whatever reading modes the
+tool has (each an argument) are URI parameters with no change here: a parameter's value is
+converted by the type the tool's schema gives it.
+
+Claims are never listed (`resources/list` would show other runs' handles). An upstream
+resource named `claim:...` cannot shadow one: the boundary rewrites it to `claim-...`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ReadResourceResult, TextResourceContents
+
+from s3claim.claim_tools import run_claim_tool
+from s3claim.errors import ToolError
+from s3claim.handles import HANDLE_PREFIX
+from s3claim.tools import RunContext, Tool
+
+__all__ = ["is_claim_uri", "read_claim"]
+
+
+def is_claim_uri(uri: str) -> bool:
+    """Whether `uri` names a claim (the proxy answers it) rather than an upstream resource."""
+    return uri.startswith(HANDLE_PREFIX)
+
+
+def read_claim(fetch: Tool, uri: str, context: RunContext) -> ReadResourceResult:
+    """The window `uri` names, read by the `fetch_result` tool; an `MCPError` when refused."""
+    try:
+        arguments = _arguments(fetch, uri)
+    except ToolError as error:
+        raise MCPError(INVALID_PARAMS, error.message) from None
+    answer = run_claim_tool(fetch, arguments, context)
+    if answer.is_error:
+        # The rendered refusal, as fetch_result gives it: the same words for every handle
+        # (-32602, what 2026-07-28 answers for a resource it cannot read).
+        raise MCPError(INVALID_PARAMS, answer.text)
+    return ReadResourceResult(
+        contents=[TextResourceContents(uri=uri, mime_type="text/plain", text=answer.text)]
+    )
+
+
+def _arguments(fetch: Tool, uri: str) -> dict[str, Any]:
+    parts = urlsplit(uri)
+    handle = uri.split("?", 1)[0].split("#", 1)[0]
+    properties: dict[str, Any] = fetch.schema["function"]["parameters"].get("properties", {})
+    arguments: dict[str, Any] = {"handle": handle}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
+        if name == "handle" or name in arguments:
+            raise ToolError("invalid_arguments", f"the URI gives {name!r} more than once")
+        arguments[name] = _typed(properties.get(name, {}), name, value)
+    return arguments
+
+
+def _typed(schema: dict[str, Any], name: str, value: str) -> Any:
+    """A URI parameter as the type the tool takes; unknown names pass, and the tool refuses."""
+    kinds = {schema["type"]} if isinstance(schema.get("type"), str) else set()
+    kinds |= {s.get("type") for s in schema.get("anyOf", []) if isinstance(s, dict)}
+    if "integer" in kinds and value.lstrip("-").isdigit():
+        return int(value)
+    if "boolean" in kinds and value in ("true", "false"):
+        return value == "true"
+    if "number" in kinds:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value

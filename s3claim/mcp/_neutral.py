@@ -1,0 +1,131 @@
+"""Neutral: every string the upstream wrote is defanged before a client (and its model) reads it.
+
+`s3claim._boundary.neutralise` is the one rewrite; this module applies it everywhere an MCP
+message can carry upstream text: content blocks of every kind, embedded resources, resource
+links, `_meta`, structured content (keys too), prompts, resource contents, notifications,
+server-to-client requests. What is not text is left alone: base64 `data` of an image or audio
+block and a resource's `blob` (the rewrite's patterns cannot occur in base64 anyway).
+
+Listings are different: a tool's, prompt's or resource's name, an input schema's property
+names and a URI template are what the client sends back, so there only descriptions and
+titles are rewritten (`neutralised_listing`).
+
+The walk is iterative with a depth bound, so a deeply nested value from the upstream is a
+clear error (`TooDeepError`), never a crashed handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from s3claim._boundary import neutralise
+
+__all__ = [
+    "MAX_DEPTH",
+    "TooDeepError",
+    "depth_of",
+    "joined_neutral",
+    "neutralised",
+    "neutralised_listing",
+]
+
+MAX_DEPTH = 64
+"""Nesting levels the proxy walks in anything the upstream sent; deeper is refused."""
+_M = TypeVar("_M", bound=BaseModel)
+_LISTING_TEXT = frozenset({"description", "title"})
+
+
+class TooDeepError(ValueError):
+    """A value from the upstream nests deeper than `MAX_DEPTH`."""
+
+
+def neutralised(model: _M) -> _M:
+    """`model` with every upstream string neutralised (the same object when nothing changed)."""
+    return _rewrite(model, _every_string)
+
+
+def neutralised_listing(model: _M, *, also: frozenset[str] = frozenset()) -> _M:
+    """A listing with its descriptions and titles neutralised (and the fields `also` names),
+    names left as they are."""
+    keys = _LISTING_TEXT | also
+
+    def wanted(key: str | None, parent: dict[str, Any] | None) -> bool:
+        return key in keys
+
+    return _rewrite(model, wanted)
+
+
+def joined_neutral(texts: list[str]) -> list[str]:
+    """Text blocks neutralised as if joined: a forgery split across two blocks is caught.
+
+    The rewrite keeps lengths, so the joined text is cut back at the same places; were it
+    ever to change a length, the blocks become one (safe, and still all the text).
+    """
+    if len(texts) < 2:
+        return [neutralise(t) for t in texts]
+    joined = neutralise("".join(texts))
+    if len(joined) != sum(len(t) for t in texts):
+        return [joined] + [""] * (len(texts) - 1)
+    out: list[str] = []
+    start = 0
+    for text in texts:
+        out.append(joined[start : start + len(text)])
+        start += len(text)
+    return out
+
+
+def depth_of(value: Any) -> int:
+    """How deep `value` nests (iteratively, so any depth is measured without recursion)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _every_string(key: str | None, parent: dict[str, Any] | None) -> bool:
+    if key == "blob":
+        return False
+    return not (key == "data" and parent is not None and parent.get("type") in ("image", "audio"))
+
+
+def _rewrite(model: _M, wanted: Callable[[str | None, dict[str, Any] | None], bool]) -> _M:
+    dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if depth_of(dumped) > MAX_DEPTH:
+        raise TooDeepError(f"the upstream sent a value nested deeper than {MAX_DEPTH} levels")
+    walked = _walk(dumped, wanted, keys=wanted is _every_string)
+    if walked == dumped:
+        return model
+    return type(model).model_validate(walked, by_name=False)
+
+
+def _walk(
+    value: Any, wanted: Callable[[str | None, dict[str, Any] | None], bool], *, keys: bool
+) -> Any:
+    # Depth is bounded above, so recursion here stays within MAX_DEPTH frames.
+    if isinstance(value, dict):
+        return {
+            (neutralise(key) if keys else key): (
+                (neutralise(item) if wanted(key, value) else item)
+                if isinstance(item, str)
+                else _walk(item, wanted, keys=keys)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            (neutralise(item) if wanted(None, None) else item)
+            if isinstance(item, str)
+            else _walk(item, wanted, keys=keys)
+            for item in value
+        ]
+    return value

@@ -1,0 +1,213 @@
+"""Relay: what the upstream sends on its own (requests, notifications) reaches the right client.
+
+The upstream connection is shared by every client of the proxy, and the 2025-11-25 protocol
+does not say which call a server's request or log line belongs to. So the rule is:
+
+- while calls are in flight from exactly one client connection, it goes to that connection
+  (on the call's own stream when there is one call, so HTTP clients get it where they wait);
+- with no call in flight, it goes to the one client of a stdio proxy (which is where
+  `server-filesystem` asks for roots, right after its handshake), and to nobody on HTTP;
+- otherwise it cannot be attributed and goes to nobody: one client's log line or sampling
+  request must never reach another (another tenant, perhaps). A request is refused to the
+  upstream, a notification dropped.
+
+List-changed notifications carry no content and go to every client; a resource update goes
+to the clients that subscribed to that resource. Everything the upstream wrote is
+neutralised before a client sees it (`s3claim.mcp._neutral`).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection, allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
+
+from s3claim.mcp._neutral import neutralised
+
+__all__ = ["Relay", "connection_of"]
+
+_log = logging.getLogger("s3claim.mcp")
+_BROADCAST = (
+    types.ToolListChangedNotification,
+    types.ResourceListChangedNotification,
+    types.PromptListChangedNotification,
+)
+_NOBODY = "the proxy cannot tell which of its clients this request is for"
+
+
+def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
+    """The client connection a request came on (the SDK keeps it behind the session)."""
+    connection: Connection = ctx.session._connection
+    return connection
+
+
+@dataclass(eq=False)
+class _Call:
+    session: ServerSession
+    request_id: types.RequestId | None
+    connection: Connection
+    meta: dict[str, Any] | None
+
+
+class Relay:
+    """The proxy's `Downstream`: routes the upstream's requests and notifications."""
+
+    def __init__(self, *, single_client: bool, wait_seconds: float) -> None:
+        self.single_client = single_client
+        self.wait_seconds = wait_seconds
+        self._calls: set[_Call] = set()
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._subscribed: dict[str, weakref.WeakSet[Connection]] = {}
+        self._first = anyio.Event()
+
+    def seen(self, ctx: ServerRequestContext[Any]) -> Connection:
+        connection = connection_of(ctx)
+        if connection not in self._connections:
+            self._connections.add(connection)
+            self._first.set()
+        return connection
+
+    @contextmanager
+    def call(self, ctx: ServerRequestContext[Any]) -> Iterator[None]:
+        """While a forwarded request is in flight, what the upstream sends may be for it."""
+        meta = dict(ctx.meta) if ctx.meta is not None else None
+        call = _Call(ctx.session, ctx.request_id, self.seen(ctx), meta)
+        self._calls.add(call)
+        try:
+            yield
+        finally:
+            self._calls.discard(call)
+
+    def subscribe(self, ctx: ServerRequestContext[Any], uri: str) -> bool:
+        """Record a subscription; True when it is the first, so the upstream must hear of it."""
+        watchers = self._subscribed.setdefault(uri, weakref.WeakSet())
+        first = not watchers
+        watchers.add(self.seen(ctx))
+        return first
+
+    def unsubscribe(self, ctx: ServerRequestContext[Any], uri: str) -> bool:
+        """Forget a subscription; True when it was the last one."""
+        watchers = self._subscribed.get(uri)
+        if watchers is None:
+            return False
+        watchers.discard(connection_of(ctx))
+        if watchers:
+            return False
+        del self._subscribed[uri]
+        return True
+
+    async def _target(self, *, wait: bool = True) -> _Call | Connection | None:
+        """Who gets what the upstream sends now (see the module docstring).
+
+        `wait`: a stdio proxy's client may not have connected yet; a request waits for it, a
+        notification never does (it would hold up the upstream connection's other messages).
+        """
+        connections = {call.connection for call in self._calls}
+        if len(connections) == 1:
+            if len(self._calls) == 1:
+                return next(iter(self._calls))
+            return connections.pop()
+        if connections or not self.single_client:
+            return None
+        if wait:
+            with anyio.move_on_after(self.wait_seconds):
+                await self._first.wait()
+        return next(iter(self._connections), None)
+
+    async def _ask(
+        self, request: types.ServerRequest, result: type[Any], capable: types.ClientCapabilities
+    ) -> Any:
+        target = await self._target()
+        if target is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=_NOBODY)
+        connection = target.connection if isinstance(target, _Call) else target
+        if not connection.check_capability(capable):
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"the client does not support {request.method}"
+            )
+        try:
+            if isinstance(target, _Call):
+                metadata = ServerMessageMetadata(related_request_id=target.request_id)
+                return await target.session.send_request(request, result, metadata=metadata)
+            return await connection.send_request(request, result_type=result)
+        except MCPError as exc:
+            return exc.error
+        except NoBackChannelError:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"the client's protocol ({connection.protocol_version}) takes no "
+                "requests from a server in the middle of a call through the proxy",
+            )
+
+    async def sampling(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        result: type[Any] = (
+            types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        )
+        request = types.CreateMessageRequest(params=neutralised(params))
+        return await self._ask(  # type: ignore[no-any-return]
+            request, result, types.ClientCapabilities(sampling=types.SamplingCapability())
+        )
+
+    async def elicitation(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        request = types.ElicitRequest(params=neutralised(params))
+        return await self._ask(  # type: ignore[no-any-return]
+            request,
+            types.ElicitResult,
+            types.ClientCapabilities(elicitation=types.ElicitationCapability()),
+        )
+
+    async def roots(self) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask(  # type: ignore[no-any-return]
+            types.ListRootsRequest(),
+            types.ListRootsResult,
+            types.ClientCapabilities(roots=types.RootsCapability()),
+        )
+
+    async def notification(self, message: types.ServerNotification) -> None:
+        if isinstance(message, _BROADCAST):
+            for connection in list(self._connections):
+                await connection.notify(message.method, _params(message))
+            return
+        if isinstance(message, types.ResourceUpdatedNotification):
+            for connection in list(self._subscribed.get(message.params.uri, ())):
+                await connection.notify(message.method, _params(neutralised(message)))
+            return
+        if not isinstance(
+            message, types.LoggingMessageNotification | types.ElicitCompleteNotification
+        ):
+            return  # progress and cancellation are the dispatcher's; the rest has no client
+        target = await self._target(wait=False)
+        if target is None:
+            _log.debug("upstream %s: no client to give it to", message.method)
+            return
+        safe = neutralised(message)
+        if isinstance(target, _Call):
+            if isinstance(
+                message, types.LoggingMessageNotification
+            ) and message.params.level not in (
+                allowed_log_levels(target.connection.protocol_version, target.meta)
+            ):
+                return
+            await target.session.send_notification(safe, related_request_id=target.request_id)
+        else:
+            await target.notify(message.method, _params(safe))
+
+
+def _params(message: types.ServerNotification) -> dict[str, Any] | None:
+    params = message.model_dump(by_alias=True, mode="json", exclude_none=True).get("params")
+    return params if isinstance(params, dict) else None

@@ -19,9 +19,11 @@ from pathlib import Path
 from benchmarks.context import FULL, QUICK, Bench
 from benchmarks.measures import (
     async_fetch,
+    boundary,
     checkin,
     concurrency,
     conversation,
+    fairness,
     fetch,
     forget,
     journal,
@@ -39,9 +41,11 @@ from tests.servers import MotoServer, s3rver_version, start_timing_server
 MEASURES: dict[str, Callable[[Bench], Section]] = {
     "width": width.run,
     "checkin": checkin.run,
+    "boundary": boundary.run,
     "forget": forget.run,
     "conversation": conversation.run,
     "search": search.run,
+    "fairness": fairness.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
     "journal": journal.run,
@@ -60,6 +64,8 @@ ORDER = (
     "journal",
     "mcp",
     "async",
+    "boundary",
+    "fairness",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

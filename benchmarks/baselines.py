@@ -8,6 +8,9 @@
   (`max_tool_result_chars` at least the result's length).
 - Truncation: the runner's own fallback, the result cut at `max_tool_result_chars` (16,384)
   and the rest lost.
+- `neutralise_before_21`: the result boundary's forgery rewrite as it was before issue 21
+  (five regular-expression passes over the text, ASCII and full-width forms only), so the
+  boundary's cost is measured against what it replaced.
 
 The naive store speaks the same `put` / `fetch` / `forget` protocol as the real stores, so the
 benchmarks drive both through one code path. It checks nothing (no expiry, no run check): the
@@ -20,12 +23,14 @@ import hashlib
 import inspect
 from typing import Any
 
+import regex
+
 from s3claim.errors import ClaimUnavailableError
 from s3claim.runner import AgentRunner
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
 
-__all__ = ["TRUNCATE_AT", "NaiveS3Store", "inline_limit"]
+__all__ = ["TRUNCATE_AT", "NaiveS3Store", "inline_limit", "neutralise_before_21"]
 
 TRUNCATE_AT: int = inspect.signature(AgentRunner).parameters["max_tool_result_chars"].default
 """The runner's default `max_tool_result_chars`: 16,384."""
@@ -83,3 +88,34 @@ class NaiveS3Store:
     def key_prefix(self, scope: Scope) -> str:
         """Where this scope's objects live (for seeding)."""
         return f"{self._prefix}{scope.tenant}/{scope.run}/"
+
+
+# -- the result boundary before issue 21 -----------------------------------------------------
+
+_HANDLE = regex.compile(r"([cｃ][lｌ][aａ][iｉ][mｍ])[:：](?=[\p{L}\p{N}])", regex.IGNORECASE)
+_TOOL_NAME = regex.compile(
+    r"([fｆ][eｅ][tｔ][cｃ][hｈ]|[sｓ][eｅ][aａ][rｒ][cｃ][hｈ])[_＿]([rｒ][eｅ][sｓ][uｕ][lｌ][tｔ])",
+    regex.IGNORECASE,
+)
+_BAR_TOKEN = regex.compile(r"<([|｜][^\s<>|｜]{1,64}[|｜])>")
+_BRACKET_TOKEN = regex.compile(
+    r"\[(/?(?:INST|SYS|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS))\]", regex.IGNORECASE
+)
+_ANGLE_TOKEN = regex.compile(
+    r"<<(/?SYS)>>|<(/?s|bos|eos|start_of_turn|end_of_turn)>", regex.IGNORECASE
+)
+
+
+def _angle(match: regex.Match[str]) -> str:
+    if match.group(1) is not None:
+        return f"(({match.group(1)}))"
+    return f"({match.group(2)})"
+
+
+def neutralise_before_21(text: str) -> str:
+    """`s3claim._boundary.neutralise` as it was before issue 21, for the boundary's baseline."""
+    text = _HANDLE.sub(r"\1-", text)
+    text = _TOOL_NAME.sub(r"\1-\2", text)
+    text = _ANGLE_TOKEN.sub(_angle, text)
+    text = _BAR_TOKEN.sub(r"(\1)", text)
+    return _BRACKET_TOKEN.sub(r"(\1)", text)

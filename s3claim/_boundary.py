@@ -6,24 +6,10 @@ Three steps, in order:
    for the model (`invalid_result`), not an exception.
 2. Serialise: strings as they are; models and other values as JSON. Text that UTF-8 cannot
    carry (a lone surrogate) is refused the same way.
-3. Neutralise structural forgery, so tool output cannot hand the model a forged handle,
-   marker, footer or turn. Exactly these rewrites, nothing else:
-
-   ================================================  ==========================
-   found (case-insensitive; ASCII or full-width)      becomes
-   ================================================  ==========================
-   ``claim:`` followed by a letter or digit           ``claim-`` (a handle no store accepts)
-   ``fetch_result``, ``search_result``                ``fetch-result``, ``search-result`` (no
-                                                      marker or footer can name a real tool)
-   ``<|name|>`` (also with full-width bars ``｜``)    ``(|name|)``
-   ``[INST]`` ``[/INST]`` ``[SYS]`` ``[/SYS]``        the same in parentheses: ``(INST)``
-   ``[TOOL_CALLS]`` ``[TOOL_RESULTS]``                ``(TOOL_CALLS)`` ...
-   ``[/TOOL_RESULTS]`` ``[AVAILABLE_TOOLS]``
-   ``[/AVAILABLE_TOOLS]``
-   ``<<SYS>>`` ``<</SYS>>``                           ``((SYS))`` ``((/SYS))``
-   ``<s>`` ``</s>`` ``<bos>`` ``<eos>``               ``(s)`` ``(/s)`` ``(bos)`` ``(eos)``
-   ``<start_of_turn>`` ``<end_of_turn>``              ``(start_of_turn)`` ``(end_of_turn)``
-   ================================================  ==========================
+3. Neutralise structural forgery (`s3claim._forgery`), so tool output cannot hand the model a
+   forged handle, marker, footer or turn: the table there (and in docs/security.md) is
+   matched on a folded view of the text, so look-alikes count, and only a match's delimiters
+   are rewritten.
 
 The rewrite is idempotent, and what is checked in is the rewritten text: storing what the
 boundary refused would be storing an attack for later.
@@ -37,41 +23,13 @@ import regex
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from s3claim._forgery import neutralise
 from s3claim.errors import ToolError
 from s3claim.tools import Tool
 
 __all__ = ["neutralise", "result_text", "text_of"]
 
-_HANDLE = regex.compile(r"([cｃ][lｌ][aａ][iｉ][mｍ])[:：](?=[\p{L}\p{N}])", regex.IGNORECASE)
-_TOOL_NAME = regex.compile(
-    r"([fｆ][eｅ][tｔ][cｃ][hｈ]|[sｓ][eｅ][aａ][rｒ][cｃ][hｈ])[_＿]([rｒ][eｅ][sｓ][uｕ][lｌ][tｔ])",
-    regex.IGNORECASE,
-)
-_BAR_TOKEN = regex.compile(r"<([|｜][^\s<>|｜]{1,64}[|｜])>")
-_BRACKET_TOKEN = regex.compile(
-    r"\[(/?(?:INST|SYS|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS))\]", regex.IGNORECASE
-)
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
-_ANGLE_TOKEN = regex.compile(
-    r"<<(/?SYS)>>|<(/?s|bos|eos|start_of_turn|end_of_turn)>", regex.IGNORECASE
-)
-
-
-def _angle(match: regex.Match[str]) -> str:
-    if match.group(1) is not None:
-        return f"(({match.group(1)}))"
-    return f"({match.group(2)})"
-
-
-def neutralise(text: str) -> str:
-    """Defang text that imitates s3claim's structure or a chat template's control tokens."""
-    text = _HANDLE.sub(r"\1-", text)
-    text = _TOOL_NAME.sub(r"\1-\2", text)
-    # Angle tokens before bar tokens: rewriting `<s>` inside `<|<s>|>` yields `<|(s)|>`, a
-    # bar token, which a later pass must still see. No rewrite creates an angle token.
-    text = _ANGLE_TOKEN.sub(_angle, text)
-    text = _BAR_TOKEN.sub(r"(\1)", text)
-    return _BRACKET_TOKEN.sub(r"(\1)", text)
 
 
 def result_text(tool: Tool, value: Any) -> str:

@@ -11,23 +11,33 @@ in pieces), and the pattern runs over it here, beside the store, in bounded memo
   store keeps the text at.
 - `total_matches` counts every match in the claim, so it is the same on every page;
   `next_offset` continues after the last match returned. Empty matches are not matches.
-- Matching time is budgeted: `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character
-  the store streams (a fast engine's pace, so an honest pattern never runs short on a large
-  claim). Only time in the regex engine counts, not the store's I/O. A pattern that
-  backtracks catastrophically uses up its budget on the first piece and stops with
-  `pattern_too_costly` instead of holding the run.
+- A regex's matching is budgeted in CPU time of the searching thread (`s3claim._matching`):
+  `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character the store streams (a fast
+  engine's pace, so an honest pattern never runs short on a large claim). The store's I/O
+  does not count, nor does waiting for a core. A pattern that backtracks catastrophically
+  uses up its budget on the first piece and stops with `pattern_too_costly` instead of
+  holding the run. A literal is never stopped: the matches past the page are counted by the
+  engine.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import regex
 
 from s3claim._boundary import neutralise
+from s3claim._matching import (
+    CpuBudget,
+    PatternTooCostlyError,
+    SearchBusyError,
+    count_within,
+    is_literal,
+    matches,
+    search_slot,
+)
 
 __all__ = [
     "MAX_MATCHES",
@@ -35,8 +45,10 @@ __all__ = [
     "SNIPPET_CHARS",
     "Match",
     "PatternTooCostlyError",
+    "SearchBusyError",
     "SearchResult",
     "compile_pattern",
+    "search_slot",
     "search_text",
 ]
 
@@ -75,10 +87,6 @@ class SearchResult:
         )
 
 
-class PatternTooCostlyError(Exception):
-    """The pattern used up its matching time (catastrophic backtracking, most likely)."""
-
-
 def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex.Pattern[str]:
     """The compiled pattern; `ValueError` (with the engine's reason) for an invalid regex."""
     flags = regex.IGNORECASE if ignore_case else 0
@@ -101,7 +109,7 @@ def search_text(
     pieces: Iterable[str], pattern: regex.Pattern[str], *, offset: int = 0
 ) -> SearchResult:
     """Search text given in consecutive pieces; see the module docstring for the rules."""
-    budget = _REGEX_SECONDS
+    budget = None if is_literal(pattern) else CpuBudget(_REGEX_SECONDS)
     found: list[Match] = []
     total = 0
     last_end: int | None = None  # end of the last match returned
@@ -114,13 +122,18 @@ def search_text(
         piece = next(iterator, None)
         final = piece is None
         buffer += piece or ""
-        budget += len(piece or "") * _SECONDS_PER_CHAR
+        if budget is not None:
+            budget.grant(len(piece or "") * _SECONDS_PER_CHAR)
         settled_until = base + len(buffer) - (0 if final else _CARRY)
         if settled_until <= resume:
             continue  # too little text after `resume` to settle anything yet
         deferred = False
-        began = time.perf_counter()
-        for m in _matches(pattern, buffer, resume - base, budget):
+        if budget is None and resume < offset:  # a literal's matches before the page: counted
+            counted, last = count_within(
+                pattern, buffer, resume - base, min(offset, settled_until) - base
+            )
+            total, resume = total + counted, base + last
+        for m in matches(pattern, buffer, resume - base, budget):
             start, end = base + m.start(), base + m.end()
             if not final and end > settled_until and start >= settled_until - _CARRY:
                 resume, deferred = start, True  # it may go on: the next round settles it
@@ -134,24 +147,18 @@ def search_text(
                 last_end = end
             else:
                 more = True
-        budget -= time.perf_counter() - began
+                if budget is None:  # a literal with a full page: the rest is only counted
+                    counted, last = count_within(
+                        pattern, buffer, resume - base, settled_until - base
+                    )
+                    total, resume = total + counted, base + last
+                    crossing = None if final else pattern.search(buffer, last, concurrent=True)
+                    if crossing is not None and base + crossing.start() < settled_until:
+                        resume, deferred = base + crossing.start(), True
+                    break
         if not deferred:
             resume = max(resume, settled_until)
         # Keep the unsettled tail, and the context its snippets may need.
         keep_from = max(0, resume - base - _CONTEXT)
         buffer, base = buffer[keep_from:], base + keep_from
     return SearchResult(tuple(found), total, last_end if more else None)
-
-
-def _matches(
-    pattern: regex.Pattern[str], buffer: str, pos: int, seconds: float
-) -> Iterator[regex.Match[str]]:
-    """Non-empty matches from `pos`, within `seconds` of matching time."""
-    if seconds <= 0:
-        raise PatternTooCostlyError
-    try:
-        for m in pattern.finditer(buffer, pos, timeout=seconds):
-            if m.end() > m.start():
-                yield m
-    except TimeoutError:
-        raise PatternTooCostlyError from None

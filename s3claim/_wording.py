@@ -16,14 +16,16 @@ __all__ = [
     "FETCH_DESCRIPTION",
     "HANDLE_SEEN",
     "MARKER_SEEN",
-    "PATTERN_TOO_COSTLY_MESSAGE",
     "RUN_NOT_FOUND_MESSAGE",
+    "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
+    "STORE_REFUSED_MESSAGE",
     "STORE_UNAVAILABLE_MESSAGE",
     "UNAVAILABLE_MESSAGE",
     "claim_link_name",
     "footer",
     "marker",
+    "pattern_too_costly_message",
     "split_head",
     "tool_failed_message",
     "truncation",
@@ -33,11 +35,30 @@ __all__ = [
 UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
 """Every handle that cannot be redeemed gets this one message (the `claim_unavailable` refusal)."""
 STORE_UNAVAILABLE_MESSAGE = "the claim store is temporarily unavailable; try again"
-RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
-PATTERN_TOO_COSTLY_MESSAGE = (
-    "the pattern needed more matching time than it is given (nested repetition backtracks "
-    "without end); search for a literal or a simpler pattern"
+STORE_REFUSED_MESSAGE = (
+    "the claim store refuses this process's requests (its access or configuration, not a "
+    "passing fault); trying again will not help: carry on without this result"
 )
+RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
+SEARCH_BUSY_MESSAGE = (
+    "every search slot is taken by other searches, and none came free in time; try again in "
+    "a few seconds"
+)
+
+
+def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: bool) -> str:
+    """What ran out when a regex used up its CPU time: backtracking, or counting its matches."""
+    if backtracked:
+        return (
+            f"the regular expression used up its {seconds:.2f} s of CPU time backtracking "
+            "(nested repetition such as (a+)+ tries without end); search for a literal or a "
+            "simpler pattern"
+        )
+    return (
+        f"the regular expression matched more than {matches} times and used up its "
+        f"{seconds:.2f} s of CPU time counting them; search for a literal (a literal search "
+        "is never stopped, however often it matches) or a narrower pattern"
+    )
 
 
 def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:

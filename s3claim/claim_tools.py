@@ -20,15 +20,18 @@ from pydantic import Field
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
+from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
     PatternTooCostlyError,
+    SearchBusyError,
     compile_pattern,
+    search_slot,
     search_text,
 )
-from s3claim.errors import ClaimUnavailableError, ToolError
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.events import (
     ClaimFetched,
     ClaimFetchFailed,
@@ -61,6 +64,26 @@ def _unavailable(context: RunContext, handle: str | None) -> ToolError:
     return ToolError("claim_unavailable", _wording.UNAVAILABLE_MESSAGE)
 
 
+def _store_failed(exc: Exception) -> ToolError:
+    """What the model is told of a store fault: try again only when that may help.
+
+    A damaged object is the uniform refusal, as a handle that cannot be redeemed: the model
+    can do nothing different with it, and trying again reads the same bytes. A store that
+    refuses this process (access, bucket, credentials, region) will refuse it again.
+    """
+    if isinstance(exc, ClaimStoreError) and exc.reason == "damaged":
+        return ToolError("claim_unavailable", _wording.UNAVAILABLE_MESSAGE)
+    if isinstance(exc, ClaimStoreError) and not exc.transient:
+        return ToolError("store_unavailable", _wording.STORE_REFUSED_MESSAGE)
+    return ToolError("store_unavailable", _wording.STORE_UNAVAILABLE_MESSAGE)
+
+
+def _reason(exc: Exception) -> str:
+    """For the log line: the error's type, and a store error's reason."""
+    reason = getattr(exc, "reason", None)
+    return f"{type(exc).__name__}: {reason}" if isinstance(reason, str) else type(exc).__name__
+
+
 def claim_check_tool(store: ClaimCheckStore) -> Tool:
     """The `fetch_result` tool for `store`; give it to every agent whose results are checked in."""
 
@@ -76,10 +99,10 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
             window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
         except ClaimUnavailableError:
             raise _unavailable(context, known) from None
-        except Exception as exc:  # a store fault is the model's to retry, never the run's end
-            _log.warning("fetch_result: store failed for %s (%s)", known, type(exc).__name__)
+        except Exception as exc:  # a store fault is told to the model, never the run's end
+            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
             context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-            raise ToolError("store_unavailable", _wording.STORE_UNAVAILABLE_MESSAGE) from None
+            raise _store_failed(exc) from None
         context.emit(
             ClaimFetched(
                 handle=handle,
@@ -124,22 +147,29 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         try:
             if known is None:  # malformed: refused here, it never reaches the store
                 raise ClaimUnavailableError
-            pieces = searchable.scan(context.scope, handle)
-            try:
-                result = search_text(pieces, compiled, offset=offset)
-            finally:  # a stopped search must not leave an HTTP stream open
-                close = getattr(pieces, "close", None)
-                if close is not None:
-                    close()
+            with search_slot(context.scope.tenant):  # a bounded number at once; others queue
+                pieces = searchable.scan(context.scope, handle)
+                try:
+                    result = search_text(pieces, compiled, offset=offset)
+                finally:  # a stopped search must not leave an HTTP stream open
+                    close = getattr(pieces, "close", None)
+                    if close is not None:
+                        close()
         except ClaimUnavailableError:
             raise _unavailable(context, known) from None
-        except PatternTooCostlyError:
+        except SearchBusyError:
+            context.emit(ClaimSearchFailed(handle=known, error="busy"))
+            raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
+        except PatternTooCostlyError as exc:
             context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
-            raise ToolError("pattern_too_costly", _wording.PATTERN_TOO_COSTLY_MESSAGE) from None
-        except Exception as exc:  # a store fault is the model's to retry, never the run's end
-            _log.warning("search_result: store failed for %s (%s)", known, type(exc).__name__)
+            message = _wording.pattern_too_costly_message(
+                seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
+            )
+            raise ToolError("pattern_too_costly", message) from None
+        except Exception as exc:  # a store fault is told to the model, never the run's end
+            _log.warning("search_result: store failed for %s (%s)", known, _reason(exc))
             context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
-            raise ToolError("store_unavailable", _wording.STORE_UNAVAILABLE_MESSAGE) from None
+            raise _store_failed(exc) from None
         context.emit(
             ClaimSearched(
                 handle=handle,
@@ -209,7 +239,11 @@ def run_claim_tool(
 
 def _json_object(arguments: str) -> dict[str, Any]:
     try:
-        parsed = json.loads(arguments or "{}")
+        parsed = loads(arguments or "{}")
+    except JSONTooDeepError:
+        raise ToolError(
+            "invalid_arguments", f"the arguments nest deeper than {MAX_DEPTH} levels"
+        ) from None
     except json.JSONDecodeError:
         raise ToolError("invalid_arguments", "the arguments are not valid JSON") from None
     if not isinstance(parsed, dict):

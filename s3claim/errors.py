@@ -93,6 +93,12 @@ class ClaimStoreError(ClaimCheckError):
         self.code = code
         self.status = status
 
+    @property
+    def transient(self) -> bool:
+        """Whether trying again later may succeed: a fault of the service or the network,
+        not of the configuration (access, bucket, credentials, region) or of the object."""
+        return self.reason in ("unavailable", "unreachable")
+
 
 class ConfigurationError(ClaimCheckError, ValueError):
     """A store, runner or setting that cannot work as configured."""

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from s3claim.errors import ConfigurationError
 from s3claim.scope import Scope
 
 __all__ = [
@@ -96,5 +97,6 @@ def check_window(offset: int, limit: int) -> None:
 
 
 def check_ttl(ttl_seconds: int) -> None:
+    """A TTL is a positive whole number of seconds (a `ConfigurationError`, a ValueError)."""
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
-        raise ValueError(f"ttl_seconds must be a positive integer, got {ttl_seconds!r}")
+        raise ConfigurationError(f"ttl_seconds must be a positive integer, got {ttl_seconds!r}")

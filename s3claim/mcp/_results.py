@@ -33,7 +33,6 @@ calls this in a worker thread.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +40,7 @@ from mcp_types import CallToolResult, ResourceLink, TextContent, Tool
 
 from s3claim._admission import admit
 from s3claim._boundary import text_of
+from s3claim._json import loads
 from s3claim._wording import HANDLE_SEEN, claim_link_name
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
@@ -136,7 +136,7 @@ def _repeats(structured: Any, texts: list[str]) -> bool:
     if not texts:
         return False
     try:
-        if json.loads(JOIN.join(texts)) == structured:
+        if loads(JOIN.join(texts)) == structured:
             return True
     except ValueError:
         pass

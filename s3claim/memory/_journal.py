@@ -17,6 +17,7 @@ from s3claim.clock import Clock, SystemClock
 from s3claim.errors import RunConflictError, RunNotFoundError
 from s3claim.handles import HandleKey
 from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord
+from s3claim.memory._store import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
 
@@ -37,6 +38,9 @@ class MemoryRunJournal:
     """Run records in a dict behind a lock; each save lives `ttl_seconds` from its time.
 
     Expired records are never loaded; they are swept at most once a minute on `save`.
+    `store=` binds the journal to the memory store of the same runs: they erase together
+    (either one's `forget` erases both), and the journal reads the store's clock and key
+    unless given its own. Unbound, only its own `forget` erases its records.
     """
 
     def __init__(
@@ -45,11 +49,20 @@ class MemoryRunJournal:
         clock: Clock | None = None,
         handle_key: HandleKey | None = None,
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
+        store: MemoryClaimCheckStore | None = None,
     ) -> None:
         check_ttl(ttl_seconds)
-        self._clock = clock or SystemClock()
-        self._key = handle_key or HandleKey.generate()
+        if store is not None and not isinstance(store, MemoryClaimCheckStore):
+            raise TypeError(
+                f"store must be a MemoryClaimCheckStore, got {type(store).__name__}: an S3 "
+                "store erases the S3 run journals of its own bucket and prefix"
+            )
+        self._store = store
+        self._clock = clock or (store._clock if store is not None else SystemClock())
+        self._key = handle_key or (store._key if store is not None else HandleKey.generate())
         self._ttl = ttl_seconds
+        if store is not None:
+            store._bind(self)
         self._held: dict[Scope, _Held] = {}
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
@@ -90,7 +103,14 @@ class MemoryRunJournal:
         return version
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
-        """Erase a tenant's runs (or one run); returns how many records went."""
+        """Erase a tenant's runs (or one run), and the bound store's claims of them; returns
+        how many records went."""
+        if self._store is not None:
+            self._store._erase_claims(tenant=tenant, run=run)
+        return self._erase_records(tenant=tenant, run=run)
+
+    def _erase_records(self, *, tenant: str, run: str | None = None) -> int:
+        """This journal's records of a tenant (or one run) only."""
         with self._lock:
             doomed = [s for s in self._held if s.tenant == tenant and run in (None, s.run)]
             for scope in doomed:

@@ -9,9 +9,10 @@ larger than a bound is refused (`ClaimStoreError`), never stored in part.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
@@ -19,6 +20,9 @@ from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+
+if TYPE_CHECKING:
+    from s3claim.memory._journal import MemoryRunJournal
 
 __all__ = ["MemoryClaimCheckStore"]
 
@@ -38,7 +42,9 @@ class MemoryClaimCheckStore:
     """Claims in this process's memory; they die with it, which suits a run in flight.
 
     Expired entries are never served; they are dropped when touched and swept at most
-    once a minute (of the store's clock) on `put`.
+    once a minute (of the store's clock) on `put`. `forget` erases the records of every
+    `MemoryRunJournal(store=...)` bound to this store as well, as an S3 store's erases the
+    journals in its bucket.
     """
 
     def __init__(
@@ -65,6 +71,11 @@ class MemoryClaimCheckStore:
         self._on_evict = on_evict
         self._bytes = 0
         self._tenant_bytes: dict[str, int] = {}
+        self._journals: weakref.WeakSet[MemoryRunJournal] = weakref.WeakSet()
+
+    def _bind(self, journal: MemoryRunJournal) -> None:
+        """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
+        self._journals.add(journal)
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         check_ttl(ttl_seconds)
@@ -162,6 +173,14 @@ class MemoryClaimCheckStore:
         return entry.content
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
+        """Erase a tenant's claims (or one run's) and the bound journals' records of them;
+        returns how many claims went."""
+        for journal in list(self._journals):
+            journal._erase_records(tenant=tenant, run=run)
+        return self._erase_claims(tenant=tenant, run=run)
+
+    def _erase_claims(self, *, tenant: str, run: str | None = None) -> int:
+        """This store's claims of a tenant (or one run) only, bound journals untouched."""
         with self._lock:
             doomed = [
                 handle

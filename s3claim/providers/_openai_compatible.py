@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from s3claim.errors import ProviderError
+from s3claim._json import loads
+from s3claim.errors import ConfigurationError, ProviderError
 from s3claim.messages import (
     AssistantMessage,
     Message,
@@ -113,9 +114,9 @@ def decode_arguments(raw: object) -> dict[str, Any]:
     if not isinstance(raw, str):
         return {INVALID_ARGUMENTS_KEY: f"arguments were a JSON {type(raw).__name__}"}
     try:
-        value = json.loads(raw)
+        value = loads(raw)
         if isinstance(value, str):  # encoded twice
-            value = json.loads(value)
+            value = loads(value)
     except json.JSONDecodeError as exc:
         return {INVALID_ARGUMENTS_KEY: f"not valid JSON: {exc.msg} (character {exc.pos})"}
     if not isinstance(value, dict):
@@ -147,7 +148,7 @@ def _server_message(body: bytes) -> str:
     and the request holds tool content, which no exception may carry.
     """
     try:
-        data = json.loads(body)
+        data = loads(body)
     except ValueError:
         return ""
     error = data.get("error") if isinstance(data, dict) else None
@@ -155,6 +156,9 @@ def _server_message(body: bytes) -> str:
         return ""
     fields = (error.get("type"), error.get("code"))
     return " ".join(f for f in fields if isinstance(f, str) and _IDENTIFIER.fullmatch(f))
+
+
+_MAX_TIMEOUT_SECONDS = 86_400  # a socket cannot wait forever: `inf` overflows its deadline
 
 
 class OpenAICompatibleProvider:
@@ -182,13 +186,20 @@ class OpenAICompatibleProvider:
     ) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+            raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must name a model, got {model!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise ConfigurationError(f"model must name a model, got {model!r}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout <= _MAX_TIMEOUT_SECONDS  # nan and inf are refused too
+        ):
+            raise ConfigurationError(
+                f"timeout must be a number of seconds above 0 and at most "
+                f"{_MAX_TIMEOUT_SECONDS:,} (a day), got {timeout!r}"
+            )
         if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
+            raise ConfigurationError(f"max_tokens must be positive, got {max_tokens!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout = float(timeout)
@@ -250,7 +261,7 @@ class OpenAICompatibleProvider:
 
     def _parse(self, payload: bytes) -> AssistantMessage:
         try:
-            data = json.loads(payload)
+            data = loads(payload)
         except ValueError:
             raise ProviderError(f"{self.url} answered with something that is not JSON") from None
         choices = data.get("choices") if isinstance(data, dict) else None

@@ -7,7 +7,9 @@ environment variable's name when the value came from the environment.
 
 from __future__ import annotations
 
+import os
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Literal, TypedDict
@@ -18,6 +20,7 @@ from botocore.exceptions import ProfileNotFound
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
+from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
 from s3claim.s3.settings import S3ClaimSettings
@@ -31,6 +34,7 @@ __all__ = [
     "bucket_arguments",
     "check_bucket",
     "check_day_classes",
+    "check_endpoint_url",
     "check_prefix",
     "check_sse",
     "handle_key_of",
@@ -46,6 +50,9 @@ _KEY_MISSING = (
     "`s3claim keygen`)"
 )
 _MAX_PREFIX_BYTES = 900  # S3 keys stop at 1,024 bytes; the tags and digest take 98
+MAX_DAY_CLASS = 36_500
+"""A hundred years: claims are kept for runs, and times past it stop fitting a calendar."""
+MAX_DAY_CLASSES = 100  # one lifecycle rule each; the Terraform module allows as many
 
 
 def check_bucket(bucket: object, *, name: str = "bucket") -> str:
@@ -66,15 +73,46 @@ def check_prefix(prefix: object, *, name: str = "prefix") -> str:
 
 
 def check_day_classes(classes: Sequence[int], *, name: str = "ttl_day_classes") -> tuple[int, ...]:
-    """Lifecycle counts whole days, so classes are positive integers, ascending, distinct."""
+    """Lifecycle counts whole days, so classes are positive integers, ascending, distinct,
+    at most `MAX_DAY_CLASS` days and `MAX_DAY_CLASSES` of them."""
     values = tuple(classes)
     if not values:
         raise ConfigurationError(f"{name} needs at least one day class, got {values!r}")
+    if len(values) > MAX_DAY_CLASSES:
+        raise ConfigurationError(
+            f"{name} has {len(values)} day classes; at most {MAX_DAY_CLASSES} day classes"
+        )
     if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in values):
         raise ConfigurationError(f"{name} must be positive whole days, got {values!r}")
+    if max(values) > MAX_DAY_CLASS:
+        raise ConfigurationError(
+            f"{name} must be at most {MAX_DAY_CLASS} days (a hundred years), got {max(values)}"
+        )
     if any(a >= b for a, b in pairwise(values)):
         raise ConfigurationError(f"{name} must be strictly ascending, got {values!r}")
     return values
+
+
+def check_endpoint_url(url: object, *, name: str = "endpoint_url") -> str | None:
+    """An S3 endpoint is an http:// or https:// URL with a host (and a numeric port, if any).
+
+    What is wrong is said, not the URL itself: a URL can carry credentials.
+    """
+    if url is None:
+        return None
+    example = "(e.g. http://127.0.0.1:9000)"
+    if not isinstance(url, str) or not url:
+        raise ConfigurationError(f"{name} must be an http:// or https:// URL {example}")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
+        raise ConfigurationError(f"{name} must start with the scheme http:// or https:// {example}")
+    try:
+        parts.port  # noqa: B018 - urllib checks the port only when it is read
+    except ValueError:
+        raise ConfigurationError(f"{name} has a port that is not a number {example}") from None
+    if not parts.hostname:
+        raise ConfigurationError(f"{name} has no host after {parts.scheme}:// {example}")
+    return url
 
 
 def check_sse(
@@ -163,6 +201,16 @@ def settings_from_env(overrides: Mapping[str, str] | None = None) -> S3ClaimSett
     def source(field: str) -> str:
         return f"--{field.replace('_', '-')}" if field in given else f"S3CLAIM_{field.upper()}"
 
+    classes = given.get("ttl_day_classes", os.environ.get("S3CLAIM_TTL_DAY_CLASSES"))
+    if classes is not None:  # JSON from the environment: its nesting is bounded before parsing
+        try:
+            loads(classes)
+        except JSONTooDeepError:
+            raise ConfigurationError(
+                f"invalid {source('ttl_day_classes')}: nested deeper than {MAX_DEPTH} levels"
+            ) from None
+        except ValueError:
+            pass  # not JSON: the settings say so below, by name
     try:
         settings = S3ClaimSettings(**given)  # type: ignore[arg-type]
     except ValidationError as exc:
@@ -176,6 +224,7 @@ def settings_from_env(overrides: Mapping[str, str] | None = None) -> S3ClaimSett
         name = source(field.group(1)) if field else "an S3CLAIM_* variable"
         raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None
     check_prefix(settings.prefix, name=source("prefix"))
+    check_endpoint_url(settings.endpoint_url, name=source("endpoint_url"))
     return settings
 
 
@@ -193,6 +242,7 @@ def make_client(
     overrun it by at most one timeout. Credentials come from the usual chain unless given
     (an access key id and secret, for a local server of one's own).
     """
+    check_endpoint_url(endpoint_url)
     config = Config(
         retries={"total_max_attempts": 1},
         s3={"addressing_style": "path"} if endpoint_url else None,

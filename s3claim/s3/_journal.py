@@ -26,7 +26,6 @@ the last save wins. `s3claim doctor` reports whether the bucket's server honours
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
+from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.clock import Clock
 from s3claim.errors import (
     ClaimStoreError,
@@ -269,7 +269,9 @@ def _decode(meta: Mapping[str, str], data: bytes, run_tag: str) -> _Stored:
     """The body, checked; every failure names the run's tag and quotes nothing of the body."""
     _check_format(meta.get(_META_FORMAT), run_tag)
     try:
-        raw: Any = json.loads(data.decode("utf-8"))
+        raw: Any = loads(data.decode("utf-8"))
+    except JSONTooDeepError:
+        raise _damaged(run_tag, f"its JSON nests deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError):
         raise _damaged(run_tag, f"not a JSON document ({len(data)} bytes; truncated?)") from None
     if isinstance(raw, dict):

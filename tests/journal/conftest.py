@@ -39,9 +39,8 @@ class JournalRig:
     bucket: str = ""
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
-        """What an operator runs to erase: on S3 the store's forget takes the journal too."""
-        if isinstance(self.journal, MemoryRunJournal):
-            self.journal.forget(tenant=tenant, run=run)
+        """What an operator runs to erase: the store's forget takes the journal too (on S3 by
+        sharing the bucket and prefix, in memory by binding the journal to the store)."""
         return self.store.forget(tenant=tenant, run=run)
 
     def runs(self, tenant: str) -> list[RunInfo]:
@@ -55,12 +54,9 @@ def make_journal_rig(
     clock = clock or ManualClock()
     key = HandleKey.generate()
     if kind == "memory":
+        store = MemoryClaimCheckStore(clock=clock, handle_key=key)
         return JournalRig(
-            kind,
-            MemoryRunJournal(clock=clock, handle_key=key, ttl_seconds=ttl_seconds),
-            MemoryClaimCheckStore(clock=clock, handle_key=key),
-            clock,
-            key,
+            kind, MemoryRunJournal(store=store, ttl_seconds=ttl_seconds), store, clock, key
         )
     bucket = f"journal-{uuid.uuid4().hex}"
     client.create_bucket(Bucket=bucket)

@@ -161,6 +161,8 @@ DAMAGE = {
     ),
     "newer-body": (_newer, {}, "format 2 by a newer s3claim"),
     "newer-metadata": (lambda body: body, {"s3claim-journal": "3"}, "format 3 by a newer"),
+    # issue 21: 100,000 levels deep was a RecursionError, not a ClaimStoreError
+    "too-deep": (lambda body: b"[" * 100_000 + b"]" * 100_000, {}, "nests deeper than 200"),
 }
 
 

@@ -395,24 +395,23 @@ FRAGMENTS = [
     "<<SYS>>",
     "claim:a",
     "fetch_result",
+    "\u200b",
+    "\u0301",
+    "\ufe55",
+    "<think>",
+    "[THINK]",
+    "<|turn>",
 ]
 
 
 @settings(max_examples=3_000, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join))
 def test_neutralised_text_carries_no_forgery_and_is_a_fixed_point(text: str) -> None:
-    from s3claim import _boundary as boundary
+    from s3claim import _forgery
 
     out = neutralise(text)
     assert neutralise(out) == out  # idempotent, as documented
-    for pattern in (
-        boundary._HANDLE,
-        boundary._TOOL_NAME,
-        boundary._BAR_TOKEN,
-        boundary._BRACKET_TOKEN,
-        boundary._ANGLE_TOKEN,
-    ):
-        assert pattern.search(out) is None, (pattern.pattern, out)
+    assert _forgery._ON_VIEW.search(_forgery.folded_view(out)) is None, out
 
 
 FORGED = (

@@ -29,6 +29,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from s3claim._json import loads
 from s3claim.cli._exit import CliError, Exit
 from s3claim.cli.demo._bucket import demo_bucket
 from s3claim.cli.demo._closing import next_steps, render_closing
@@ -142,7 +143,7 @@ def _reports(process: subprocess.Popen[str], deadline: float) -> Iterator[dict[s
         line = process.stdout.readline()
         if not line:
             return
-        yield json.loads(line)
+        yield loads(line)  # another process wrote it: nesting bounded
 
 
 def _failed(process: subprocess.Popen[str], reports: list[dict[str, Any]]) -> CliError:

@@ -15,12 +15,12 @@ and then both conversations hold the same few hundred characters, so `ratio` is 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from s3claim._json import loads
 from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 from s3claim.claim_tools import claim_check_tool
 from s3claim.claimcheck import ClaimCheck
@@ -139,7 +139,7 @@ def baseline_script() -> ScriptedProvider:
 def _is_tool_error(content: str) -> bool:
     """Whether a tool result is the runner's `{"error": ..., "message": ...}` refusal."""
     try:
-        value = json.loads(content)
+        value = loads(content)
     except ValueError:
         return False
     return isinstance(value, dict) and "error" in value

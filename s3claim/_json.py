@@ -1,0 +1,46 @@
+"""JSON that s3claim did not write, parsed with its nesting bounded.
+
+`json.loads` recurses once per level of nesting: text nested 100,000 deep raises
+`RecursionError` (and, under a raised recursion limit, can overflow the C stack). s3claim
+parses JSON that others wrote: a run journal another process saved, a model server's replies,
+a model's tool arguments, an MCP upstream's results. So text nested deeper than `MAX_DEPTH`
+levels is refused before it is parsed, as a `json.JSONDecodeError` (a `ValueError`) like any
+other text that is not the JSON expected: every caller already handles that.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "JSONTooDeepError", "loads"]
+
+MAX_DEPTH = 200
+"""Levels of arrays and objects inside one another; no record s3claim reads needs more."""
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)  # brackets inside strings do not nest
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+class JSONTooDeepError(json.JSONDecodeError):
+    """The text nests arrays and objects deeper than `MAX_DEPTH` levels."""
+
+
+def loads(data: str | bytes) -> Any:
+    """`json.loads`, refusing text nested deeper than `MAX_DEPTH` levels first."""
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(text, MAX_DEPTH):
+        raise JSONTooDeepError(f"nested deeper than {MAX_DEPTH} levels", text, 0)
+    return json.loads(data)
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False

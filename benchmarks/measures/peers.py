@@ -95,8 +95,8 @@ def _spec(docs: tuple[Document, ...], workdir: Path) -> Path:
 def _cell(result: dict[str, Any] | None, exact: bool) -> str:
     if result is None:
         return "—"
-    if result["note"].startswith("not available"):
-        return "not available"
+    if result["note"]:
+        return result["note"].split(":", 1)[0]
     return f"{fmt_int(result['context_chars'])} · {result['calls']} · {'yes' if exact else 'no'}"
 
 
@@ -136,12 +136,12 @@ def run(bench: Bench) -> Section:
                     [
                         task.id,
                         system,
-                        "not available" if r["note"] else fmt_int(r["context_chars"]),
+                        r["note"].split(":", 1)[0] if r["note"] else fmt_int(r["context_chars"]),
                         fmt_int(r["preview_chars"]),
                         "—" if r["note"] else fmt_int(r["calls"]),
                         "—" if r["note"] else fmt_bytes(r["bytes_read"]),
                         "—" if r["note"] else ("yes" if exact else "no"),
-                        r["note"].removeprefix("not available: ") or r["how"].replace("|", "\\|"),
+                        r["note"].split(": ", 1)[-1] if r["note"] else r["how"].replace("|", "\\|"),
                     ]
                 )
             summary_rows.append([doc.name, task.title, *cells])
@@ -187,7 +187,8 @@ def run(bench: Bench) -> Section:
             "line; read the last 2,000 characters; read clause 37, record 1,500 or log line "
             "37,500), through s3claim and three peers, each with its own read tools and a "
             "scripted policy (no model): `benchmarks/peers/`. `not available` marks a task "
-            "whose issue-19 reading mode the installed s3claim does not have yet."
+            "whose issue-19 reading mode the installed s3claim does not have yet; `no such mode`, "
+            "a task the spec's two tools (offset reads and search) cannot address."
         ),
         tables=[summary, *detail],
         notes=notes,

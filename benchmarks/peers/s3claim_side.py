@@ -154,7 +154,9 @@ def run(bench: Bench, docs: Sequence[Document], policy: str) -> list[dict[str, A
                 try:
                     runner.run("benchmark task", tenant="bench")
                 except NotAvailable as missing:
-                    note = f"not available: {missing}"
+                    # planned: a mode still to come; offset: a mode the spec's tools never had
+                    lacks = "not available" if policy == "planned" else "no such mode"
+                    note = f"{lacks}: {missing}"
                 driver.seen.pop(0)
                 reads = wire.response_bytes["GetObject"]
                 result = driver.result(task.id, bytes_read=reads, note=note)

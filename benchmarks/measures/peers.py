@@ -24,6 +24,7 @@ from benchmarks.peers import s3claim_side
 from benchmarks.peers.documents import Document, Task, documents
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int
+from s3claim.policy import ClaimCheckPolicy
 
 __all__ = ["PEERS", "run"]
 
@@ -120,6 +121,8 @@ def run(bench: Bench) -> Section:
             for r in got:
                 results[label][(r["document"], r["task"])] = r
     modes = s3claim_side.capabilities(s3claim_side.claim_check_tool(_memory_store()))
+    if "tail_chars" in ClaimCheckPolicy.model_fields:
+        modes.add("ClaimCheckPolicy(tail_chars)")
     summary_rows: list[list[str]] = []
     detail: list[Table] = []
     for doc in docs:
@@ -169,8 +172,10 @@ def run(bench: Bench) -> Section:
         align_left=2,
     )
     notes += [
-        "Versions: " + ", ".join(versions) + ". Installed s3claim's fetch_result modes beyond "
-        f"offset: {', '.join(sorted(modes)) or 'none'}.",
+        "Versions: " + ", ".join(versions) + ". Issue-19 modes the installed s3claim "
+        f"has: {', '.join(sorted(modes)) or 'none'}. Under the planned policy the log's "
+        f"preview keeps a {s3claim_side.LOG_TAIL_CHARS:,}-character tail where "
+        "`tail_chars` exists.",
         "Context characters count the preview the system left in place of the document plus "
         "every read result, as the model received them; read calls leave out the tool that "
         "produced the document. Bytes read: s3claim's GetObject response bodies on moto "

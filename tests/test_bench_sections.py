@@ -35,3 +35,15 @@ def test_a_section_the_report_lacks_is_appended_with_the_next_number() -> None:
     out = replace_sections(_report(), [Section(title="Something new", intro="appended")])
     assert out.endswith("## 4. Something new\n\nappended\n")
     assert "old figures" in out
+
+
+def test_the_headlines_of_a_rewritten_section_replace_its_old_ones() -> None:
+    sections = [
+        Section(title="Fetch one window", intro="a", headlines=["Fetch: 1 GET"]),
+        Section(title="Side by side", intro="b", headlines=["Side by side: old"]),
+    ]
+    report = render_markdown(sections, preamble=["pre"], environment=[("CPU", "2")])
+    fresh = Section(title="Side by side", intro="c", headlines=["Side by side: new"])
+    out = replace_sections(report, [fresh])
+    assert "- Fetch: 1 GET\n- Side by side: new\n\n## Machine" in out
+    assert "old" not in out

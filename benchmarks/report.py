@@ -104,6 +104,7 @@ def replace_sections(markdown: str, sections: Sequence[Section]) -> str:
         )
         if at is None:
             number = 1 + max((int(m.group(1)) for m in numbered if m), default=0)
+            blocks[-1] = blocks[-1].rstrip() + "\n\n"
             blocks.append("\n".join(section_markdown(section, number)).rstrip() + "\n\n")
             numbered.append(re.match(r"## (\d+)\. (.*)", blocks[-1]))
         else:

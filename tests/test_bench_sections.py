@@ -33,7 +33,7 @@ def test_a_section_is_rewritten_under_its_number_and_the_rest_kept() -> None:
 
 def test_a_section_the_report_lacks_is_appended_with_the_next_number() -> None:
     out = replace_sections(_report(), [Section(title="Something new", intro="appended")])
-    assert out.endswith("## 4. Something new\n\nappended\n")
+    assert out.endswith("\n\n## 4. Something new\n\nappended\n")
     assert "old figures" in out
 
 

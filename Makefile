@@ -13,7 +13,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
-.PHONY: demo test lint typecheck pytest clean bench bench-model
+.PHONY: demo test lint typecheck pytest clean bench bench-model bench-peers bench-peers-venvs
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
 INSTALL_LOG := $(VENV)/install.log
@@ -65,8 +65,29 @@ $(BENCH_STAMP): $(META) | $(PY)
 	@$(call install_cmd,dev$(comma)bench)
 	@touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) bench-peers-venvs
 	$(PY) -m benchmarks $(if $(QUICK),--quick,)
+
+# The peers of the side-by-side (benchmarks/peers), each in a venv of its own: pydantic-ai-harness
+# pins an older pydantic-ai than the dev extra's, and none of them belongs in the project's venv.
+PEERS_DIR := .venv-peers
+PEER_PINS := harness=pydantic-ai-harness==0.62.0 deepagents=deepagents==0.7.32 \
+	strands=strands-agents==1.62.0
+PEER_STAMPS := $(foreach p,$(PEER_PINS),$(PEERS_DIR)/$(firstword $(subst =, ,$(p)))/.installed)
+
+$(PEERS_DIR)/%/.installed:
+	@mkdir -p $(PEERS_DIR) && echo '*' > $(PEERS_DIR)/.gitignore
+	python3 -m venv $(PEERS_DIR)/$*
+	$(PEERS_DIR)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_DIR)/$*/bin/python -m pip install --quiet \
+		'$(patsubst $*=%,%,$(filter $*=%,$(PEER_PINS)))'
+	touch $@
+
+bench-peers-venvs: $(PEER_STAMPS)
+
+# Only the side-by-side: rewrites its section of docs/benchmarks.md, leaves the rest as it is.
+bench-peers: $(BENCH_STAMP) bench-peers-venvs
+	$(PY) -m benchmarks --only peers
 
 # Prefill on a real model: llama.cpp's server on CPU, in a venv of its own (llama-cpp-python
 # builds llama.cpp from source, about 12 minutes). Generic x86-64 with AVX2: a -march=native
@@ -91,4 +112,4 @@ bench-model: $(BENCH_STAMP) $(MODEL_STAMP)
 		$(if $(WIDE),--wide-ctx 32768,)
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(MODEL_VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MODEL_VENV) $(PEERS_DIR) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ __all__ = [
     "plot_fetch",
     "render_markdown",
     "render_text",
+    "replace_sections",
     "section_markdown",
 ]
 
@@ -88,6 +90,40 @@ def section_markdown(section: Section, number: int | None = None) -> list[str]:
     if section.notes:
         lines.append("")
     return lines
+
+
+def replace_sections(markdown: str, sections: Sequence[Section]) -> str:
+    """`markdown` with each section rewritten in place, under its number; a section the
+    report does not have yet is appended with the next number. Its headlines that start
+    with its title replace those in the headline block."""
+    blocks = re.split(r"(?m)^(?=## )", markdown)
+    numbered = [re.match(r"## (\d+)\. (.*)", b) for b in blocks]
+    for section in sections:
+        at = next(
+            (i for i, m in enumerate(numbered) if m and m.group(2).strip() == section.title), None
+        )
+        if at is None:
+            number = 1 + max((int(m.group(1)) for m in numbered if m), default=0)
+            blocks[-1] = blocks[-1].rstrip() + "\n\n"
+            blocks.append("\n".join(section_markdown(section, number)).rstrip() + "\n\n")
+            numbered.append(re.match(r"## (\d+)\. (.*)", blocks[-1]))
+        else:
+            match = numbered[at]
+            assert match is not None
+            blocks[at] = "\n".join(section_markdown(section, int(match.group(1)))).rstrip() + "\n\n"
+    for i, block in enumerate(blocks):
+        if block.startswith("## Headline figures"):
+            blocks[i] = _replace_headlines(block, sections)
+    return "".join(blocks).rstrip() + "\n"
+
+
+def _replace_headlines(block: str, sections: Sequence[Section]) -> str:
+    """The headline block with the bullets that start with a rewritten section's title
+    replaced by its new headlines (which start with it too); the others kept."""
+    titles = tuple(f"- {s.title}" for s in sections)
+    kept = [line for line in block.rstrip().split("\n") if not line.startswith(titles)]
+    fresh = [f"- {h}" for s in sections for h in s.headlines if h.startswith(s.title)]
+    return "\n".join([*kept, *fresh]) + "\n\n"
 
 
 def _text_table(table: Table) -> list[str]:

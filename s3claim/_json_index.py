@@ -55,10 +55,11 @@ __all__ = [
     "slot_count",
 ]
 
-HEAD_BYTES = 32 * 1024
+HEAD_BYTES = 24 * 1024
 """What the reader's first read of an index asks for: the header and every node."""
-SMALL_CHARS = 16 * 1024
-"""Containers at most this long are read whole from the claim, not indexed (at first)."""
+SMALL_BYTES = 16 * 1024
+"""Containers of at most this many bytes (as the S3 store keeps the text: 1, 2 or 4 a
+character) are read whole from the claim, not indexed; doubled while too many nodes."""
 LISTED = 20
 """Members a node's listing keeps (and any container's answer lists)."""
 KEY_CHARS = 64
@@ -194,13 +195,13 @@ def build_index(text: str) -> bytes | None:
     if start >= len(text) or text[start] not in "[{":
         return None
     found: list[_Found] = []
+    small = SMALL_BYTES // _width(text)
     try:
-        end = _walk(text, start, hashlib.blake2b(digest_size=8), found, 0)
+        end = _walk(text, start, hashlib.blake2b(digest_size=8), found, 0, small)
     except (ValueError, RecursionError, StopIteration, IndexError, NotIndexable):
         return None
     if WHITESPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
         return None
-    small = SMALL_CHARS
     while sum(1 for f in found if f.end - f.start > small) > MAX_NODES:
         small *= 2
     if small >= _LENGTH_MAX:  # member entries could no longer tell a node by its length
@@ -208,11 +209,19 @@ def build_index(text: str) -> bytes | None:
     return _encode(text, [f for f in found if f.end - f.start > small], small, (start, end))
 
 
-def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int) -> int:
+def _width(text: str) -> int:
+    """Bytes a character as the S3 store keeps `text` (`s3claim.s3._format`)."""
+    if text.isascii():
+        return 1
+    widest = ord(max(text))
+    return 1 if widest < 0x100 else 2 if widest < 0x10000 else 4
+
+
+def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, small: int) -> int:
     """Step over the members of the container at `start`; returns where it ends.
 
     Each member is parsed by the C scanner (which also finds its end); a member that is a
-    container longer than `SMALL_CHARS` is then walked too, so it becomes a node.
+    container longer than `small` characters is then walked too, so it becomes a node.
     """
     if depth > MAX_DESCENT:
         raise NotIndexable
@@ -237,10 +246,10 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int) ->
                 keys.append(key)
             value_start = i
             _, i = scan(text, i)
-            if i - value_start > SMALL_CHARS and text[value_start] in "[{":
+            if i - value_start > small and text[value_start] in "[{":
                 child = state.copy()
                 child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
-                _walk(text, value_start, child, found, depth + 1)
+                _walk(text, value_start, child, found, depth + 1, small)
             spans.append(value_start)
             spans.append(i)
             i = match(text, i).end()  # type: ignore[union-attr]
@@ -251,7 +260,7 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int) ->
                 break
             else:
                 raise NotIndexable
-    if i - start > SMALL_CHARS:
+    if i - start > small:
         fp = int.from_bytes(state.copy().digest(), "little")
         found.append(_Found(fp, start, i, is_object, spans, keys))
     return i

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
@@ -58,6 +58,19 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
+# The schema the spec's tool had (None only tells "not given" from 0), and path beside it.
+_OFFSET_SCHEMA = WithJsonSchema({"minimum": 0, "title": "Offset", "type": "integer"})
+_PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
+
+
+def _schema_default(value: object) -> Any:
+    def edit(schema: dict[str, Any]) -> None:
+        if value is None:
+            schema.pop("default", None)
+        else:
+            schema["default"] = value
+
+    return Field(json_schema_extra=edit)  # type: ignore[arg-type]
 
 
 def _unavailable(context: RunContext, handle: str | None) -> ToolError:
@@ -91,8 +104,10 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     def fetch_result(
         context: RunContext,
         handle: str,
-        offset: Annotated[int | None, Field(ge=0, strict=True)] = None,
-        path: str | None = None,
+        offset: Annotated[
+            int | None, Field(ge=0, strict=True), _OFFSET_SCHEMA, _schema_default(0)
+        ] = None,
+        path: Annotated[str | None, _PATH_SCHEMA, _schema_default(None)] = None,
     ) -> str:
         if path is not None and offset is not None:
             raise ToolError("invalid_arguments", _wording.PATH_AND_OFFSET_MESSAGE)

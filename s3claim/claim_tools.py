@@ -70,7 +70,7 @@ def _schema_default(value: object) -> Any:
         else:
             schema["default"] = value
 
-    return Field(json_schema_extra=edit)  # type: ignore[arg-type]
+    return Field(json_schema_extra=edit)
 
 
 def _unavailable(context: RunContext, handle: str | None) -> ToolError:

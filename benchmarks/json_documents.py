@@ -13,19 +13,25 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NESTED_POINTERS", "RECORD_POINTERS", "nested", "records"]
+__all__ = ["nested", "nested_pointers", "record_pointers", "records"]
 
-RECORD_POINTERS = ("", "/0", "/150000/name", "/199999/tags/1", "/99999")
-"""Pointers `records` has at 64 Mi characters (records 0 to 237,468)."""
-NESTED_POINTERS = (
-    "",
-    "/partitions",
-    "/partitions/0/services/ec2/endpoints/us-east-1",
-    "/partitions/368/services/s3",
-    "/partitions/369/regions",
-    "/partitions/296/services/sts/endpoints/aws-global/credentialScope/region",
-)
-"""Pointers `nested` has at 64 Mi characters (partitions 0 to 375)."""
+
+def record_pointers(count: int) -> tuple[str, ...]:
+    """Pointers at the start, middle and end of `records` of `count` records."""
+    return ("", "/0", f"/{count // 2}/name", f"/{count - 1}/tags/1", f"/{count * 2 // 5}")
+
+
+def nested_pointers(partitions: int) -> tuple[str, ...]:
+    """Pointers into `nested` with this many partitions (8 a copy, `aws` first in each)."""
+    last = (partitions - 1) // 8 * 8  # the last copy's `aws` partition
+    return (
+        "",
+        "/partitions",
+        "/partitions/0/services/ec2/endpoints/us-east-1",
+        f"/partitions/{last}/services/s3",
+        f"/partitions/{partitions - 1}/regions",
+        f"/partitions/{last // 16 * 8}/services/sts/endpoints/aws-global/credentialScope/region",
+    )
 
 
 def records(chars: int) -> str:

@@ -27,6 +27,7 @@ deeper than the interpreter's recursion limit, about 1,000 levels) has no index:
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import json.scanner
@@ -196,10 +197,18 @@ def build_index(text: str) -> bytes | None:
         return None
     found: list[_Found] = []
     small = SMALL_BYTES // _width(text)
+    # The scanner builds each member's values whole before dropping them: trees of fresh
+    # objects that the cyclic collector would traverse again and again (a 16 MiB nested
+    # document: 3.6 s with it, 0.4 s without). Nothing here makes a cycle.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         end = _walk(text, start, hashlib.blake2b(digest_size=8), found, 0, small)
     except (ValueError, RecursionError, StopIteration, IndexError, NotIndexable):
         return None
+    finally:
+        if collecting:
+            gc.enable()
     if WHITESPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
         return None
     while sum(1 for f in found if f.end - f.start > small) > MAX_NODES:

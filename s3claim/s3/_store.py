@@ -5,7 +5,7 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing.
+  nothing. A JSON claim's index goes beside it: one request more for each (`_paths`).
 - fetch: one ranged GetObject of exactly width*limit bytes (at most; less at the end), the
   width (1, 2 or 4) read from the handle; expiry and run are checked from that response's
   metadata. The only two-request case is a window at or past the end (or an empty claim):

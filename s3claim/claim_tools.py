@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
+from s3claim._json_path import NoIndexError, PathError, PathRead, escape
 from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
@@ -41,7 +42,7 @@ from s3claim.events import (
     ToolFailed,
 )
 from s3claim.handles import is_handle
-from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, SearchableStore
+from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, PathReadableStore, SearchableStore
 from s3claim.tools import RunContext, Tool, tool
 
 __all__ = [
@@ -57,6 +58,19 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
+# The schema the spec's tool had (None only tells "not given" from 0), and path beside it.
+_OFFSET_SCHEMA = WithJsonSchema({"minimum": 0, "title": "Offset", "type": "integer"})
+_PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
+
+
+def _schema_default(value: object) -> Any:
+    def edit(schema: dict[str, Any]) -> None:
+        if value is None:
+            schema.pop("default", None)
+        else:
+            schema["default"] = value
+
+    return Field(json_schema_extra=edit)
 
 
 def _unavailable(context: RunContext, handle: str | None) -> ToolError:
@@ -90,8 +104,16 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     def fetch_result(
         context: RunContext,
         handle: str,
-        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+        offset: Annotated[
+            int | None, Field(ge=0, strict=True), _OFFSET_SCHEMA, _schema_default(0)
+        ] = None,
+        path: Annotated[str | None, _PATH_SCHEMA, _schema_default(None)] = None,
     ) -> str:
+        if path is not None and offset is not None:
+            raise ToolError("invalid_arguments", _wording.PATH_AND_OFFSET_MESSAGE)
+        if path is not None:
+            return _read_path(store, context, handle, path)
+        offset = offset or 0
         known = handle if is_handle(handle) else None
         try:
             if known is None:  # malformed: refused here, it never reaches the store
@@ -123,6 +145,69 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 
     fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
     return replace(tool(fetch_result), check_in=False, redeems=store)
+
+
+def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: str) -> str:
+    """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
+    known = handle if is_handle(handle) else None
+    try:
+        if known is None or not isinstance(store, PathReadableStore):
+            raise ClaimUnavailableError if known is None else NoIndexError
+        answer = store.read_path(context.scope, handle, path, limit=DEFAULT_FETCH_CHARS)
+    except ClaimUnavailableError:
+        raise _unavailable(context, known) from None
+    except PathError as exc:
+        raise ToolError(exc.kind, exc.message) from None
+    except NoIndexError:
+        raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
+    except Exception as exc:  # a store fault is told to the model, never the run's end
+        _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+        raise _store_failed(exc) from None
+    context.emit(
+        ClaimFetched(
+            handle=handle,
+            offset=answer.start,
+            chars=len(answer.text),
+            total_chars=answer.total_chars,
+        )
+    )
+    return render_path(answer, handle)
+
+
+def render_path(answer: PathRead, handle: str) -> str:
+    """What the model reads of a value read by path: its text, its members, where it goes on."""
+    parts = [answer.text]
+    if answer.kind in ("object", "array"):
+        rows = [
+            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
+            for m in answer.members
+        ]
+        parts.append(
+            _wording.path_members(
+                pointer=answer.pointer,
+                kind=answer.kind,
+                count=answer.member_count,
+                start=answer.start,
+                end=answer.end,
+                rows=rows,
+            )
+        )
+    if answer.next_offset is not None:
+        parts.append(
+            _wording.path_footer(
+                pointer=answer.pointer,
+                shown_end=answer.next_offset,
+                end=answer.end,
+                handle=handle,
+            )
+        )
+    return "\n\n".join(parts)
+
+
+def _token(key: str | None, index: int, cut: bool) -> str:
+    """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
+    return str(index) if key is None else escape(key) + ("…" if cut else "")
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:

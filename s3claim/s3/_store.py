@@ -5,7 +5,7 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing.
+  nothing. A JSON claim's index goes beside it: one request more for each (`_paths`).
 - fetch: one ranged GetObject of exactly width*limit bytes (at most; less at the end), the
   width (1, 2 or 4) read from the handle; expiry and run are checked from that response's
   metadata. The only two-request case is a window at or past the end (or an empty claim):
@@ -47,6 +47,7 @@ from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._paths import JsonIndexes, PathReads
 from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
@@ -76,7 +77,7 @@ class ClaimInfo:
     expires_at: int
 
 
-class S3ClaimCheckStore(InBucket):
+class S3ClaimCheckStore(InBucket, PathReads):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -110,7 +111,7 @@ class S3ClaimCheckStore(InBucket):
             retry=retry,
         )
         self._written: OrderedDict[str, int] = OrderedDict()
-        self._eraser = Eraser(self)
+        self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -161,9 +162,11 @@ class S3ClaimCheckStore(InBucket):
         refresh_first = known is not None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
+                self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
                 break
             body = ascii_body if ascii_body is not None else _format.encode(content, width)
             if self._create(key, body, width, meta, days):
+                self._indexes.write(scope, handle, content, expires_at=expires_at, days=days)
                 break
             refresh_first = True
         else:

@@ -19,6 +19,7 @@ import pytest
 from s3claim import (
     AgentRunner,
     AssistantMessage,
+    ClaimInfo,
     ClaimStoreError,
     HandleKey,
     ManualClock,
@@ -399,3 +400,19 @@ def test_a_seal_holds_only_at_its_own_key_and_under_its_own_handle_key() -> None
     stream = BlockStream(seal, operation="GetObject")
     pieces = [stream.feed(stored[i : i + 1000]) for i in range(0, len(stored), 1000)]
     assert b"".join(pieces) + stream.end() == data
+
+
+def test_the_listing_marks_a_claim_whose_seal_fails_as_damaged(bucket: Bucket) -> None:
+    """`s3claim ls` reads metadata only: a forged expiry or size is never shown as true."""
+    kept = bucket.store.put(SCOPE, "a claim left alone " * 300, ttl_seconds=TTL)
+    forged = bucket.store.put(SCOPE, CONTRACT, ttl_seconds=TTL)
+    bucket.rewrite(
+        bucket.store.layout.object_key(SCOPE, forged),
+        **{"s3claim-expires-at": "99999999999", "s3claim-chars": "8192"},
+    )
+    listed = {c.handle: c for c in bucket.store.claims(tenant=SCOPE.tenant)}
+    assert not listed[kept].damaged and listed[kept].chars == 5700
+    assert listed[forged] == ClaimInfo(
+        forged, bucket.key.run_tag(SCOPE), chars=0, expires_at=0, damaged=True
+    )
+    assert list(bucket.store.claims(tenant=SCOPE.tenant, run=SCOPE.run)) == list(listed.values())

@@ -73,6 +73,9 @@ class ClaimInfo:
     run_tag: str
     chars: int
     expires_at: int
+    damaged: bool = False
+    """The object's seal does not hold, or it is in a format this version does not read:
+    no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
 class S3ClaimCheckStore(InBucket):
@@ -353,7 +356,8 @@ class S3ClaimCheckStore(InBucket):
         """Every claim of a tenant (or one run) in key order, expired ones included.
 
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
-        (tool content) is ever read. Objects under the prefix that are not claims are skipped.
+        (tool content) is ever read. Objects under the prefix that are not claims are skipped;
+        a claim whose metadata seal fails (or of an older format) is listed as `damaged`.
         """
         if run is not None:
             under, depth = self._layout.run_prefix(Scope(tenant=tenant, run=run)), 1
@@ -367,7 +371,13 @@ class S3ClaimCheckStore(InBucket):
             head = self._head(key)
             if head is None:
                 continue  # forgotten or collected since the listing
-            meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+            try:
+                meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+                self._layout.seal(key).check_metadata(head["Metadata"], operation="HeadObject")
+            except ClaimStoreError:
+                run_tag = key.rsplit("/", 2)[-2]  # {prefix}{tenant}/{run}/{digest}
+                yield ClaimInfo(handle, run_tag, 0, 0, damaged=True)
+                continue
             yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from benchmarks.measures import (
     fairness,
     fetch,
     forget,
+    integrity,
     journal,
     mcp,
     memory,
@@ -51,6 +52,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "journal": journal.run,
     "mcp": mcp.run,
     "async": async_fetch.run,
+    "integrity": integrity.run,
 }
 ORDER = (
     "fetch",
@@ -66,6 +68,7 @@ ORDER = (
     "async",
     "boundary",
     "fairness",
+    "integrity",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

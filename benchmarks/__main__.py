@@ -26,6 +26,7 @@ from benchmarks.measures import (
     fairness,
     fetch,
     forget,
+    integrity,
     journal,
     json_path,
     mcp,
@@ -63,6 +64,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "mcp": mcp.run,
     "async": async_fetch.run,
     "peers": peers.run,
+    "integrity": integrity.run,
 }
 ORDER = (
     "fetch",
@@ -79,6 +81,7 @@ ORDER = (
     "async",
     "boundary",
     "fairness",
+    "integrity",
     "peers",
 )
 ROOT = Path(__file__).resolve().parent.parent

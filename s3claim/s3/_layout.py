@@ -16,6 +16,7 @@ erases its journal, and the name, not being 33 hex digits, can never be a claim'
 from __future__ import annotations
 
 from s3claim.handles import HANDLE_PREFIX, HandleKey
+from s3claim.s3._seal import Seal
 from s3claim.scope import Scope
 
 __all__ = ["INDEX_SUFFIX", "JOURNAL_NAME", "Layout", "is_claim_key", "is_journal_key"]
@@ -59,3 +60,7 @@ class Layout:
 
     def journal_key(self, scope: Scope) -> str:
         return self.run_prefix(scope) + JOURNAL_NAME
+
+    def seal(self, object_key: str) -> Seal:
+        """The seal of the object at `object_key` (`s3claim.s3._seal`)."""
+        return Seal(self._key, object_key)

@@ -15,7 +15,7 @@ import pytest
 from s3claim import MemoryClaimCheckStore, Scope
 from s3claim._json_index import HEAD_BYTES, LISTED, SMALL_BYTES, build_index, parse_head
 from s3claim._json_path import NoIndexError, PathError, PathRead, parse_pointer, read_path
-from s3claim.errors import ClaimUnavailableError
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.s3 import S3ClaimCheckStore
 from tests.conftest import StoreUnderTest
 
@@ -318,4 +318,24 @@ def test_a_refresh_gives_the_index_the_claims_new_expiry(s3: Any, bucket: str) -
     assert first.read_path(SCOPE, handle, "/items/3/id").text == "3"
     index = s3.head_object(Bucket=bucket, Key=first.layout.index_key(SCOPE, handle))
     claim = s3.head_object(Bucket=bucket, Key=first.layout.object_key(SCOPE, handle))
-    assert index["Metadata"] == claim["Metadata"] | {"s3claim-chars": "0"}
+    same = ("s3claim-expires-at", "s3claim-run")
+    assert {k: index["Metadata"][k] for k in same} == {k: claim["Metadata"][k] for k in same}
+    assert index["Metadata"]["s3claim-mac"] != claim["Metadata"]["s3claim-mac"]  # own key
+
+
+def test_an_index_whose_metadata_is_rewritten_is_refused_as_damaged(s3: Any, bucket: str) -> None:
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    handle = store.put(SCOPE, records(500), ttl_seconds=TTL)
+    key = store.layout.index_key(SCOPE, handle)
+    meta = s3.head_object(Bucket=bucket, Key=key)["Metadata"]
+    meta["s3claim-expires-at"] = str(int(meta["s3claim-expires-at"]) + 10**6)  # extended
+    s3.copy_object(
+        Bucket=bucket,
+        Key=key,
+        CopySource={"Bucket": bucket, "Key": key},
+        MetadataDirective="REPLACE",
+        Metadata=meta,
+    )
+    with pytest.raises(ClaimStoreError) as caught:
+        store.read_path(SCOPE, handle, "/items/3/id")
+    assert not caught.value.transient

@@ -48,10 +48,13 @@ class JsonIndexes:
     def __init__(self, store: S3ClaimCheckStore) -> None:
         self._store = store
 
-    def _meta(self, scope: Scope, expires_at: int) -> dict[str, str]:
-        # chars=0: the index's size is not a window's concern; width 1: it is bytes.
-        run_tag = self._store.layout.run_tag(scope)
-        return _format.metadata(expires_at=expires_at, chars=0, run_tag=run_tag, width=1)
+    def _meta(self, scope: Scope, handle: str, expires_at: int) -> dict[str, str]:
+        # chars=0: the index's size is not a window's concern; width 1: it is bytes. Sealed
+        # like a claim's, so a rewritten expiry or run tag is refused.
+        layout = self._store.layout
+        run_tag = layout.run_tag(scope)
+        fields = _format.metadata(expires_at=expires_at, chars=0, run_tag=run_tag, width=1)
+        return layout.seal(layout.index_key(scope, handle)).metadata(fields)
 
     def write(self, scope: Scope, handle: str, content: str, *, expires_at: int, days: int) -> None:
         """Build and put the index of a claim just created; never raises."""
@@ -62,7 +65,7 @@ class JsonIndexes:
             if index is None:
                 return
             store, key = self._store, self._store.layout.index_key(scope, handle)
-            meta = self._meta(scope, expires_at)
+            meta = self._meta(scope, handle, expires_at)
 
             def call() -> None:
                 store.client.put_object(
@@ -86,7 +89,7 @@ class JsonIndexes:
         if not looks_like_json(content):
             return
         store, key = self._store, self._store.layout.index_key(scope, handle)
-        meta = self._meta(scope, expires_at)
+        meta = self._meta(scope, handle, expires_at)
 
         def call() -> None:
             store.client.copy_object(
@@ -165,6 +168,7 @@ class _Source:
             if refused.code == "InvalidRange":
                 return b""
             raise NoIndexError from None
+        store.layout.seal(self._key).check_metadata(meta, operation="GetObject")
         parsed = _format.parse_metadata(meta, operation="GetObject")
         if not parsed.readable(run_tag=self._run_tag, now=store.clock.now()):
             raise ClaimUnavailableError

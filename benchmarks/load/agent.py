@@ -337,11 +337,14 @@ def _verify(store: S3ClaimCheckStore, journal: S3RunJournal, done: list[dict[str
     try:
         for d in done[:256]:  # a sample: verification is not load
             scope = Scope(d["tenant"], d["run"])
-            if plain_journal.load(scope).record.status != "answered":
-                lost += 1
-            for handle in d["handles"]:
-                if plain_store.fetch(scope, handle, limit=16).total_chars <= 0:
+            try:
+                if plain_journal.load(scope).record.status != "answered":
                     lost += 1
+                for handle in d["handles"]:
+                    if plain_store.fetch(scope, handle, limit=16).total_chars <= 0:
+                        lost += 1
+            except Exception:  # unreadable counts as lost
+                lost += 1
     finally:
         _OP.reset(token)
     return lost

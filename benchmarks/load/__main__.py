@@ -73,14 +73,14 @@ class Relay:
         self.url = "http://" + line.rsplit(" ", 1)[1].strip()
 
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}/__stats", timeout=10) as answer:  # noqa: S310
+        with urllib.request.urlopen(f"{self.url}/__stats", timeout=10) as answer:
             return dict(json.loads(answer.read()))
 
     def faults(self, rate: float, seconds: float) -> None:
         request = urllib.request.Request(
             f"{self.url}/__faults?rate={rate}&seconds={seconds}", method="POST"
         )
-        urllib.request.urlopen(request, timeout=10).close()  # noqa: S310
+        urllib.request.urlopen(request, timeout=10).close()
 
     def stop(self) -> None:
         self.process.terminate()
@@ -153,6 +153,7 @@ def chaos_runs(n: int) -> dict[str, Any]:
     def body(server: Endpoint) -> dict[str, Any]:
         relay = Relay(server.url)
         try:
+
             def during() -> None:
                 time.sleep(3.0)  # the cell has started its runs
                 relay.faults(0.05, 10.0)
@@ -164,8 +165,11 @@ def chaos_runs(n: int) -> dict[str, Any]:
             relay.stop()
 
     row = _with_server("s3rver", body)
-    print(f"chaos runs N={n}: {row['runs']} runs, failed {row['failed']}, lost {row['lost']}, "
-          f"refusals {row['refusals']}, injected {row['relay']['injected']}", flush=True)
+    print(
+        f"chaos runs N={n}: {row['runs']} runs, failed {row['failed']}, lost {row['lost']}, "
+        f"refusals {row['refusals']}, injected {row['relay']['injected']}",
+        flush=True,
+    )
     return row
 
 
@@ -173,6 +177,7 @@ def fleet(sizes: tuple[int, ...], *, agents: int, runs_each: int,
           chaos: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     rows = []
     for size in sizes:
+
         def body(server: Endpoint, size: int = size) -> dict[str, Any]:
             relay = Relay(server.url)
             key, secret = server.credentials
@@ -228,7 +233,9 @@ def main() -> None:
     args = parser.parse_args()
     began = time.perf_counter()
     results: dict[str, Any] = {
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+        "machine": (
+            f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
+        ),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }  # fmt: skip
     if args.quick:

@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     def worker(index: int) -> None:
         start.wait()
-        for r in range(args.runs):
+        for _ in range(args.runs):
             try:
                 done.append(run_one(store, journal, f"tenant-{index % 64}"))
             except Exception as exc:  # counted: a run that did not complete

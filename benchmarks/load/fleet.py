@@ -162,7 +162,8 @@ async def _one_run(agent: _Agent, seed: int, stats: dict[str, Any]) -> tuple[str
     handle = found.group(0)
     for offset in (4096, 12288):
         await agent.call("proxy_fetch", "fetch_result", {"handle": handle, "offset": offset}, run)
-    await agent.call("proxy_search", "search_result", {"handle": handle, "pattern": "契約第100条"}, run)
+    search = {"handle": handle, "pattern": "契約第100条"}
+    await agent.call("proxy_search", "search_result", search, run)
     stats["runs"] += 1
     return run, handle, seed
 

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 __all__ = [
-    "COUNSEL_RUN",
     "CODING_RUN",
+    "COUNSEL_RUN",
     "OPERATIONS",
     "PRICES",
     "SIMULATED_RUN",

@@ -89,8 +89,11 @@ def pool_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def fleet_table(rows: list[dict[str, Any]]) -> list[str]:
     head = " | ".join(f"{op.removeprefix('proxy_')} p50/p99" for op in PROXY_OPS)
-    lines = [f"| proxies | runs | runs/s | calls/s | {head} (ms) | S3 requests per run | "
-             "errors | peak MB per proxy | load avg |", "|" + "---|" * (8 + len(PROXY_OPS))]  # fmt: skip
+    lines = [
+        f"| proxies | runs | runs/s | calls/s | {head} (ms) | S3 requests per run | "
+        "errors | peak MB per proxy | load avg |",
+        "|" + "---|" * (8 + len(PROXY_OPS)),
+    ]
     for r in rows:
         lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in PROXY_OPS)
         per_run = ", ".join(f"{k} {v / r['runs']:g}" for k, v in sorted(r["s3_requests"].items()))
@@ -134,8 +137,11 @@ def model_lines(bytes_per: dict[str, float]) -> list[str]:
         reqs = " + ".join(f"{n} {k}" for k, n in b.requests.items()) or "0"
         if b.at_most:
             reqs = f"at most {reqs}"
-        where = "yes (make bench-load, tests)" if b.name in SIMULATED_RUN.operations else (
-            "tests/test_budgets.py, test_s3_store.py" if b.measured else "no: specified")
+        where = (
+            "yes (make bench-load, tests)"
+            if b.name in SIMULATED_RUN.operations
+            else ("tests/test_budgets.py, test_s3_store.py" if b.measured else "no: specified")
+        )
         lines.append(f"| {b.name} | {reqs} | {where} | {b.note} |")
     lines += ["", "| run | operations | S3 requests per run | runs/s one partition holds "
               "(writes / reads) | " + " | ".join(f"$ per 1,000 runs, {p.name}" for p in PRICES)
@@ -165,8 +171,11 @@ def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
                for p in PRICES]  # fmt: skip
     ops = ", ".join(f"{n} {op}" for op, n in scenario.operations.items())
     total = ", ".join(f"{n} {k}" for k, n in sorted(reqs.items()))
-    return (f"| {scenario.name} | {ops} | {total} | {rate_w:,.0f} / {rate_r:,.0f} | "
-            + " | ".join(f"${d:.4f}" for d in dollars) + " |")
+    return (
+        f"| {scenario.name} | {ops} | {total} | {rate_w:,.0f} / {rate_r:,.0f} | "
+        + " | ".join(f"${d:.4f}" for d in dollars)
+        + " |"
+    )
 
 
 def plot(results: dict[str, Any]) -> None:

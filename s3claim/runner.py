@@ -31,6 +31,7 @@ from s3claim.messages import (
 )
 from s3claim.providers import Provider
 from s3claim.scope import Scope
+from s3claim.telemetry import tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -161,32 +162,38 @@ class AgentRunner:
         return RunResult(None, tuple(messages), tuple(events), scope)
 
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
-        def answer(content: str) -> ToolMessage:
+        known = self.tools.get(call.name) is not None
+        with tool_call_span(call.name if known else None, call.id) as span:
+            content, is_error = self._answer(call, context)
+            if is_error:
+                span.outcome = "error"
             return ToolMessage(tool_call_id=call.id, name=call.name, content=content)
 
+    def _answer(self, call: ToolCall, context: RunContext) -> tuple[str, bool]:
+        """The tool message's content, and whether it is an error result."""
         tool = self.tools.get(call.name)
         if tool is None:
             available = sorted(t.name for t in self.tools.tools)
             error = ToolError(
                 "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
             )
-            return answer(error.render())
+            return error.render(), True
         if not tool.check_in:  # a claim tool: run as every host runs it
-            return answer(run_claim_tool(tool, call.arguments, context).text)
+            ran = run_claim_tool(tool, call.arguments, context)
+            return ran.text, ran.is_error
         try:
             text = result_text(tool, tool.call(call.arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
-            return answer(failure_answer(exc, tool=tool.name, context=context).text)
-        return answer(
-            admit(
-                text,
-                tool=tool.name,
-                context=context,
-                claim_check=self.claim_check,
-                limit=self.max_tool_result_chars,
-                searchable=self._searchable,
-            )
+            return failure_answer(exc, tool=tool.name, context=context).text, True
+        admitted = admit(
+            text,
+            tool=tool.name,
+            context=context,
+            claim_check=self.claim_check,
+            limit=self.max_tool_result_chars,
+            searchable=self._searchable,
         )
+        return admitted, False
 
 
 class _Recorder:

@@ -52,6 +52,7 @@ from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
+from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
     from botocore.response import StreamingBody
@@ -227,6 +228,7 @@ class S3ClaimCheckStore(InBucket):
 
     # -- fetch --------------------------------------------------------------------------
 
+    @traced_fetch
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -339,6 +341,7 @@ class S3ClaimCheckStore(InBucket):
 
     # -- forget -------------------------------------------------------------------------
 
+    @traced_forget
     def forget(
         self,
         *,

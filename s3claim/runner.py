@@ -31,7 +31,7 @@ from s3claim.messages import (
 )
 from s3claim.providers import Provider
 from s3claim.scope import Scope
-from s3claim.telemetry import tool_call_span
+from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -116,8 +116,11 @@ class AgentRunner:
         """
         if self.journal is None:
             raise ConfigurationError("resume needs a journal: AgentRunner(..., journal=...)")
-        scope = Scope(tenant, run_id)
-        entry = self.journal.load(scope)
+        with agent_run_span(self.tools.agent):  # the loop's span joins this one
+            return self._resume(self.journal, Scope(tenant, run_id))
+
+    def _resume(self, journal: RunJournal, scope: Scope) -> RunResult:
+        entry = journal.load(scope)
         record = entry.record
         if record.finished:
             return RunResult(record.output, record.messages, record.events, scope)
@@ -132,7 +135,7 @@ class AgentRunner:
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
-        recorder = _Recorder(self.journal, scope, version=entry.version)
+        recorder = _Recorder(journal, scope, version=entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
 
     def _loop(
@@ -140,6 +143,14 @@ class AgentRunner:
     ) -> RunResult:
         """Turns after the first `turns`: each reply is recorded before its tools run, except
         on the last turn, whose results are recorded with the run's end."""
+        with agent_run_span(self.tools.agent) as span:
+            result = self._turns(recorder, messages, events, turns=turns)
+            span.outcome = "answered" if result.output is not None else "max_turns"
+            return result
+
+    def _turns(
+        self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int
+    ) -> RunResult:
         scope = recorder.scope
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         schemas = self.tools.schemas()

@@ -7,10 +7,11 @@ no-op. The names are in `_names` and docs/observability.md. The audit trail is t
 `s3claim.audit` logger (`AuditRecord`).
 """
 
-from s3claim.telemetry import _names as names
+import s3claim.telemetry._names as names
 from s3claim.telemetry._audit import AuditRecord
 from s3claim.telemetry._instrument import (
     Operation,
+    agent_run_span,
     check_in_operation,
     configure,
     count_request,
@@ -28,6 +29,7 @@ from s3claim.telemetry._instrument import (
 __all__ = [
     "AuditRecord",
     "Operation",
+    "agent_run_span",
     "check_in_operation",
     "configure",
     "count_request",

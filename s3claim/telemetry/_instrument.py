@@ -11,10 +11,11 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import s3claim.telemetry._names as n
 from s3claim.errors import ClaimUnavailableError, RunConflictError, RunNotFoundError
 from s3claim.handles import is_handle
 from s3claim.scope import Scope
-from s3claim.telemetry import _names as n
+from s3claim.store import DEFAULT_FETCH_CHARS
 from s3claim.telemetry._spans import (
     Operation,
     configure,
@@ -25,6 +26,7 @@ from s3claim.telemetry._spans import (
 
 __all__ = [
     "Operation",
+    "agent_run_span",
     "check_in_operation",
     "configure",
     "count_request",
@@ -93,15 +95,25 @@ def tool_call_span(name: str | None, call_id: str | None) -> Operation:
     )
 
 
+def agent_run_span(agent: str) -> Operation:
+    """A runner's run or resume, as the GenAI conventions name it (`invoke_agent {agent}`)."""
+    return Operation(
+        f"{n.INVOKE_AGENT} {agent}",
+        attributes={n.GEN_AI_OPERATION: n.INVOKE_AGENT, n.GEN_AI_AGENT_NAME: agent},
+    )
+
+
 def traced_fetch(method: _F) -> _F:
     """`fetch(self, scope, handle, offset=0, limit=...)` of a sync store, as an operation."""
 
     @functools.wraps(method)
-    def fetch(self: Any, scope: Scope, handle: str, offset: int = 0, *args: Any) -> Any:
+    def fetch(
+        self: Any, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Any:
         known = handle if is_handle(handle) else None
         with fetch_operation(self, scope, handle=known, offset=offset) as op:
             try:
-                window = method(self, scope, handle, offset, *args)
+                window = method(self, scope, handle, offset, limit)
             except ClaimUnavailableError:
                 op.outcome = "unavailable"
                 raise
@@ -115,12 +127,14 @@ def traced_fetch_async(method: _F) -> _F:
     """`traced_fetch` for a coroutine method."""
 
     @functools.wraps(method)
-    async def fetch(self: Any, scope: Scope, handle: str, offset: int = 0, *args: Any) -> Any:
+    async def fetch(
+        self: Any, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Any:
         known = handle if is_handle(handle) else None
         owner = getattr(self, "store", self)  # an async face tags as the store it wraps
         with fetch_operation(owner, scope, handle=known, offset=offset) as op:
             try:
-                window = await method(self, scope, handle, offset, *args)
+                window = await method(self, scope, handle, offset, limit)
             except ClaimUnavailableError:
                 op.outcome = "unavailable"
                 raise

@@ -23,7 +23,10 @@ JOURNAL_LOAD = "s3claim.journal.load"
 EXECUTE_TOOL = "execute_tool"
 """The GenAI conventions' operation; a runner's tool call is the span `execute_tool {name}`."""
 
-SPANS = (CHECK_IN, FETCH, SEARCH, FORGET, JOURNAL_SAVE, JOURNAL_LOAD, EXECUTE_TOOL)
+INVOKE_AGENT = "invoke_agent"
+"""A runner's run (or resume): the span `invoke_agent {agent}`, parent of its tool calls."""
+
+SPANS = (CHECK_IN, FETCH, SEARCH, FORGET, JOURNAL_SAVE, JOURNAL_LOAD, EXECUTE_TOOL, INVOKE_AGENT)
 
 # -- attributes -------------------------------------------------------------------------
 TOOL = "s3claim.tool"
@@ -46,6 +49,7 @@ ERROR_TYPE = "error.type"
 GEN_AI_OPERATION = "gen_ai.operation.name"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 
 ATTRIBUTES = (
     TOOL,

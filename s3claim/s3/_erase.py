@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._bucket import InBucket
 from s3claim.s3._errors import UNSUPPORTED, RetryableStoreFault
-from s3claim.s3._layout import is_journal_key
+from s3claim.s3._layout import is_audit_key, is_journal_key
 from s3claim.s3._retry import Refused, request
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Eraser:
             for start in range(0, len(doomed), _DELETE_BATCH):
                 self._delete(doomed[start : start + _DELETE_BATCH])
             for key in keys:
-                if key != last_key and not is_journal_key(key):
+                if key != last_key and not is_journal_key(key) and not is_audit_key(key):
                     removed += 1
                 last_key = key
             if progress is not None:

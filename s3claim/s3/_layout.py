@@ -7,21 +7,29 @@ The digest is the handle's own 32 hex digits; the handle is derived exactly as i
 store (`HandleKey.handle`).
 
 A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
-erases its journal, and the name, not being 33 hex digits, can never be a claim's.
+erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
+its audit trail, when the bucket keeps one (`S3AuditTrail`): `{run prefix}audit/{record}`.
 """
 
 from __future__ import annotations
 
 from s3claim.handles import HANDLE_PREFIX, HandleKey
 from s3claim.scope import Scope
+from s3claim.telemetry import names
 
-__all__ = ["JOURNAL_NAME", "Layout", "is_journal_key"]
+__all__ = ["AUDIT_FOLDER", "JOURNAL_NAME", "Layout", "is_audit_key", "is_journal_key"]
 
 JOURNAL_NAME = "journal"
+AUDIT_FOLDER = names.AUDIT_FOLDER
 
 
 def is_journal_key(key: str) -> bool:
     return key.rsplit("/", 1)[-1] == JOURNAL_NAME
+
+
+def is_audit_key(key: str) -> bool:
+    parts = key.rsplit("/", 2)
+    return len(parts) == 3 and parts[1] == AUDIT_FOLDER
 
 
 class Layout:

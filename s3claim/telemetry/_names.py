@@ -79,5 +79,7 @@ STORE_DURATION = "s3claim.store.duration"
 
 METRICS = (CLAIMS, CHARS_SAVED, CLAIM_SIZE, FETCHES, STORE_DURATION)
 
+AUDIT_FOLDER = "audit"
+"""Where a bucket keeps a run's audit records: `{run prefix}audit/`."""
 AUDIT_LOGGER = "s3claim.audit"
 """The logger of the audit trail: one record per fetch, search and refusal."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
+import regex
 from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
@@ -28,6 +29,7 @@ from s3claim._search import (
     SNIPPET_CHARS,
     PatternTooCostlyError,
     SearchBusyError,
+    SearchResult,
     compile_pattern,
     search_slot,
     search_text,
@@ -43,6 +45,7 @@ from s3claim.events import (
 )
 from s3claim.handles import is_handle
 from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, PathReadableStore, SearchableStore
+from s3claim.telemetry import Operation, fetch_operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
 
 __all__ = [
@@ -115,16 +118,20 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
             return _read_path(store, context, handle, path)
         offset = offset or 0
         known = handle if is_handle(handle) else None
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
-        except ClaimUnavailableError:
-            raise _unavailable(context, known) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
+        with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
+            try:
+                if known is None:  # malformed: refused here, it never reaches the store
+                    raise ClaimUnavailableError
+                window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
+            except ClaimUnavailableError:
+                op.outcome = "unavailable"
+                raise _unavailable(context, known) from None
+            except Exception as exc:  # a store fault is told to the model, never the run's end
+                op.outcome = "failed"
+                _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+                context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+                raise _store_failed(exc) from None
+            op.set(window_chars=len(window.text))
         context.emit(
             ClaimFetched(
                 handle=handle,
@@ -224,37 +231,15 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         ignore_case: bool = False,
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
     ) -> str:
-        try:
-            compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
-        except ValueError as exc:
-            raise ToolError("invalid_arguments", str(exc)) from None
         known = handle if is_handle(handle) else None
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            with search_slot(context.scope.tenant):  # a bounded number at once; others queue
-                pieces = searchable.scan(context.scope, handle)
-                try:
-                    result = search_text(pieces, compiled, offset=offset)
-                finally:  # a stopped search must not leave an HTTP stream open
-                    close = getattr(pieces, "close", None)
-                    if close is not None:
-                        close()
-        except ClaimUnavailableError:
-            raise _unavailable(context, known) from None
-        except SearchBusyError:
-            context.emit(ClaimSearchFailed(handle=known, error="busy"))
-            raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
-        except PatternTooCostlyError as exc:
-            context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
-            message = _wording.pattern_too_costly_message(
-                seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
-            )
-            raise ToolError("pattern_too_costly", message) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            _log.warning("search_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
+        with search_operation(store, context.scope, handle=known, pattern_chars=len(pattern)) as op:
+            try:
+                compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
+            except ValueError as exc:
+                op.outcome = "invalid_arguments"
+                raise ToolError("invalid_arguments", str(exc)) from None
+            result = _search(context, searchable, known, compiled, offset, op)
+            op.set(search_matches=result.total_matches)
         context.emit(
             ClaimSearched(
                 handle=handle,
@@ -269,6 +254,47 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         matches=MAX_MATCHES, snippet=SNIPPET_CHARS
     )
     return replace(tool(search_result), check_in=False, redeems=store)
+
+
+def _search(
+    context: RunContext,
+    store: SearchableStore,
+    known: str | None,
+    compiled: regex.Pattern[str],
+    offset: int,
+    op: Operation,
+) -> SearchResult:
+    """One search, its failures rendered for the model (and named in `op`)."""
+    try:
+        if known is None:  # malformed: refused here, it never reaches the store
+            raise ClaimUnavailableError
+        with search_slot(context.scope.tenant):  # a bounded number at once; others queue
+            pieces = store.scan(context.scope, known)
+            try:
+                return search_text(pieces, compiled, offset=offset)
+            finally:  # a stopped search must not leave an HTTP stream open
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
+    except ClaimUnavailableError:
+        op.outcome = "unavailable"
+        raise _unavailable(context, known) from None
+    except SearchBusyError:
+        op.outcome = "busy"
+        context.emit(ClaimSearchFailed(handle=known, error="busy"))
+        raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
+    except PatternTooCostlyError as exc:
+        op.outcome = "pattern_too_costly"
+        context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
+        message = _wording.pattern_too_costly_message(
+            seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
+        )
+        raise ToolError("pattern_too_costly", message) from None
+    except Exception as exc:  # a store fault is told to the model, never the run's end
+        op.outcome = "failed"
+        _log.warning("search_result: store failed for %s (%s)", known, _reason(exc))
+        context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
+        raise _store_failed(exc) from None
 
 
 def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:

@@ -22,6 +22,7 @@ from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
     from s3claim.memory._journal import MemoryRunJournal
@@ -100,6 +101,13 @@ class MemoryClaimCheckStore:
         self._tenant_bytes: dict[str, int] = {}
         self._journals: weakref.WeakSet[MemoryRunJournal] = weakref.WeakSet()
 
+    def tenant_tag(self, tenant: str) -> str:
+        """The tenant's keyed tag (telemetry and the audit trail name tenants by it)."""
+        return self._key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._key.run_tag(scope)
+
     def _bind(self, journal: MemoryRunJournal) -> None:
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
         self._journals.add(journal)
@@ -176,6 +184,7 @@ class MemoryClaimCheckStore:
             self._tenant_bytes.pop(entry.scope.tenant, None)
         return entry.size
 
+    @traced_fetch
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -211,6 +220,7 @@ class MemoryClaimCheckStore:
             raise ClaimUnavailableError
         return entry.content
 
+    @traced_forget
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         """Erase a tenant's claims (or one run's) and the bound journals' records of them;
         returns how many claims went."""

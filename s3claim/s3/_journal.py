@@ -57,6 +57,7 @@ from s3claim.s3._seal import Seal
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
+from s3claim.telemetry import traced_journal_load, traced_journal_save
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -153,6 +154,7 @@ class S3RunJournal(InBucket):
     def exists(self, scope: Scope) -> bool:
         return self._head(self._layout.journal_key(scope)) is not None
 
+    @traced_journal_load
     def load(self, scope: Scope) -> JournalEntry:
         key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
 
@@ -174,6 +176,7 @@ class S3RunJournal(InBucket):
             raise RunNotFoundError
         return JournalEntry(stored.record, etag)
 
+    @traced_journal_save
     def save(self, scope: Scope, record: RunRecord, *, replaces: str | None) -> str:
         if not isinstance(record, RunRecord):
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")

@@ -10,7 +10,8 @@ A JSON claim's structure index lives beside it, at `{claim key}.index` (`s3claim
 the same prefix, so `forget` erases it with its claim, and never 33 hex digits, so never a claim.
 
 A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
-erases its journal, and the name, not being 33 hex digits, can never be a claim's.
+erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
+its audit trail, when the bucket keeps one (`S3AuditTrail`): `{run prefix}audit/{record}`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ from __future__ import annotations
 from s3claim.handles import HANDLE_PREFIX, HandleKey
 from s3claim.s3._seal import Seal
 from s3claim.scope import Scope
+from s3claim.telemetry import names
 
-__all__ = ["INDEX_SUFFIX", "JOURNAL_NAME", "Layout", "is_claim_key", "is_journal_key"]
+__all__ = [
+    "AUDIT_FOLDER",
+    "INDEX_SUFFIX",
+    "JOURNAL_NAME",
+    "Layout",
+    "is_audit_key",
+    "is_claim_key",
+    "is_journal_key",
+]
 
 JOURNAL_NAME = "journal"
 INDEX_SUFFIX = ".index"
+AUDIT_FOLDER = names.AUDIT_FOLDER
 
 
 def is_journal_key(key: str) -> bool:
@@ -30,8 +41,13 @@ def is_journal_key(key: str) -> bool:
 
 
 def is_claim_key(key: str) -> bool:
-    """A claim's own object: neither a journal nor an index beside a claim."""
-    return not is_journal_key(key) and not key.endswith(INDEX_SUFFIX)
+    """A claim's own object: not a journal, an audit record or an index beside a claim."""
+    return not (is_journal_key(key) or is_audit_key(key) or key.endswith(INDEX_SUFFIX))
+
+
+def is_audit_key(key: str) -> bool:
+    parts = key.rsplit("/", 2)
+    return len(parts) == 3 and parts[1] == AUDIT_FOLDER
 
 
 class Layout:

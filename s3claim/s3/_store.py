@@ -55,6 +55,7 @@ from s3claim.s3._scan import pieces
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
+from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -235,6 +236,7 @@ class S3ClaimCheckStore(InBucket, PathReads):
 
     # -- fetch --------------------------------------------------------------------------
 
+    @traced_fetch
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -327,6 +329,7 @@ class S3ClaimCheckStore(InBucket, PathReads):
 
     # -- forget -------------------------------------------------------------------------
 
+    @traced_forget
     def forget(
         self,
         *,

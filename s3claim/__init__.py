@@ -69,7 +69,6 @@ from s3claim.store import (
     SearchableStore,
     Window,
 )
-from s3claim.telemetry import AuditRecord
 from s3claim.tools import RunContext, Tool, ToolRegistry, ToolView, tool
 
 if _TYPE_CHECKING:
@@ -77,7 +76,6 @@ if _TYPE_CHECKING:
         AsyncS3ClaimCheckStore,
         ClaimInfo,
         RetryPolicy,
-        S3AuditTrail,
         S3ClaimCheckStore,
         S3ClaimSettings,
         S3RunJournal,
@@ -88,7 +86,6 @@ _LAZY = frozenset(
         "AsyncS3ClaimCheckStore",
         "ClaimInfo",
         "RetryPolicy",
-        "S3AuditTrail",
         "S3ClaimCheckStore",
         "S3ClaimSettings",
         "S3RunJournal",
@@ -112,7 +109,6 @@ __all__ = [
     "AsyncClaimCheck",
     "AsyncClaimCheckStore",
     "AsyncS3ClaimCheckStore",
-    "AuditRecord",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",
@@ -150,7 +146,6 @@ __all__ = [
     "RunRecord",
     "RunResult",
     "RunResumed",
-    "S3AuditTrail",
     "S3ClaimCheckStore",
     "S3ClaimError",
     "S3ClaimSettings",

@@ -104,10 +104,11 @@ class MemoryRunJournal:
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         """Erase a tenant's runs (or one run), and the bound store's claims of them; returns
-        how many records went."""
-        if self._store is not None:
-            self._store._erase_claims(tenant=tenant, run=run)
-        return self._erase_records(tenant=tenant, run=run)
+        how many of this journal's records went."""
+        erased = self._erase_records(tenant=tenant, run=run)
+        if self._store is not None:  # its forget erases every journal bound to it, as S3's does
+            self._store.forget(tenant=tenant, run=run)
+        return erased
 
     def _erase_records(self, *, tenant: str, run: str | None = None) -> int:
         """This journal's records of a tenant (or one run) only."""

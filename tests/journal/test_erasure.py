@@ -105,6 +105,17 @@ def test_forgetting_through_the_journal_erases_the_bound_store_too() -> None:
     assert _gone(store, journal, scope, handle)
 
 
+def test_forgetting_through_one_journal_erases_every_journal_bound_to_the_store() -> None:
+    store = MemoryClaimCheckStore()
+    first, second = MemoryRunJournal(store=store), MemoryRunJournal(store=store)
+    scope = Scope("acme", "r-1")
+    handle = _record(store, first, scope)
+    _record(store, second, scope)
+    assert first.forget(tenant="acme") == 1  # the count is of this journal's records
+    assert _gone(store, first, scope, handle)
+    assert not second.exists(scope)
+
+
 def test_an_unbound_memory_journal_keeps_its_records_as_documented() -> None:
     store = MemoryClaimCheckStore()
     journal = MemoryRunJournal()  # bound to nothing: erased only by its own forget

@@ -26,7 +26,9 @@ from benchmarks.measures import (
     fairness,
     fetch,
     forget,
+    integrity,
     journal,
+    json_path,
     mcp,
     memory,
     peers,
@@ -54,6 +56,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "forget": forget.run,
     "conversation": conversation.run,
     "search": search.run,
+    "json_path": json_path.run,
     "fairness": fairness.run,
     "concurrency": concurrency.run,
     "memory": memory.run,
@@ -61,6 +64,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "mcp": mcp.run,
     "async": async_fetch.run,
     "peers": peers.run,
+    "integrity": integrity.run,
 }
 ORDER = (
     "fetch",
@@ -69,6 +73,7 @@ ORDER = (
     "forget",
     "conversation",
     "search",
+    "json_path",
     "concurrency",
     "memory",
     "journal",
@@ -76,6 +81,7 @@ ORDER = (
     "async",
     "boundary",
     "fairness",
+    "integrity",
     "peers",
 )
 ROOT = Path(__file__).resolve().parent.parent

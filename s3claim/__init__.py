@@ -69,6 +69,7 @@ from s3claim.store import (
     SearchableStore,
     Window,
 )
+from s3claim.telemetry import AuditRecord
 from s3claim.tools import RunContext, Tool, ToolRegistry, ToolView, tool
 
 if _TYPE_CHECKING:
@@ -76,6 +77,7 @@ if _TYPE_CHECKING:
         AsyncS3ClaimCheckStore,
         ClaimInfo,
         RetryPolicy,
+        S3AuditTrail,
         S3ClaimCheckStore,
         S3ClaimSettings,
         S3RunJournal,
@@ -86,6 +88,7 @@ _LAZY = frozenset(
         "AsyncS3ClaimCheckStore",
         "ClaimInfo",
         "RetryPolicy",
+        "S3AuditTrail",
         "S3ClaimCheckStore",
         "S3ClaimSettings",
         "S3RunJournal",
@@ -109,6 +112,7 @@ __all__ = [
     "AsyncClaimCheck",
     "AsyncClaimCheckStore",
     "AsyncS3ClaimCheckStore",
+    "AuditRecord",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",
@@ -146,6 +150,7 @@ __all__ = [
     "RunRecord",
     "RunResult",
     "RunResumed",
+    "S3AuditTrail",
     "S3ClaimCheckStore",
     "S3ClaimError",
     "S3ClaimSettings",

@@ -13,6 +13,7 @@ import logging
 from s3claim._wording import truncation
 from s3claim.claimcheck import ClaimCheck
 from s3claim.events import ToolResultStored, ToolResultStoreFailed, ToolResultTruncated
+from s3claim.telemetry import Operation, check_in_operation, names
 from s3claim.tools import RunContext
 
 __all__ = ["admit", "truncate"]
@@ -45,6 +46,27 @@ def admit(
         if claim_check is None:
             raise ValueError("admit without a claim check needs a limit")
         limit = claim_check.policy_for(tool).threshold_chars
+    owner = claim_check.store if claim_check is not None else None
+    with check_in_operation(owner, context.scope, tool=tool) as op:
+        op.set(chars_total=len(text))
+        admitted = _admit(text, tool, context, claim_check, limit, searchable, op)
+        if op.outcome is None:  # not checked in: passed or cut, without a claim check
+            op.outcome = "passed" if admitted is text else "truncated"
+            op.set(chars_shown=len(admitted))
+        elif op.outcome == "store_failed":
+            op.set(chars_shown=len(admitted))
+        return admitted
+
+
+def _admit(
+    text: str,
+    tool: str,
+    context: RunContext,
+    claim_check: ClaimCheck | None,
+    limit: int,
+    searchable: bool,
+    op: Operation,
+) -> str:
     if claim_check is None:
         if len(text) <= limit:
             return text
@@ -57,6 +79,8 @@ def admit(
     try:
         checked = claim_check.check_in(text, tool=tool, scope=context.scope, searchable=searchable)
     except Exception as exc:  # a store fault degrades the result, never the run
+        op.outcome = "store_failed"
+        op.attributes[names.ERROR_TYPE] = type(exc).__name__
         _log.warning("check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__)
         context.emit(
             ToolResultStoreFailed(

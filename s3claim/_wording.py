@@ -16,6 +16,8 @@ __all__ = [
     "FETCH_DESCRIPTION",
     "HANDLE_SEEN",
     "MARKER_SEEN",
+    "NOT_JSON_MESSAGE",
+    "PATH_AND_OFFSET_MESSAGE",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
@@ -25,6 +27,8 @@ __all__ = [
     "claim_link_name",
     "footer",
     "marker",
+    "path_footer",
+    "path_members",
     "pattern_too_costly_message",
     "split_head",
     "tool_failed_message",
@@ -81,6 +85,55 @@ def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> s
     )
 
 
+NOT_JSON_MESSAGE = (
+    "this claim cannot be read by path: it is not a JSON object or array (or it was checked "
+    "in before reading by path existed); read it by offset, or find text with search_result"
+)
+PATH_AND_OFFSET_MESSAGE = (
+    "give either offset or path, not both: drop offset to read the value at path, or drop "
+    "path to read characters from offset"
+)
+
+
+def path_members(
+    *,
+    pointer: str,
+    kind: str,
+    count: int,
+    start: int,
+    end: int,
+    rows: list[tuple[str, str, int, int]],
+) -> str:
+    """The members paragraph after an object or array read by path.
+
+    `rows` are (member pointer, type, start, end) of the first members; the rest are counted,
+    with the way to read one (a model walks a large result without reading it).
+    """
+    where = pointer or "the document"
+    noun = "keys" if kind == "object" else "elements"
+    lines = [
+        f"[{where}: {kind} of {count} {noun}, characters {start}-{end}."
+        + (f" Members 1-{len(rows)}:" if rows else "")
+    ]
+    lines += [f"{member} {type_}, characters {a}-{b}" for member, type_, a, b in rows]
+    if count > len(rows):
+        example = f"{pointer}/{len(rows)}" if kind == "array" else f"{pointer}/KEY"
+        lines.append(
+            f"{count - len(rows)} more not listed: read one with path='{example}'"
+            + (", or find keys with search_result" if kind == "object" else "")
+            + "."
+        )
+    return "\n".join(lines) + "]"
+
+
+def path_footer(*, pointer: str, shown_end: int, end: int, handle: str) -> str:
+    """The line after a window of a value read by path when more of the value remains."""
+    return (
+        f"[{pointer or 'the document'} goes on to character {end}. Call fetch_result with "
+        f"handle='{handle}' and offset={shown_end} to continue.]"
+    )
+
+
 def truncation(*, total_chars: int, kept_chars: int) -> str:
     """The line after a result cut without a claim check: the rest is gone, and it says so."""
     return f"[{total_chars} characters, {total_chars - kept_chars} cut off and not retrievable.]"
@@ -104,7 +157,9 @@ def tool_failed_message(error: str) -> str:
 FETCH_DESCRIPTION = (
     "Read a tool result that was checked in: returns up to {window} characters starting at "
     "`offset` (characters, from 0), exactly as the tool returned them. Use the handle from "
-    "the result's marker; a footer gives the offset to continue from."
+    "the result's marker; a footer gives the offset to continue from. For a result that is "
+    "JSON, `path` (a JSON Pointer such as '/items/3', instead of `offset`) reads one value: "
+    "its exact characters and, for an object or array, its members with their types."
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import itertools
 from collections.abc import Callable
@@ -36,4 +37,6 @@ class Workers:
     async def run(self, function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """`function(*args, **kwargs)` on a worker thread; the event loop stays free meanwhile."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(function, *args, **kwargs))
+        # In the caller's context, as asyncio.to_thread does: its span is the worker's parent.
+        call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+        return await loop.run_in_executor(self._pool, call)

@@ -16,17 +16,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from pydantic import Field
+import regex
+from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
+from s3claim._json_path import NoIndexError, PathError, PathRead, escape
 from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
     PatternTooCostlyError,
     SearchBusyError,
+    SearchResult,
     compile_pattern,
     search_slot,
     search_text,
@@ -41,7 +44,8 @@ from s3claim.events import (
     ToolFailed,
 )
 from s3claim.handles import is_handle
-from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, SearchableStore
+from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, PathReadableStore, SearchableStore
+from s3claim.telemetry import Operation, fetch_operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
 
 __all__ = [
@@ -57,6 +61,19 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
+# The schema the spec's tool had (None only tells "not given" from 0), and path beside it.
+_OFFSET_SCHEMA = WithJsonSchema({"minimum": 0, "title": "Offset", "type": "integer"})
+_PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
+
+
+def _schema_default(value: object) -> Any:
+    def edit(schema: dict[str, Any]) -> None:
+        if value is None:
+            schema.pop("default", None)
+        else:
+            schema["default"] = value
+
+    return Field(json_schema_extra=edit)
 
 
 def _unavailable(context: RunContext, handle: str | None) -> ToolError:
@@ -90,19 +107,31 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     def fetch_result(
         context: RunContext,
         handle: str,
-        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+        offset: Annotated[
+            int | None, Field(ge=0, strict=True), _OFFSET_SCHEMA, _schema_default(0)
+        ] = None,
+        path: Annotated[str | None, _PATH_SCHEMA, _schema_default(None)] = None,
     ) -> str:
+        if path is not None and offset is not None:
+            raise ToolError("invalid_arguments", _wording.PATH_AND_OFFSET_MESSAGE)
+        if path is not None:
+            return _read_path(store, context, handle, path)
+        offset = offset or 0
         known = handle if is_handle(handle) else None
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
-        except ClaimUnavailableError:
-            raise _unavailable(context, known) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
+        with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
+            try:
+                if known is None:  # malformed: refused here, it never reaches the store
+                    raise ClaimUnavailableError
+                window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
+            except ClaimUnavailableError:
+                op.outcome = "unavailable"
+                raise _unavailable(context, known) from None
+            except Exception as exc:  # a store fault is told to the model, never the run's end
+                op.outcome = "failed"
+                _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+                context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+                raise _store_failed(exc) from None
+            op.set(window_chars=len(window.text))
         context.emit(
             ClaimFetched(
                 handle=handle,
@@ -125,6 +154,69 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     return replace(tool(fetch_result), check_in=False, redeems=store)
 
 
+def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: str) -> str:
+    """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
+    known = handle if is_handle(handle) else None
+    try:
+        if known is None or not isinstance(store, PathReadableStore):
+            raise ClaimUnavailableError if known is None else NoIndexError
+        answer = store.read_path(context.scope, handle, path, limit=DEFAULT_FETCH_CHARS)
+    except ClaimUnavailableError:
+        raise _unavailable(context, known) from None
+    except PathError as exc:
+        raise ToolError(exc.kind, exc.message) from None
+    except NoIndexError:
+        raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
+    except Exception as exc:  # a store fault is told to the model, never the run's end
+        _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+        raise _store_failed(exc) from None
+    context.emit(
+        ClaimFetched(
+            handle=handle,
+            offset=answer.start,
+            chars=len(answer.text),
+            total_chars=answer.total_chars,
+        )
+    )
+    return render_path(answer, handle)
+
+
+def render_path(answer: PathRead, handle: str) -> str:
+    """What the model reads of a value read by path: its text, its members, where it goes on."""
+    parts = [answer.text]
+    if answer.kind in ("object", "array"):
+        rows = [
+            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
+            for m in answer.members
+        ]
+        parts.append(
+            _wording.path_members(
+                pointer=answer.pointer,
+                kind=answer.kind,
+                count=answer.member_count,
+                start=answer.start,
+                end=answer.end,
+                rows=rows,
+            )
+        )
+    if answer.next_offset is not None:
+        parts.append(
+            _wording.path_footer(
+                pointer=answer.pointer,
+                shown_end=answer.next_offset,
+                end=answer.end,
+                handle=handle,
+            )
+        )
+    return "\n\n".join(parts)
+
+
+def _token(key: str | None, index: int, cut: bool) -> str:
+    """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
+    return str(index) if key is None else escape(key) + ("…" if cut else "")
+
+
 def claim_search_tool(store: ClaimCheckStore) -> Tool:
     """The `search_result` tool for `store`; give it to agents beside `fetch_result`."""
     if not isinstance(store, SearchableStore):
@@ -139,37 +231,15 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         ignore_case: bool = False,
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
     ) -> str:
-        try:
-            compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
-        except ValueError as exc:
-            raise ToolError("invalid_arguments", str(exc)) from None
         known = handle if is_handle(handle) else None
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            with search_slot(context.scope.tenant):  # a bounded number at once; others queue
-                pieces = searchable.scan(context.scope, handle)
-                try:
-                    result = search_text(pieces, compiled, offset=offset)
-                finally:  # a stopped search must not leave an HTTP stream open
-                    close = getattr(pieces, "close", None)
-                    if close is not None:
-                        close()
-        except ClaimUnavailableError:
-            raise _unavailable(context, known) from None
-        except SearchBusyError:
-            context.emit(ClaimSearchFailed(handle=known, error="busy"))
-            raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
-        except PatternTooCostlyError as exc:
-            context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
-            message = _wording.pattern_too_costly_message(
-                seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
-            )
-            raise ToolError("pattern_too_costly", message) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            _log.warning("search_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
+        with search_operation(store, context.scope, handle=known, pattern_chars=len(pattern)) as op:
+            try:
+                compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
+            except ValueError as exc:
+                op.outcome = "invalid_arguments"
+                raise ToolError("invalid_arguments", str(exc)) from None
+            result = _search(context, searchable, known, compiled, offset, op)
+            op.set(search_matches=result.total_matches)
         context.emit(
             ClaimSearched(
                 handle=handle,
@@ -184,6 +254,47 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         matches=MAX_MATCHES, snippet=SNIPPET_CHARS
     )
     return replace(tool(search_result), check_in=False, redeems=store)
+
+
+def _search(
+    context: RunContext,
+    store: SearchableStore,
+    known: str | None,
+    compiled: regex.Pattern[str],
+    offset: int,
+    op: Operation,
+) -> SearchResult:
+    """One search, its failures rendered for the model (and named in `op`)."""
+    try:
+        if known is None:  # malformed: refused here, it never reaches the store
+            raise ClaimUnavailableError
+        with search_slot(context.scope.tenant):  # a bounded number at once; others queue
+            pieces = store.scan(context.scope, known)
+            try:
+                return search_text(pieces, compiled, offset=offset)
+            finally:  # a stopped search must not leave an HTTP stream open
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
+    except ClaimUnavailableError:
+        op.outcome = "unavailable"
+        raise _unavailable(context, known) from None
+    except SearchBusyError:
+        op.outcome = "busy"
+        context.emit(ClaimSearchFailed(handle=known, error="busy"))
+        raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
+    except PatternTooCostlyError as exc:
+        op.outcome = "pattern_too_costly"
+        context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
+        message = _wording.pattern_too_costly_message(
+            seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
+        )
+        raise ToolError("pattern_too_costly", message) from None
+    except Exception as exc:  # a store fault is told to the model, never the run's end
+        op.outcome = "failed"
+        _log.warning("search_result: store failed for %s (%s)", known, _reason(exc))
+        context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
+        raise _store_failed(exc) from None
 
 
 def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -11,6 +12,7 @@ from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
+from s3claim.telemetry import check_in_operation, record_duration
 
 __all__ = ["CheckIn", "ClaimCheck"]
 
@@ -69,15 +71,28 @@ class ClaimCheck:
         """
         policy = self.policy_for(tool)
         total = len(content)
-        if total < policy.threshold_chars:
-            return CheckIn(content, None, total)
-        handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
-        head = extract_head(content, policy.head_chars)
-        line = marker(
-            total_chars=total, shown_chars=len(head), handle=handle, searchable=searchable
-        )
-        text = f"{head}\n\n{line}"
-        return CheckIn(text, handle, total)
+        # Inside `admit`, this joins the admission's operation (which knows the fallback).
+        with check_in_operation(self.store, scope, tool=tool) as op:
+            op.set(chars_total=total)
+            if total < policy.threshold_chars:
+                op.outcome = "passed"
+                op.set(chars_shown=total)
+                return CheckIn(content, None, total)
+            started = time.perf_counter()
+            try:
+                handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
+            except Exception:
+                record_duration("put", time.perf_counter() - started, outcome="failed")
+                raise
+            record_duration("put", time.perf_counter() - started, outcome="ok")
+            head = extract_head(content, policy.head_chars)
+            line = marker(
+                total_chars=total, shown_chars=len(head), handle=handle, searchable=searchable
+            )
+            text = f"{head}\n\n{line}"
+            op.outcome = "stored"
+            op.set(handle=handle, chars_shown=len(text))
+            return CheckIn(text, handle, total)
 
     def __repr__(self) -> str:
         return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool})"

@@ -9,7 +9,8 @@ its first request; it is bound into the MAC (and, by the S3 layout, into the obj
 a handle whose width digit was altered names nothing and is refused like any unknown handle.
 The length prefixes make the encoding unambiguous, so ("a/b", "c") and ("a", "b/c") never
 meet; the key makes a handle impossible to derive, or to guess for another scope, without it.
-The same key also yields the opaque tenant and run tags the S3 layout uses.
+The same key also yields the opaque tenant and run tags the S3 layout uses, and the per-object
+keys that seal what the S3 store writes (`s3claim.s3._seal`).
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ class HandleKey:
 
     def run_tag(self, scope: Scope) -> str:
         return self._mac("run", scope.tenant, scope.run)[:_HANDLE_HEX]
+
+    def subkey(self, purpose: str, name: str) -> bytes:
+        """A 32-byte key for one purpose and one name (an object's key, for its seal): what
+        it MACs cannot be forged, or moved to another name, without this key."""
+        return hmac.new(self._key, _encode("subkey", purpose, name), hashlib.sha256).digest()
 
     def __repr__(self) -> str:
         return "HandleKey(<secret>)"

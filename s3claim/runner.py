@@ -31,6 +31,7 @@ from s3claim.messages import (
 )
 from s3claim.providers import Provider
 from s3claim.scope import Scope
+from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -115,8 +116,11 @@ class AgentRunner:
         """
         if self.journal is None:
             raise ConfigurationError("resume needs a journal: AgentRunner(..., journal=...)")
-        scope = Scope(tenant, run_id)
-        entry = self.journal.load(scope)
+        with agent_run_span(self.tools.agent):  # the loop's span joins this one
+            return self._resume(self.journal, Scope(tenant, run_id))
+
+    def _resume(self, journal: RunJournal, scope: Scope) -> RunResult:
+        entry = journal.load(scope)
         record = entry.record
         if record.finished:
             return RunResult(record.output, record.messages, record.events, scope)
@@ -131,7 +135,7 @@ class AgentRunner:
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
-        recorder = _Recorder(self.journal, scope, version=entry.version)
+        recorder = _Recorder(journal, scope, version=entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
 
     def _loop(
@@ -139,6 +143,14 @@ class AgentRunner:
     ) -> RunResult:
         """Turns after the first `turns`: each reply is recorded before its tools run, except
         on the last turn, whose results are recorded with the run's end."""
+        with agent_run_span(self.tools.agent) as span:
+            result = self._turns(recorder, messages, events, turns=turns)
+            span.outcome = "answered" if result.output is not None else "max_turns"
+            return result
+
+    def _turns(
+        self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int
+    ) -> RunResult:
         scope = recorder.scope
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         schemas = self.tools.schemas()
@@ -161,32 +173,38 @@ class AgentRunner:
         return RunResult(None, tuple(messages), tuple(events), scope)
 
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
-        def answer(content: str) -> ToolMessage:
+        known = self.tools.get(call.name) is not None
+        with tool_call_span(call.name if known else None, call.id) as span:
+            content, is_error = self._answer(call, context)
+            if is_error:
+                span.outcome = "error"
             return ToolMessage(tool_call_id=call.id, name=call.name, content=content)
 
+    def _answer(self, call: ToolCall, context: RunContext) -> tuple[str, bool]:
+        """The tool message's content, and whether it is an error result."""
         tool = self.tools.get(call.name)
         if tool is None:
             available = sorted(t.name for t in self.tools.tools)
             error = ToolError(
                 "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
             )
-            return answer(error.render())
+            return error.render(), True
         if not tool.check_in:  # a claim tool: run as every host runs it
-            return answer(run_claim_tool(tool, call.arguments, context).text)
+            ran = run_claim_tool(tool, call.arguments, context)
+            return ran.text, ran.is_error
         try:
             text = result_text(tool, tool.call(call.arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
-            return answer(failure_answer(exc, tool=tool.name, context=context).text)
-        return answer(
-            admit(
-                text,
-                tool=tool.name,
-                context=context,
-                claim_check=self.claim_check,
-                limit=self.max_tool_result_chars,
-                searchable=self._searchable,
-            )
+            return failure_answer(exc, tool=tool.name, context=context).text, True
+        admitted = admit(
+            text,
+            tool=tool.name,
+            context=context,
+            claim_check=self.claim_check,
+            limit=self.max_tool_result_chars,
+            searchable=self._searchable,
         )
+        return admitted, False
 
 
 class _Recorder:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from s3claim.errors import ConfigurationError
 from s3claim.scope import Scope
+
+if TYPE_CHECKING:
+    from s3claim._json_path import PathRead
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
     "AsyncClaimCheckStore",
     "ClaimCheckStore",
+    "PathReadableStore",
     "SearchableStore",
     "Window",
 ]
@@ -86,6 +90,17 @@ class SearchableStore(Protocol):
     """
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
+
+
+@runtime_checkable
+class PathReadableStore(Protocol):
+    """A store that keeps a structure index of JSON claims and reads them by JSON Pointer.
+
+    `read_path` checks the handle, scope and expiry exactly as `fetch` does; it raises
+    `PathError` for a pointer to nothing and `NoIndexError` for a claim without an index.
+    """
+
+    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead: ...
 
 
 def check_window(offset: int, limit: int) -> None:

@@ -8,7 +8,21 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-__all__ = ["moto_client", "s3_error", "s3_response"]
+__all__ = ["moto_client", "s3_error", "s3_response", "stored_bytes", "window_bytes"]
+
+_BLOCK, _TAG = 4096, 16  # format 3: every 4,096 bytes of text followed by a 16-byte tag
+
+
+def stored_bytes(text_bytes: int) -> int:
+    """The size of a claim object holding `text_bytes` of text at its width."""
+    return text_bytes + -(-text_bytes // _BLOCK) * _TAG
+
+
+def window_bytes(width: int, offset: int, chars: int, limit: int = 4096) -> int:
+    """What one fetch moves: the whole blocks (with their tags) holding the window."""
+    first, last = width * offset // _BLOCK, (width * (offset + limit) - 1) // _BLOCK
+    unit = _BLOCK + _TAG
+    return min((last + 1) * unit, stored_bytes(width * chars)) - first * unit
 
 
 def moto_client(endpoint: str, *, pool: int = 10) -> Any:

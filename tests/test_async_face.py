@@ -167,7 +167,7 @@ def test_the_s3_async_face_fetches_with_one_ranged_get_from_the_loop_and_no_boto
     assert (windows[3].text, windows[3].total_chars, windows[3].next_offset) == ("", 50_000, None)
     assert windows[4].text == text[8192:8202]
     assert [(op, r.decode() if isinstance(r, bytes) else r) for op, r in sent] == [
-        ("GetObject", f"bytes={2 * 8192}-{2 * 8202 - 1}")
+        ("GetObject", f"bytes={4 * 4112}-{5 * 4112 - 1}")  # the 5th sealed block, whole
     ]
 
 

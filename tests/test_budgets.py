@@ -1,10 +1,11 @@
 """The deterministic half of the benchmarks: request and byte budgets, never times.
 
-`test_s3_store.py` already pins one fetch = one ranged GET of width x limit bytes, a
+`test_s3_store.py` already pins one fetch = one ranged GET of the window's sealed blocks, a
 million non-ASCII characters at three offsets, and forget of 2,500 claims = 3 lists + 3
 deletes. Here: a window costs its storage width in bytes a character (4,096 bytes for
-ASCII and Latin-1, 8,192 for Japanese and Russian, 16,384 with emoji), whatever the
-document's size or the window's position; what is stored is ASCII's UTF-8 byte for byte and
+ASCII and Latin-1, 8,192 for Japanese and Russian, 16,384 with emoji) and a 16-byte tag per
+4,096 bytes (issue 21: the seal that proves the window), whatever the document's size or the
+window's position; what is stored between the tags is ASCII's UTF-8 byte for byte and
 2 bytes a BMP character; a put sends the body once; and forget against the naive per-key
 baseline that `benchmarks/` compares with, whose own budget is pinned too so the comparison
 stays honest.
@@ -24,6 +25,7 @@ from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
+from tests._s3 import stored_bytes
 from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -62,10 +64,8 @@ def test_bytes_per_fetch_do_not_depend_on_document_size_or_position(
             window = store.fetch(Scope(tenant="acme", run=f"size-{chars}"), handle, offset=offset)
             assert window.text == text[offset : offset + DEFAULT_FETCH_CHARS]
             assert dict(wire.requests) == {"GetObject": 1}, (chars, offset)
-            assert dict(wire.response_bytes) == {"GetObject": WINDOW_BYTES[charset]}, (
-                chars,
-                offset,
-            )
+            sealed = WINDOW_BYTES[charset] + WINDOW_BYTES[charset] // 4096 * 16  # on blocks
+            assert dict(wire.response_bytes) == {"GetObject": sealed}, (chars, offset)
 
 
 @pytest.mark.parametrize("charset", list(WINDOW_BYTES))
@@ -75,7 +75,8 @@ def test_a_put_sends_the_body_once_at_its_width(
     text = document(100_000, charset)
     store.put(SCOPE, text, ttl_seconds=TTL)
     assert dict(wire.requests) == {"PutObject": 1}
-    assert dict(wire.request_bytes) == {"PutObject": WINDOW_BYTES[charset] // 4096 * len(text)}
+    width = WINDOW_BYTES[charset] // 4096
+    assert dict(wire.request_bytes) == {"PutObject": stored_bytes(width * len(text))}
 
 
 def test_stored_ascii_is_its_utf8_and_bmp_text_two_bytes_a_character(
@@ -85,9 +86,15 @@ def test_stored_ascii_is_its_utf8_and_bmp_text_two_bytes_a_character(
     japanese = "本契約は東京地方裁判所を専属的合意管轄裁判所とする。" * 1000
     for text in (ascii_text, bmp_text, japanese):
         store.put(SCOPE, text, ttl_seconds=TTL)
-    sizes = sorted(o["Size"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
-    assert sizes == sorted([len(ascii_text.encode()), 2 * len(bmp_text), 2 * len(japanese)])
-    assert 2 * len(japanese) < len(japanese.encode())  # mostly CJK: smaller than UTF-8
+    objects = s3.list_objects_v2(Bucket=bucket)["Contents"]
+    sizes = sorted(o["Size"] for o in objects)
+    text_bytes = [len(ascii_text.encode()), 2 * len(bmp_text), 2 * len(japanese)]
+    assert sizes == sorted(stored_bytes(n) for n in text_bytes)
+    assert stored_bytes(2 * len(japanese)) < len(japanese.encode())  # mostly CJK: < UTF-8
+    (ascii_object,) = [o["Key"] for o in objects if o["Size"] == stored_bytes(len(ascii_text))]
+    body = s3.get_object(Bucket=bucket, Key=ascii_object)["Body"].read()
+    untagged = b"".join(body[i : i + 4096 + 16][:-16] for i in range(0, len(body), 4096 + 16))
+    assert untagged == ascii_text.encode()  # between its tags, byte for byte its UTF-8
 
 
 def test_the_naive_baseline_moves_the_whole_object_on_every_fetch(

@@ -35,6 +35,7 @@ from s3claim.integrations._bridge import Bridge
 
 SCOPE = Scope(tenant="acme", run="r-1")
 TEXT = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1, 400))
+RECORDS = json.dumps({"items": [{"id": n, "name": f"record {n}"} for n in range(2000)]}, indent=1)
 
 
 class FlakyStore(MemoryClaimCheckStore):
@@ -117,6 +118,30 @@ class ClaimToolContract(ABC):
                 "store_unavailable"
             )
         assert self.kinds() == ["claim_fetch_failed", "claim_search_failed"]
+
+    def test_a_json_value_is_read_by_path(self) -> None:
+        handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        text, is_error = self.call("fetch_result", {"handle": handle, "path": "/items/1499/name"})
+        assert (text, is_error) == ('"record 1499"', False)
+        text, is_error = self.call("fetch_result", {"handle": handle, "path": "/items/1499"})
+        record = json.loads(RECORDS)["items"][1499]
+        window, members = text.split("\n\n")
+        assert json.loads(window) == record and not is_error
+        assert members.startswith("[/items/1499: object of 2 keys, characters ")
+        assert "/items/1499/name string, characters " in members
+        assert self.kinds() == ["claim_fetched", "claim_fetched"]
+
+    def test_path_reads_refuse_what_they_cannot_read(self) -> None:
+        handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        both = self.error("fetch_result", {"handle": handle, "path": "", "offset": 0})
+        assert both["error"] == "invalid_arguments" and "not both" in both["message"]
+        nothing = self.error("fetch_result", {"handle": handle, "path": "/items/2000"})
+        assert nothing["error"] == "no_such_path" and "2000 elements" in nothing["message"]
+        escape = self.error("fetch_result", {"handle": handle, "path": "/items~2"})
+        assert escape["error"] == "invalid_arguments"
+        assert self.error("fetch_result", {"handle": self.handle, "path": ""})["error"] == (
+            "not_json"
+        )
 
     def test_search_finds_a_clause_by_offset(self) -> None:
         text, is_error = self.call("search_result", {"handle": self.handle, "pattern": "term 300."})

@@ -23,7 +23,7 @@ from s3claim import ClaimStoreError, ClaimUnavailableError, ManualClock
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
-from tests._s3 import s3_response
+from tests._s3 import s3_response, stored_bytes, window_bytes
 from tests.servers import Wire
 from tests.test_s3_faults import Injector, answer
 
@@ -218,12 +218,15 @@ def test_s3rver_serves_each_window_with_one_ranged_get_at_the_width(
     text = document(100_000, charset)
     handle = store.put(SCOPE, text, ttl_seconds=TTL)
     assert dict(wire.requests) == {"PutObject": 1}
-    assert dict(wire.request_bytes) == {"PutObject": WINDOW_BYTES[charset] // 4096 * len(text)}
+    width = WINDOW_BYTES[charset] // 4096
+    assert dict(wire.request_bytes) == {"PutObject": stored_bytes(width * len(text))}
     for offset in (0, 50_000, 100_000 - 4096):
         wire.clear()
         assert store.fetch(SCOPE, handle, offset=offset).text == text[offset : offset + 4096]
         assert dict(wire.requests) == {"GetObject": 1}
-        assert dict(wire.response_bytes) == {"GetObject": WINDOW_BYTES[charset]}
+        assert dict(wire.response_bytes) == {
+            "GetObject": window_bytes(width, offset, len(text))  # the window's blocks, tagged
+        }
 
 
 def test_s3rver_failover_between_two_store_instances(s3rver: Any, s3rver_bucket: str) -> None:

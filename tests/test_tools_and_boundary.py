@@ -89,7 +89,7 @@ def test_claim_check_tool_is_fetch_result_and_is_never_checked_in() -> None:
     assert fetch.check_in is False
     assert fetch.redeems is store
     params = fetch.schema["function"]["parameters"]
-    assert set(params["properties"]) == {"handle", "offset"}  # no scope: it comes from the run
+    assert set(params["properties"]) == {"handle", "offset", "path"}  # no scope: from the run
     assert params["properties"]["offset"]["minimum"] == 0
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from s3claim._version import __version__
+from s3claim.cli._audit import audit
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
@@ -31,7 +32,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-for command in (demo, put, fetch, ls, runs, forget, keygen, doctor):
+for command in (demo, put, fetch, ls, runs, audit, forget, keygen, doctor):
     app.command(epilog=EPILOG)(command)
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 

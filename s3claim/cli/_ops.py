@@ -127,7 +127,7 @@ def ls(
     """List a tenant's claims: handle, run tag, size and expiry. Never content.
 
     Runs appear as their keyed tags (names are never stored); expired claims are listed
-    until lifecycle collects them, marked expired.
+    until lifecycle collects them, marked expired; a claim whose seal fails, marked damaged.
     """
     now = datetime.now(UTC).timestamp()
     with handled() as context:
@@ -147,6 +147,7 @@ def ls(
                 "chars": claim.chars,
                 "expires_at": claim.expires_at,
                 "expired": claim.expires_at <= now,
+                "damaged": claim.damaged,
             }
             typer.echo(json.dumps(record))
         return
@@ -161,7 +162,9 @@ def ls(
             claim.handle,
             claim.run_tag,
             f"{claim.chars:,}",
-            when(claim.expires_at) + (" (expired)" if claim.expires_at <= now else ""),
+            "(damaged: no read will serve it)"
+            if claim.damaged
+            else when(claim.expires_at) + (" (expired)" if claim.expires_at <= now else ""),
         )
         for claim in claims
     ]

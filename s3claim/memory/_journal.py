@@ -20,6 +20,7 @@ from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, 
 from s3claim.memory._store import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
+from s3claim.telemetry import traced_journal_load, traced_journal_save
 
 __all__ = ["MemoryRunJournal"]
 
@@ -72,6 +73,7 @@ class MemoryRunJournal:
         with self._lock:
             return scope in self._held
 
+    @traced_journal_load
     def load(self, scope: Scope) -> JournalEntry:
         with self._lock:
             held = self._held.get(scope)
@@ -79,6 +81,7 @@ class MemoryRunJournal:
             raise RunNotFoundError
         return JournalEntry(held.record, held.version)
 
+    @traced_journal_save
     def save(self, scope: Scope, record: RunRecord, *, replaces: str | None) -> str:
         if not isinstance(record, RunRecord):
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
@@ -101,6 +104,12 @@ class MemoryRunJournal:
             version = str(next(self._versions))
             self._held[scope] = _Held(record, version, now, math.ceil(now + self._ttl))
         return version
+
+    def tenant_tag(self, tenant: str) -> str:
+        return self._key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._key.run_tag(scope)
 
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         """Erase a tenant's runs (or one run), and the bound store's claims of them; returns

@@ -14,12 +14,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from s3claim._json_index import build_index
+from s3claim._json_path import NoIndexError, PathRead, read_path
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
     from s3claim.memory._journal import MemoryRunJournal
@@ -36,6 +39,31 @@ class _Entry:
     content: str
     expires_at: float
     size: int = 0
+    index: bytes | None = None
+
+
+def _index_of(content: str) -> bytes | None:
+    """The structure index, built at check-in; a check-in never fails for want of one."""
+    try:
+        return build_index(content)
+    except Exception:  # whatever the text, it is still stored as text
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Slices:
+    """A claim and its index as `read_path` reads them (`s3claim._json_path.Source`)."""
+
+    content: str
+    index: bytes | None
+
+    def index_bytes(self, start: int, end: int) -> bytes:
+        if self.index is None:
+            raise NoIndexError
+        return self.index[start:end]
+
+    def chars(self, start: int, end: int) -> str:
+        return self.content[start:end]
 
 
 class MemoryClaimCheckStore:
@@ -73,6 +101,13 @@ class MemoryClaimCheckStore:
         self._tenant_bytes: dict[str, int] = {}
         self._journals: weakref.WeakSet[MemoryRunJournal] = weakref.WeakSet()
 
+    def tenant_tag(self, tenant: str) -> str:
+        """The tenant's keyed tag (telemetry and the audit trail name tenants by it)."""
+        return self._key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._key.run_tag(scope)
+
     def _bind(self, journal: MemoryRunJournal) -> None:
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
         self._journals.add(journal)
@@ -98,6 +133,7 @@ class MemoryClaimCheckStore:
                 raise ClaimStoreError(
                     f"a claim of {size} bytes is larger than the memory store holds ({bound})"
                 )
+        index = _index_of(content) if handle not in self._entries else None
         evicted: list[ClaimEvicted] = []
         with self._lock:
             now = self._clock.now()
@@ -109,7 +145,7 @@ class MemoryClaimCheckStore:
                 if entry is not None:
                     self._drop(handle)
                 evicted = self._make_room(scope.tenant, size)
-                self._entries[handle] = _Entry(scope, content, now + ttl_seconds, size)
+                self._entries[handle] = _Entry(scope, content, now + ttl_seconds, size, index)
                 self._bytes += size
                 self._tenant_bytes[scope.tenant] = self._tenant_bytes.get(scope.tenant, 0) + size
             else:  # handed out again: it must live a full TTL from now
@@ -148,12 +184,24 @@ class MemoryClaimCheckStore:
             self._tenant_bytes.pop(entry.scope.tenant, None)
         return entry.size
 
+    @traced_fetch
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         check_window(offset, limit)
         content = self._content(scope, handle)
         return Window.of(content[offset : offset + limit], offset=offset, total_chars=len(content))
+
+    def read_path(
+        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> PathRead:
+        """The value at a JSON Pointer (`PathReadableStore`); refuses exactly as `fetch` does."""
+        check_window(0, limit)
+        content = self._content(scope, handle)
+        with self._lock:
+            entry = self._entries.get(handle)
+        index = entry.index if entry is not None else None
+        return read_path(_Slices(content, index), pointer, limit=limit)
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]:
         """The claim's text in pieces (`SearchableStore`); refuses exactly as `fetch` does."""
@@ -172,6 +220,7 @@ class MemoryClaimCheckStore:
             raise ClaimUnavailableError
         return entry.content
 
+    @traced_forget
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         """Erase a tenant's claims (or one run's) and the bound journals' records of them;
         returns how many claims went."""

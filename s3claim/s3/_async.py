@@ -28,12 +28,14 @@ from s3claim._extras import require_extra
 from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.aio import ThreadedAsyncStore
 from s3claim.errors import ClaimUnavailableError
+from s3claim.s3._counting import count_requests
 from s3claim.s3._errors import MISSING
 from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, request_async
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
+from s3claim.telemetry import traced_fetch_async
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "AsyncS3ClaimCheckStore"]
 
@@ -81,6 +83,7 @@ class AsyncS3ClaimCheckStore:
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._threads.forget(tenant=tenant, run=run)
 
+    @traced_fetch_async
     async def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -135,6 +138,7 @@ class AsyncS3ClaimCheckStore:
                             "s3", **_client_arguments(self.store.client, self._max_in_flight)
                         )
                     )
+                    count_requests(self._client)
                     self._stack = stack
         return self._client
 

@@ -23,9 +23,11 @@ from s3claim.s3._config import (
     handle_key_of,
     make_client,
 )
+from s3claim.s3._counting import count_requests
 from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
 from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
+from s3claim.scope import Scope
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -61,6 +63,7 @@ class InBucket:
         self._retry = retry or RetryPolicy()
         self._client = client if client is not None else make_client()
         own_retries(self._client)
+        count_requests(self._client)
 
     @property
     def bucket(self) -> str:
@@ -83,6 +86,13 @@ class InBucket:
     def layout(self) -> Layout:
         """Where each scope's objects live (keyed tags, never names)."""
         return self._layout
+
+    def tenant_tag(self, tenant: str) -> str:
+        """The tenant's keyed tag: its prefix in the bucket, its name in telemetry."""
+        return self._key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._key.run_tag(scope)
 
     @property
     def max_ttl_seconds(self) -> int:

@@ -45,6 +45,10 @@ __all__ = [
 SSE_ALGORITHMS = ("AES256", "aws:kms")
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 15.0
+MAX_POOL_CONNECTIONS = 64
+"""Connections a client keeps for reuse. botocore's default (10) is below what one process
+serves at once (the MCP proxy's 40 worker threads, a runner per thread): every request past
+the tenth opened a connection and threw it away afterwards (docs/capacity.md, measured)."""
 _KEY_MISSING = (
     "{name} is not set: every process sharing the bucket needs the same key (make one with "
     "`s3claim keygen`)"
@@ -233,6 +237,7 @@ def make_client(
     endpoint_url: str | None = None,
     region: str | None = None,
     credentials: tuple[str, str] | None = None,
+    max_pool_connections: int = MAX_POOL_CONNECTIONS,
 ) -> S3Client:
     """A client that makes one attempt per call: our tenacity policy owns the retries.
 
@@ -240,7 +245,8 @@ def make_client(
     works without wildcard DNS. Socket timeouts are short (botocore's default read timeout is
     60 s): the retry policy's time bound is checked between attempts, so a hung attempt can
     overrun it by at most one timeout. Credentials come from the usual chain unless given
-    (an access key id and secret, for a local server of one's own).
+    (an access key id and secret, for a local server of one's own). The client is safe to
+    share across threads, and its pool keeps `max_pool_connections` connections for reuse.
     """
     check_endpoint_url(endpoint_url)
     config = Config(
@@ -248,6 +254,7 @@ def make_client(
         s3={"addressing_style": "path"} if endpoint_url else None,
         connect_timeout=CONNECT_TIMEOUT_SECONDS,
         read_timeout=READ_TIMEOUT_SECONDS,
+        max_pool_connections=max_pool_connections,
     )
     try:
         if credentials is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._bucket import InBucket
 from s3claim.s3._errors import UNSUPPORTED, RetryableStoreFault
-from s3claim.s3._layout import is_journal_key
+from s3claim.s3._layout import is_claim_key
 from s3claim.s3._retry import Refused, request
 
 if TYPE_CHECKING:
@@ -35,9 +35,9 @@ class Eraser:
         self._versions_api = True  # until the server says it has none
 
     def erase(self, prefix: str, *, progress: Callable[[int], None] | None = None) -> int:
-        """Delete everything under `prefix`; returns the claims (distinct keys, journals aside)
-        removed. Each round lists from the start again: what was deleted is gone from the
-        listing, so no continuation marker is needed."""
+        """Delete everything under `prefix`; returns the claims (distinct keys; journals and
+        indexes aside) removed. Each round lists from the start again: what was deleted is
+        gone from the listing, so no continuation marker is needed."""
         removed = 0
         gone: set[tuple[str, str]] = set()
         last_key: str | None = None  # versions of one key are listed together, maybe on two pages
@@ -54,7 +54,7 @@ class Eraser:
             for start in range(0, len(doomed), _DELETE_BATCH):
                 self._delete(doomed[start : start + _DELETE_BATCH])
             for key in keys:
-                if key != last_key and not is_journal_key(key):
+                if key != last_key and is_claim_key(key):
                     removed += 1
                 last_key = key
             if progress is not None:

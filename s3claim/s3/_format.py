@@ -1,4 +1,4 @@
-"""The object format (version 2): a fixed-width body and six fields of user metadata.
+"""The object format (version 3): a fixed-width body in sealed blocks, and sealed metadata.
 
 Why a fixed width. A reader has to choose its byte range before its first request: the
 object's metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4
@@ -18,7 +18,12 @@ width travels in the handle (`s3claim.handles`), so the reader knows it before i
 Metadata carries what a read must check without another request: the expiry (integer epoch
 seconds, enforced to the second on every read), the run tag (the scope is checked, not only
 hashed into the key), the length in characters, the encoding and the format version.
-Format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
+
+Version 3 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
+followed by a 16-byte tag, so the one ranged GET of a window carries the tags that prove it;
+the metadata carries a MAC of its fields. Both are bound to the object's key.
+Format 2 (the same body without tags, metadata without a MAC) is refused as damaged, and
+format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
+from s3claim.s3._seal import content_bytes_within
 
 __all__ = [
     "CONTENT_TYPES",
@@ -35,7 +41,6 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_OBJECT_BYTES",
     "ClaimMeta",
-    "byte_range",
     "check_metadata_size",
     "content_range",
     "decode",
@@ -46,13 +51,13 @@ __all__ = [
     "parse_metadata",
 ]
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
 """Storage width (bytes a character) -> the codec that has exactly that width."""
-CONTENT_TYPES = {
-    1: "text/plain; charset=iso-8859-1",
-    2: "text/plain; charset=utf-16le",
-    4: "text/plain; charset=utf-32le",
+CONTENT_TYPES = {  # text at that width, with a 16-byte tag after every 4,096 bytes
+    1: "application/vnd.s3claim.v3; charset=iso-8859-1",
+    2: "application/vnd.s3claim.v3; charset=utf-16le",
+    4: "application/vnd.s3claim.v3; charset=utf-32le",
 }
 
 MAX_METADATA_BYTES = 2048
@@ -84,8 +89,8 @@ class ClaimMeta:
 
 
 def max_chars(width: int) -> int:
-    """The most characters one object of this width can hold."""
-    return MAX_OBJECT_BYTES // width
+    """The most characters one object of this width can hold, its blocks' tags included."""
+    return content_bytes_within(MAX_OBJECT_BYTES) // width
 
 
 def encode(content: str, width: int) -> bytes:
@@ -104,11 +109,6 @@ def decode(body: bytes, width: int, *, operation: str) -> str:
         raise ClaimStoreError(
             f"{operation}: body is not valid {ENCODINGS[width]}", reason="damaged"
         ) from None
-
-
-def byte_range(offset: int, limit: int, width: int) -> str:
-    """The HTTP range (inclusive) holding characters [offset, offset + limit)."""
-    return f"bytes={width * offset}-{width * (offset + limit) - 1}"
 
 
 def content_range(header: str | None) -> tuple[int, int, int] | None:

@@ -14,11 +14,15 @@ One object per run, `{prefix}{tenant_tag}/{run_tag}/journal`, rewritten whole at
 The object carries the store's SSE and lifecycle day-class tag (its TTL refreshed at every
 save), so `forget` erases it with the run's claims and lifecycle collects it like them.
 
-Format 1 body (UTF-8 JSON): {"format": 1, "run": run_tag, "write": nonce, "updated_at",
+Format 2 body (UTF-8 JSON): {"format": 2, "run": run_tag, "write": nonce, "updated_at",
 "expires_at", "record": RunRecord}. Metadata repeats format, run tag, status, turns and times,
-so `runs` lists without reading a body. A body that is not JSON, does not validate, names
-another run or has a newer format is a `ClaimStoreError` naming the run's tag; nothing
-overwrites it.
+so `runs` lists without reading a body, and is sealed (`s3claim.s3._seal`): a MAC under the
+handle key, bound to the object's key, of every field and of the body's SHA-256. A journal
+whose seal does not hold (rewritten, moved from another run, or format 1, which had none),
+and a body that is not JSON, does not validate, names another run or has a newer format, is a
+`ClaimStoreError` naming the run's tag; nothing is resumed from it and nothing overwrites it.
+The seal is checked before the body is parsed. `runs` lists an object whose seal fails as
+`unreadable`.
 
 Servers that ignore conditional writes (s3rver) cannot keep a second writer out: there
 the last save wins. `s3claim doctor` reports whether the bucket's server honours them.
@@ -49,16 +53,18 @@ from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import JOURNAL_NAME
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._retry import Refused, RetryPolicy
+from s3claim.s3._seal import Seal
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
+from s3claim.telemetry import traced_journal_load, traced_journal_save
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = ["FORMAT", "S3RunJournal"]
 
-FORMAT = 1
+FORMAT = 2
 _CONTENT_TYPE = "application/json"
 _META_FORMAT = "s3claim-journal"
 _META_RUN = "s3claim-run"
@@ -74,11 +80,11 @@ _TAKEN = "run id taken: a run with this id is already recorded"
 
 
 class _Stored(BaseModel):
-    """The object's body (format 1)."""
+    """The object's body (format 2)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1]
+    format: Literal[2]
     run: str
     write: str
     updated_at: float
@@ -148,6 +154,7 @@ class S3RunJournal(InBucket):
     def exists(self, scope: Scope) -> bool:
         return self._head(self._layout.journal_key(scope)) is not None
 
+    @traced_journal_load
     def load(self, scope: Scope) -> JournalEntry:
         key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
 
@@ -164,11 +171,12 @@ class S3RunJournal(InBucket):
             meta, data, etag = self._request("GetObject", get, expect=MISSING)
         except Refused:
             raise RunNotFoundError from None
-        stored = _decode(meta, data, run_tag)
+        stored = _decode(meta, data, run_tag, self._layout.seal(key))
         if stored.run != run_tag or stored.expires_at <= self._clock.now():
             raise RunNotFoundError
         return JournalEntry(stored.record, etag)
 
+    @traced_journal_save
     def save(self, scope: Scope, record: RunRecord, *, replaces: str | None) -> str:
         if not isinstance(record, RunRecord):
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
@@ -183,6 +191,7 @@ class S3RunJournal(InBucket):
             record=record,
         )
         body = stored.model_dump_json().encode("utf-8")
+        sealed = self._layout.seal(key).metadata(_metadata(stored), body=body)
         condition = {"IfNoneMatch": "*"} if replaces is None else {"IfMatch": replaces}
         attempts = 0
 
@@ -194,7 +203,7 @@ class S3RunJournal(InBucket):
                 Key=key,
                 Body=body,
                 ContentType=_CONTENT_TYPE,
-                Metadata=_metadata(stored),
+                Metadata=sealed,
                 Tagging=tagging(self._days),
                 **condition,  # type: ignore[arg-type]
                 **self._sse,  # type: ignore[arg-type]
@@ -229,7 +238,7 @@ class S3RunJournal(InBucket):
                 continue
             head = self._head(key)
             if head is not None:  # forgotten or collected since the listing
-                yield _info(head.get("Metadata", {}), parts[0])
+                yield _info(head.get("Metadata", {}), parts[0], self._layout.seal(key))
 
     def __repr__(self) -> str:
         return (
@@ -265,9 +274,13 @@ def _check_format(value: object, run_tag: str) -> None:
         )
 
 
-def _decode(meta: Mapping[str, str], data: bytes, run_tag: str) -> _Stored:
+def _decode(meta: Mapping[str, str], data: bytes, run_tag: str, seal: Seal) -> _Stored:
     """The body, checked; every failure names the run's tag and quotes nothing of the body."""
     _check_format(meta.get(_META_FORMAT), run_tag)
+    try:
+        seal.check_body(meta, data, operation="GetObject")
+    except ClaimStoreError as exc:
+        raise _damaged(run_tag, str(exc).removeprefix("GetObject: ")) from None
     try:
         raw: Any = loads(data.decode("utf-8"))
     except JSONTooDeepError:
@@ -288,10 +301,12 @@ def _reasons(exc: ValidationError) -> str:
     return f"{exc.error_count()} error(s): {', '.join(kinds[:5])}"
 
 
-def _info(meta: Mapping[str, str], run_tag: str) -> RunInfo:
-    """A listing row from metadata alone; an object this version cannot read is listed as
-    `unreadable` (its tag is what an operator needs), not allowed to break the listing."""
+def _info(meta: Mapping[str, str], run_tag: str, seal: Seal) -> RunInfo:
+    """A listing row from metadata alone; an object this version cannot read, or whose seal
+    does not hold, is listed as `unreadable` (its tag is what an operator needs), not allowed
+    to break the listing."""
     try:
+        seal.check_metadata(meta, operation="HeadObject")
         status = meta[_META_STATUS]
         if meta.get(_META_FORMAT) != str(FORMAT) or status not in _STATUSES:
             raise ValueError(status)
@@ -302,5 +317,5 @@ def _info(meta: Mapping[str, str], run_tag: str) -> RunInfo:
             updated_at=float(meta[_META_UPDATED]),
             expires_at=int(meta[_META_EXPIRES]),
         )
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, ClaimStoreError):
         return RunInfo(run_tag=run_tag, status="unreadable", turns=0, updated_at=0.0, expires_at=0)

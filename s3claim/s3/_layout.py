@@ -6,22 +6,48 @@ of its place. Tenant first, then run: `forget` erases a tenant or one run with a
 The digest is the handle's own 32 hex digits; the handle is derived exactly as in every other
 store (`HandleKey.handle`).
 
+A JSON claim's structure index lives beside it, at `{claim key}.index` (`s3claim._json_index`):
+the same prefix, so `forget` erases it with its claim, and never 33 hex digits, so never a claim.
+
 A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
-erases its journal, and the name, not being 33 hex digits, can never be a claim's.
+erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
+its audit trail, when the bucket keeps one (`S3AuditTrail`): `{run prefix}audit/{record}`.
 """
 
 from __future__ import annotations
 
 from s3claim.handles import HANDLE_PREFIX, HandleKey
+from s3claim.s3._seal import Seal
 from s3claim.scope import Scope
+from s3claim.telemetry import names
 
-__all__ = ["JOURNAL_NAME", "Layout", "is_journal_key"]
+__all__ = [
+    "AUDIT_FOLDER",
+    "INDEX_SUFFIX",
+    "JOURNAL_NAME",
+    "Layout",
+    "is_audit_key",
+    "is_claim_key",
+    "is_journal_key",
+]
 
 JOURNAL_NAME = "journal"
+INDEX_SUFFIX = ".index"
+AUDIT_FOLDER = names.AUDIT_FOLDER
 
 
 def is_journal_key(key: str) -> bool:
     return key.rsplit("/", 1)[-1] == JOURNAL_NAME
+
+
+def is_claim_key(key: str) -> bool:
+    """A claim's own object: not a journal, an audit record or an index beside a claim."""
+    return not (is_journal_key(key) or is_audit_key(key) or key.endswith(INDEX_SUFFIX))
+
+
+def is_audit_key(key: str) -> bool:
+    parts = key.rsplit("/", 2)
+    return len(parts) == 3 and parts[1] == AUDIT_FOLDER
 
 
 class Layout:
@@ -44,5 +70,13 @@ class Layout:
         """The key for a well-formed handle (the caller has checked it with `is_handle`)."""
         return self.run_prefix(scope) + handle.removeprefix(HANDLE_PREFIX)
 
+    def index_key(self, scope: Scope, handle: str) -> str:
+        """Where a JSON claim's structure index lives: beside the claim."""
+        return self.object_key(scope, handle) + INDEX_SUFFIX
+
     def journal_key(self, scope: Scope) -> str:
         return self.run_prefix(scope) + JOURNAL_NAME
+
+    def seal(self, object_key: str) -> Seal:
+        """The seal of the object at `object_key` (`s3claim.s3._seal`)."""
+        return Seal(self._key, object_key)

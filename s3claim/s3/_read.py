@@ -8,16 +8,17 @@ expiry and scope checks and the format are decided once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import s3claim.s3._format as _format
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import handle_width, is_handle
 from s3claim.s3._layout import Layout
+from s3claim.s3._seal import BLOCK_BYTES, Seal, block_span, sealed_size
 from s3claim.scope import Scope
 from s3claim.store import Window, check_window
 
-__all__ = ["WindowRead", "empty_window_of", "plan_read", "window_of"]
+__all__ = ["WindowRead", "checked_meta", "empty_window_of", "plan_read", "window_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +31,23 @@ class WindowRead:
     offset: int
     limit: int
     """Characters to read; 0 when `offset` lies past what any object can hold."""
+    seal: Seal = field(repr=False, compare=False)
 
     @property
     def past_any_object(self) -> bool:
         return self.limit == 0
 
     @property
+    def span(self) -> tuple[int, int, int]:
+        """(first block, first and last stored byte) of the blocks that hold the window."""
+        return block_span(self.width * self.offset, self.width * (self.offset + self.limit))
+
+    @property
     def byte_range(self) -> str:
-        return _format.byte_range(self.offset, self.limit, self.width)
+        """The window's blocks with their tags: width*limit bytes and a tag per 4,096 when the
+        window starts on a block (as a model's reads in order do), up to a block more if not."""
+        _, first, last = self.span
+        return f"bytes={first}-{last}"
 
     @staticmethod
     def has_body(content_range: str | None) -> bool:
@@ -53,15 +63,33 @@ def plan_read(layout: Layout, scope: Scope, handle: str, offset: int, limit: int
     if not is_handle(handle):
         raise ClaimUnavailableError
     width = handle_width(handle)
+    key = layout.object_key(scope, handle)
     return WindowRead(
-        key=layout.object_key(scope, handle),
+        key=key,
         run_tag=layout.run_tag(scope),
         width=width,
         offset=offset,
         # No object holds a character at or past max_chars, and a Range beyond it (up to
         # 10**30 from a model's offset) is a header S3 need not parse as meant.
         limit=max(0, min(limit, _format.max_chars(width) - offset)),
+        seal=layout.seal(key),
     )
+
+
+def checked_meta(
+    raw_meta: Mapping[str, str], *, seal: Seal, run_tag: str, width: int, now: float, operation: str
+) -> _format.ClaimMeta:
+    """The claim's metadata once its seal holds, its run and expiry allow the read, and its
+    width is the handle's; nothing of an object is used before its seal is checked."""
+    meta = _format.parse_metadata(raw_meta, operation=operation)
+    seal.check_metadata(raw_meta, operation=operation)
+    if not meta.readable(run_tag=run_tag, now=now):
+        raise ClaimUnavailableError
+    if meta.width != width:  # the key binds the width: only a damaged object disagrees
+        raise ClaimStoreError(
+            f"{operation}: object's encoding disagrees with its handle", reason="damaged"
+        )
+    return meta
 
 
 def window_of(
@@ -74,17 +102,31 @@ def window_of(
 ) -> Window:
     """The window a GetObject answer holds, once every check on it has passed."""
     answered = _format.content_range(content_range)
-    if answered is not None and answered[2] and answered[0] != read.width * read.offset:
+    block, first, last = read.span
+    if answered is not None and answered[2] and answered[0] != first:
         raise ClaimStoreError("GetObject: the server answered another range", reason="damaged")
-    meta = _format.parse_metadata(raw_meta, operation="GetObject")
-    if not meta.readable(run_tag=read.run_tag, now=now):
-        raise ClaimUnavailableError
-    if meta.width != read.width:  # the key binds the width: only a damaged object disagrees
-        raise ClaimStoreError(
-            "GetObject: object's encoding disagrees with its handle", reason="damaged"
-        )
+    meta = checked_meta(
+        raw_meta,
+        seal=read.seal,
+        run_tag=read.run_tag,
+        width=read.width,
+        now=now,
+        operation="GetObject",
+    )
+    stored = sealed_size(meta.chars * read.width)
     # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
-    text = _format.decode(data[: read.width * read.limit], read.width, operation="GetObject")
+    data = data[: last + 1 - first]
+    if (answered is not None and answered[2] and answered[2] != stored) or len(data) != max(
+        0, min(last + 1, stored) - first
+    ):
+        raise ClaimStoreError(
+            "GetObject: stored length disagrees with the object's size", reason="damaged"
+        )
+    content = read.seal.open_blocks(data, first=block, operation="GetObject")
+    start = read.width * read.offset - block * BLOCK_BYTES
+    text = _format.decode(
+        content[start : start + read.width * read.limit], read.width, operation="GetObject"
+    )
     if len(text) != max(0, min(read.limit, meta.chars - read.offset)):
         raise ClaimStoreError(
             "GetObject: window length disagrees with the object's size", reason="damaged"
@@ -94,9 +136,14 @@ def window_of(
 
 def empty_window_of(read: WindowRead, raw_meta: Mapping[str, str], *, now: float) -> Window:
     """The empty window at or past the end, from the object's metadata (a HEAD's)."""
-    meta = _format.parse_metadata(raw_meta, operation="HeadObject")
-    if not meta.readable(run_tag=read.run_tag, now=now):
-        raise ClaimUnavailableError
+    meta = checked_meta(
+        raw_meta,
+        seal=read.seal,
+        run_tag=read.run_tag,
+        width=read.width,
+        now=now,
+        operation="HeadObject",
+    )
     if read.offset < meta.chars:
         raise ClaimStoreError("GetObject: range refused inside the object's size", reason="damaged")
     return Window.of("", offset=read.offset, total_chars=meta.chars)

@@ -5,11 +5,13 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing.
-- fetch: one ranged GetObject of exactly width*limit bytes (at most; less at the end), the
-  width (1, 2 or 4) read from the handle; expiry and run are checked from that response's
-  metadata. The only two-request case is a window at or past the end (or an empty claim):
-  S3 answers 416 without metadata, so one HeadObject checks the claim still stands.
+  nothing. A JSON claim's index goes beside it: one request more for each (`_paths`).
+- fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
+  a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
+  the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that
+  response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
+  is a window at or past the end of the last block (or an empty claim): S3 answers 416
+  without metadata, so one HeadObject checks the claim still stands.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
   version and delete marker under the prefix goes (`_erase`, also for servers that have no
   versioning API).
@@ -35,7 +37,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from botocore.exceptions import BotoCoreError
 from pydantic import SecretStr
 
 import s3claim.s3._format as _format
@@ -47,14 +48,16 @@ from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._lifecycle import day_class, tagging
-from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
+from s3claim.s3._paths import JsonIndexes, PathReads
+from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
+from s3claim.s3._scan import pieces
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
+from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
-    from botocore.response import StreamingBody
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
@@ -62,8 +65,6 @@ __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
-_SCAN_BYTES = 1024 * 1024
-"""How much of a claim `scan` reads at a time: memory is bounded by this, not the claim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +75,12 @@ class ClaimInfo:
     run_tag: str
     chars: int
     expires_at: int
+    damaged: bool = False
+    """The object's seal does not hold, or it is in a format this version does not read:
+    no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
-class S3ClaimCheckStore(InBucket):
+class S3ClaimCheckStore(InBucket, PathReads):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -110,7 +114,7 @@ class S3ClaimCheckStore(InBucket):
             retry=retry,
         )
         self._written: OrderedDict[str, int] = OrderedDict()
-        self._eraser = Eraser(self)
+        self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -150,20 +154,25 @@ class S3ClaimCheckStore(InBucket):
                 self._written.move_to_end(key)
         if known is not None and known >= expires_at:
             return handle
-        meta = _format.metadata(
-            expires_at=expires_at,
-            chars=len(content),
-            run_tag=self._layout.run_tag(scope),
-            width=width,
+        seal = self._layout.seal(key)
+        meta = seal.metadata(
+            _format.metadata(
+                expires_at=expires_at,
+                chars=len(content),
+                run_tag=self._layout.run_tag(scope),
+                width=width,
+            )
         )
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
         # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
+                self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
                 break
-            body = ascii_body if ascii_body is not None else _format.encode(content, width)
-            if self._create(key, body, width, meta, days):
+            raw = ascii_body if ascii_body is not None else _format.encode(content, width)
+            if self._create(key, seal.blocks(raw), width, meta, days):
+                self._indexes.write(scope, handle, content, expires_at=expires_at, days=days)
                 break
             refresh_first = True
         else:
@@ -227,6 +236,7 @@ class S3ClaimCheckStore(InBucket):
 
     # -- fetch --------------------------------------------------------------------------
 
+    @traced_fetch
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -276,25 +286,35 @@ class S3ClaimCheckStore(InBucket):
         """The claim's text, start to end, in pieces, from one streaming GET.
 
         The GET and every check `fetch` makes happen here, before the first piece, so an
-        unavailable claim raises at the call. The body is then read `_SCAN_BYTES` at a time
+        unavailable claim raises at the call. The body is then read 1 MiB at a time
         (memory stays bounded whatever the claim's size); a stream cut midway resumes with a
         ranged GET from the next byte, at most `RetryPolicy.attempts` times.
         """
         if not is_handle(handle):
             raise ClaimUnavailableError
         key = self._layout.object_key(scope, handle)
-        width = handle_width(handle)
+        width, seal = handle_width(handle), self._layout.seal(key)
         response = self._open(key, first_byte=0)
-        meta = _format.parse_metadata(response["Metadata"], operation="GetObject")
-        if not meta.readable(run_tag=self._layout.run_tag(scope), now=self._clock.now()):
-            response["Body"].close()
-            raise ClaimUnavailableError
-        if meta.width != width:
-            response["Body"].close()
-            raise ClaimStoreError(
-                "GetObject: object's encoding disagrees with its handle", reason="damaged"
+        try:
+            meta = checked_meta(
+                response["Metadata"],
+                seal=seal,
+                run_tag=self._layout.run_tag(scope),
+                width=width,
+                now=self._clock.now(),
+                operation="GetObject",
             )
-        return self._pieces(key, response["Body"], width, expected=meta.chars * width)
+        except BaseException:
+            response["Body"].close()
+            raise
+        return pieces(
+            response["Body"],
+            width=width,
+            seal=seal,
+            content_bytes=meta.chars * width,
+            reopen=lambda first_byte: self._open(key, first_byte=first_byte)["Body"],
+            attempts=self._retry.attempts,
+        )
 
     def _open(self, key: str, *, first_byte: int) -> GetObjectOutputTypeDef:
         ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
@@ -307,38 +327,9 @@ class S3ClaimCheckStore(InBucket):
         except Refused:
             raise ClaimUnavailableError from None
 
-    def _pieces(self, key: str, body: StreamingBody, width: int, *, expected: int) -> Iterator[str]:
-        received = 0
-        carry = b""  # the bytes of a character split between two reads
-        resumes = 0
-        try:
-            while True:
-                try:
-                    for chunk in body.iter_chunks(_SCAN_BYTES):
-                        received += len(chunk)
-                        data = carry + chunk
-                        cut = len(data) - len(data) % width
-                        carry = data[cut:]
-                        if cut:
-                            yield _format.decode(data[:cut], width, operation="GetObject")
-                    break
-                except BotoCoreError as exc:  # the stream broke: go on from the next byte
-                    resumes += 1
-                    if resumes >= self._retry.attempts:
-                        raise ClaimStoreError(
-                            f"GetObject stream failed {resumes} time(s): {type(exc).__name__}"
-                        ) from exc
-                    body.close()
-                    body = self._open(key, first_byte=received)["Body"]
-            if carry or received != expected:
-                raise ClaimStoreError(
-                    "GetObject: body length disagrees with the object's size", reason="damaged"
-                )
-        finally:
-            body.close()
-
     # -- forget -------------------------------------------------------------------------
 
+    @traced_forget
     def forget(
         self,
         *,
@@ -371,7 +362,8 @@ class S3ClaimCheckStore(InBucket):
         """Every claim of a tenant (or one run) in key order, expired ones included.
 
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
-        (tool content) is ever read. Objects under the prefix that are not claims are skipped.
+        (tool content) is ever read. Objects under the prefix that are not claims are skipped;
+        a claim whose metadata seal fails (or of an older format) is listed as `damaged`.
         """
         if run is not None:
             under, depth = self._layout.run_prefix(Scope(tenant=tenant, run=run)), 1
@@ -385,7 +377,13 @@ class S3ClaimCheckStore(InBucket):
             head = self._head(key)
             if head is None:
                 continue  # forgotten or collected since the listing
-            meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+            try:
+                meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
+                self._layout.seal(key).check_metadata(head["Metadata"], operation="HeadObject")
+            except ClaimStoreError:
+                run_tag = key.rsplit("/", 2)[-2]  # {prefix}{tenant}/{run}/{digest}
+                yield ClaimInfo(handle, run_tag, 0, 0, damaged=True)
+                continue
             yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
 
     def __repr__(self) -> str:

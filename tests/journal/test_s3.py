@@ -25,6 +25,7 @@ from s3claim import (
     Scope,
     ScriptedProvider,
 )
+from s3claim.s3._seal import Seal
 from tests.journal._records import record
 from tests.journal.conftest import JournalRig
 from tests.servers import Wire
@@ -54,10 +55,11 @@ def test_the_journal_is_one_object_beside_the_runs_claims_encrypted_and_tagged(
     assert head["ContentType"] == "application/json"
     meta = head["Metadata"]
     assert (meta["s3claim-journal"], meta["s3claim-status"], meta["s3claim-turns"]) == (
-        "1",
+        "2",
         "running",
         "2",
     )
+    assert len(meta["s3claim-mac"]) == 32 and len(meta["s3claim-body"]) == 64  # the seal
     assert meta["s3claim-run"] == rig.key.run_tag(SCOPE)
     tags = rig.client.get_object_tagging(Bucket=rig.bucket, Key=journal_key)["TagSet"]
     assert tags == [{"Key": "s3claim-ttl-days", "Value": "1"}]
@@ -131,38 +133,43 @@ def test_forget_erases_journals_with_claims_and_counts_only_claims(s3_rig: Journ
 # -- damaged objects --------------------------------------------------------------------------
 
 
-def _valid_body(rig: JournalRig) -> bytes:
+def _valid(rig: JournalRig) -> tuple[bytes, dict[str, str]]:
+    """A saved journal's body and metadata; the object itself removed."""
     rig.journal.save(SCOPE, record(2, canary="CANARY"), replaces=None)
     key = run_prefix(rig.key) + "journal"
-    body: bytes = rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read()
+    got = rig.client.get_object(Bucket=rig.bucket, Key=key)
+    body: bytes = got["Body"].read()
     rig.client.delete_object(Bucket=rig.bucket, Key=key)
-    return body
+    return body, dict(got["Metadata"])
 
 
 def _newer(body: bytes) -> bytes:
     value = json.loads(body)
-    value["format"] = 2
+    value["format"] = 3
     value["record"] = {"renamed": "CANARY"}
     return json.dumps(value).encode()
 
 
+# Damage a writer holding the key could still do (an older or newer s3claim, a bug): sealed,
+# so the checks behind the seal are what refuse it. Unsealed damage: tests/test_integrity.py.
 DAMAGE = {
     "not-json": (lambda body: b"CANARY \x00\xff not json", {}, "not a JSON document"),
     "truncated": (lambda body: body[: len(body) // 2], {}, "truncated"),
     "wrong-shape": (
-        lambda body: json.dumps({"format": 1, "CANARY": ["CANARY"]}).encode(),
+        lambda body: json.dumps({"format": 2, "CANARY": ["CANARY"]}).encode(),
         {},
-        "not a format 1 record",
+        "not a format 2 record",
     ),
     "wrong-record": (
         lambda body: body.replace(b'"turns":2', b'"turns":"CANARY"'),
         {},
-        "not a format 1 record",
+        "not a format 2 record",
     ),
-    "newer-body": (_newer, {}, "format 2 by a newer s3claim"),
+    "newer-body": (_newer, {}, "format 3 by a newer s3claim"),
     "newer-metadata": (lambda body: body, {"s3claim-journal": "3"}, "format 3 by a newer"),
     # issue 21: 100,000 levels deep was a RecursionError, not a ClaimStoreError
     "too-deep": (lambda body: b"[" * 100_000 + b"]" * 100_000, {}, "nests deeper than 200"),
+    "format-1": (lambda body: body, {"s3claim-mac": None}, "carries no seal"),
 }
 
 
@@ -171,10 +178,18 @@ def test_a_damaged_journal_is_a_store_error_naming_the_run_tag_and_is_never_over
     s3_rig: JournalRig, damage: str
 ) -> None:
     rig = s3_rig
-    change, metadata, reason = DAMAGE[damage]
+    change, changes, reason = DAMAGE[damage]
     key = run_prefix(rig.key) + "journal"
-    damaged = change(_valid_body(rig))
-    rig.client.put_object(Bucket=rig.bucket, Key=key, Body=damaged, Metadata=metadata)
+    body, metadata = _valid(rig)
+    damaged = change(body)
+    fields = {k: v for k, v in {**metadata, **changes}.items() if k.startswith("s3claim-")}
+    sealed = Seal(rig.key, key).metadata(
+        {k: v for k, v in fields.items() if k not in ("s3claim-mac", "s3claim-body")},
+        body=damaged,
+    )
+    if "s3claim-mac" in changes:  # an object written before seals
+        sealed = {k: v for k, v in sealed.items() if k not in ("s3claim-mac", "s3claim-body")}
+    rig.client.put_object(Bucket=rig.bucket, Key=key, Body=damaged, Metadata=sealed)
     runner = AgentRunner(provider=ScriptedProvider([]), tools=[], journal=rig.journal)
 
     for attempt in (
@@ -192,8 +207,9 @@ def test_a_damaged_journal_is_a_store_error_naming_the_run_tag_and_is_never_over
             "q", tenant=SCOPE.tenant, run_id=SCOPE.run
         )
     assert rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read() == damaged
-    listed = rig.runs("acme")  # an operator still sees it, by tag
-    assert [(i.run_tag, i.status) for i in listed] == [(rig.key.run_tag(SCOPE), "unreadable")]
+    listed = rig.runs("acme")  # an operator still sees it, by tag, from sealed metadata alone
+    status = "unreadable" if damage in ("newer-metadata", "format-1") else "running"
+    assert [(i.run_tag, i.status) for i in listed] == [(rig.key.run_tag(SCOPE), status)]
 
 
 # -- conditional writes and their retries -----------------------------------------------------

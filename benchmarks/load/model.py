@@ -1,0 +1,183 @@
+"""The capacity model: S3 requests per operation, the scenarios built from them, and prices.
+
+Budgets are the store's own (s3claim/s3/_store.py, _journal.py, _erase.py docstrings) and
+are what `tests/test_capacity_model.py` and `make bench-load` measure with botocore hooks.
+Addressing modes being added by others (`from_end=`, `line=`, `path=`) carry the budgets
+their specifications give; nothing here measures them (`measured=False`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CODING_RUN",
+    "COUNSEL_RUN",
+    "OPERATIONS",
+    "PRICES",
+    "SIMULATED_RUN",
+    "Budget",
+    "Price",
+    "Scenario",
+    "cost_per_thousand",
+]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """S3 requests one logical operation sends on the happy path, by S3 operation."""
+
+    name: str
+    requests: dict[str, int]
+    note: str
+    measured: bool = True
+    at_most: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.requests.values())
+
+
+OPERATIONS: dict[str, Budget] = {
+    b.name: b
+    for b in (
+        Budget("check_in", {"PutObject": 1}, "new content: one conditional PUT"),
+        Budget(
+            "check_in_again",
+            {"PutObject": 1, "CopyObject": 1},
+            "same content, same run, another process: 412, then an in-place copy (no body); "
+            "0 requests in the process that wrote it while its expiry covers the new TTL",
+        ),
+        Budget("fetch", {"GetObject": 1}, "offset=: one ranged GET of width x limit bytes"),
+        Budget(
+            "fetch_past_end",
+            {"GetObject": 1, "HeadObject": 1},
+            "a window at or past the end: 416 carries no metadata, so one HEAD",
+        ),
+        Budget("fetch_from_end", {"GetObject": 1}, "specified, not yet built", measured=False),
+        Budget(
+            "fetch_line",
+            {"GetObject": 2},
+            "specified: at most 2 ranged GETs",
+            measured=False,
+            at_most=True,
+        ),
+        Budget(
+            "fetch_path",
+            {"GetObject": 3},
+            "specified: at most 3 ranged GETs",
+            measured=False,
+            at_most=True,
+        ),
+        Budget("search", {"GetObject": 1}, "one streaming GET per claim (+1 per cut stream)"),
+        Budget("journal_save", {"PutObject": 1}, "one conditional PUT per model turn"),
+        Budget("resume", {"GetObject": 1}, "one GET of the journal, whatever the run's length"),
+        Budget(
+            "run_with_id",
+            {"HeadObject": 1},
+            "AgentRunner.run(run_id=...) checks the id is free: one HEAD",
+        ),
+        Budget(
+            "forget",
+            {"ListObjectVersions": 1, "DeleteObjects": 1},
+            "per 1,000 versions under the tenant or run prefix",
+        ),
+        Budget("proxy_call_small", {}, "an upstream result under the threshold passes through"),
+        Budget("proxy_call_large", {"PutObject": 1}, "an upstream result checked in"),
+        Budget("proxy_fetch", {"GetObject": 1}, "fetch_result (or resources/read of a claim)"),
+        Budget("proxy_search", {"GetObject": 1}, "search_result"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A run as a count of logical operations."""
+
+    name: str
+    operations: dict[str, int]
+    assumption: str
+    requests: Counter[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        total: Counter[str] = Counter()
+        for op, times in self.operations.items():
+            for s3_op, n in OPERATIONS[op].requests.items():
+                total[s3_op] += n * times
+        object.__setattr__(self, "requests", total)
+
+
+SIMULATED_RUN = Scenario(
+    "simulated run (make bench-load)",
+    {"check_in": 2, "fetch": 2, "search": 1, "journal_save": 5, "resume": 1},
+    "2 tool results checked in (the 92,212-character contract and a run-specific log), "
+    "2 fetches, 1 search, 5 model turns each saved, then a resume of the finished run",
+)
+COUNSEL_RUN = Scenario(
+    "counsel scenario",
+    {"check_in": 1, "fetch": 2, "journal_save": 4},
+    "the contract checked in once, fetched at sections 17.1 and 19.2, 4 model turns saved",
+)
+CODING_RUN = Scenario(
+    "100-turn coding-agent run",
+    {"check_in": 30, "fetch": 40, "search": 10, "journal_save": 100, "resume": 1, "forget": 1},
+    "assumed, not measured: 100 turns saved, 30 oversized tool results (file reads, test "
+    "logs), 40 fetches, 10 searches, one resume after a restart, the run forgotten at the end",
+)
+
+
+@dataclass(frozen=True)
+class Price:
+    """List prices in USD, us-east-1, per 1,000 requests (and per GB where charged)."""
+
+    name: str
+    tier1: float
+    """PUT, COPY, POST, LIST."""
+    tier2: float
+    """GET, HEAD and the rest."""
+    upload_gb: float
+    retrieval_gb: float
+    source: str
+
+
+PRICES = (
+    Price(
+        "S3 Standard",
+        tier1=0.005,
+        tier2=0.0004,
+        upload_gb=0.0,
+        retrieval_gb=0.0,
+        source="https://c3x.dev/blog/s3-request-fees-explained; "
+        "https://awsi.click/en/articles/s3-request-pricing-get-put-difference/",
+    ),
+    Price(
+        "S3 Express One Zone",
+        tier1=0.00113,
+        tier2=0.00003,
+        upload_gb=0.0032,
+        retrieval_gb=0.0006,
+        source="https://aws.amazon.com/s3/faqs/ (S3 Express One Zone pricing examples)",
+    ),
+)
+_TIER1 = {"PutObject", "CopyObject", "ListObjectVersions", "ListObjectsV2"}
+_FREE = {"DeleteObjects", "DeleteObject"}  # DELETE requests are not charged
+
+
+def cost_per_thousand(
+    requests: Counter[str], price: Price, *, upload_bytes: int = 0, retrieval_bytes: int = 0
+) -> float:
+    """USD for 1,000 runs that each send `requests` (and move these bytes)."""
+    dollars = 0.0
+    for op, n in requests.items():
+        if op in _FREE:
+            continue
+        dollars += n * (price.tier1 if op in _TIER1 else price.tier2) / 1000
+    gib = 1024**3
+    dollars += upload_bytes / gib * price.upload_gb + retrieval_bytes / gib * price.retrieval_gb
+    return dollars * 1000
+
+
+def forget_requests(claims: int) -> int:
+    return 2 * max(1, math.ceil(claims / 1000))

@@ -1,0 +1,254 @@
+"""docs/capacity.md's measured half and docs/capacity.png, from benchmarks/results/capacity.json.
+
+`python -m benchmarks.load.report` re-renders them from the last run without measuring.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchmarks.load.model import (
+    CODING_RUN,
+    COUNSEL_RUN,
+    OPERATIONS,
+    PRICES,
+    SIMULATED_RUN,
+    Scenario,
+    cost_per_thousand,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "capacity.md"
+PLOT = ROOT / "docs" / "capacity.png"
+RESULTS = ROOT / "benchmarks" / "results" / "capacity.json"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+MODEL_BEGIN, MODEL_END = "<!-- model:begin -->", "<!-- model:end -->"
+WRITES_PER_PARTITION, READS_PER_PARTITION = 3500, 5500
+_WRITES = {"PutObject", "CopyObject", "DeleteObjects"}
+OPS = ("check_in", "fetch", "search", "journal_save", "resume")
+PROXY_OPS = ("proxy_call_large", "proxy_fetch", "proxy_search")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f}"
+
+
+def _errors(row: dict[str, Any]) -> int:
+    return int(row.get("failed", 0) + sum(row["refusals"].values()) + row["lost"])
+
+
+def agreement(sweep: list[dict[str, Any]]) -> list[str]:
+    """Model against measurement, per operation: requests per call in every cell."""
+    lines = ["| operation | model (S3 requests) | measured, every cell of the sweep | agree |",
+             "|---|---|---|---|"]  # fmt: skip
+    for op in OPS:
+        times = SIMULATED_RUN.operations[op]
+        predicted = OPERATIONS[op].requests
+        seen: set[str] = set()
+        for row in sweep:
+            got = row["per_operation"].get(op, {})
+            calls = row["runs"] * times
+            seen.add(", ".join(f"{k} {v / calls:g}" for k, v in sorted(got.items())))
+        want = ", ".join(f"{k} {v}" for k, v in sorted(predicted.items()))
+        lines.append(f"| {op} | {want} | {' / '.join(sorted(seen))} | "
+                     f"{'yes' if seen == {want} else '**no**'} |")  # fmt: skip
+    return lines
+
+
+def sweep_table(rows: list[dict[str, Any]], server: str) -> list[str]:
+    head = " | ".join(f"{op} p50/p99" for op in OPS)
+    lines = [f"| N | runs | runs/s | S3 req/s | {head} (ms) | errors | client CPU | "
+             "server CPU | client peak MB | server peak MB | load avg |",
+             "|" + "---|" * (11 + len(OPS) - 1)]  # fmt: skip
+    for r in (r for r in rows if r["server"] == server):
+        lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in OPS)
+        lines.append(
+            f"| {r['workers']:,} | {r['runs']:,} | {r['runs_per_s']:.1f} | "
+            f"{r['requests_per_s']:.0f} | {lat} | {_errors(r)} | "
+            f"{r['client_cpu'] / r['wall']:.2f} | {r['server_cpu'] / r['wall']:.2f} | "
+            f"{r['client_peak_rss_mb']:.0f} | {r['server_peak_rss_mb']:.0f} | "
+            f"{r['load_average']:.1f} |"
+        )
+    return lines
+
+
+def pool_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| max_pool_connections | runs/s | S3 requests | connections opened | "
+             "thrown away (pool full) | journal_save p99 (ms) | errors |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['pool']} | {r['runs_per_s']:.1f} | {r['requests']:,} | "
+                     f"{r['connections']:,} | {r['discarded']:,} | "
+                     f"{_ms(r['p99']['journal_save'])} | {_errors(r)} |")  # fmt: skip
+    return lines
+
+
+def fleet_table(rows: list[dict[str, Any]]) -> list[str]:
+    head = " | ".join(f"{op.removeprefix('proxy_')} p50/p99" for op in PROXY_OPS)
+    lines = [
+        f"| proxies | runs | runs/s | calls/s | {head} (ms) | S3 requests per run | "
+        "errors | peak MB per proxy | load avg |",
+        "|" + "---|" * (8 + len(PROXY_OPS)),
+    ]
+    for r in rows:
+        lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in PROXY_OPS)
+        per_run = ", ".join(f"{k} {v / r['runs']:g}" for k, v in sorted(r["s3_requests"].items()))
+        peaks = ", ".join(f"{p['peak_rss_mb']:.0f}" for p in r["proxies"])
+        lines.append(f"| {r['size']} | {r['runs']} | {r['runs_per_s']:.1f} | "
+                     f"{r['calls_per_s']:.1f} | {lat} | {per_run} | {_errors(r)} | {peaks} | "
+                     f"{r['load_average']:.1f} |")  # fmt: skip
+    return lines
+
+
+def chaos_lines(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
+    injected = sum(runs["relay"]["injected"].values())
+    total = sum(runs["relay"]["requests"].values())
+    f_injected = sum(fleet["injected"].values())
+    return [
+        f"- In-process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
+        f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}). "
+        f"Runs that failed: {runs['failed']}; journals or claims lost: {runs['lost']} (every "
+        f"journal of the first 256 runs read back `answered`, every claim fetched); what the "
+        f"model read as an error: {runs['refusals'] or 'nothing'}.",
+        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; proxy 1 SIGKILLed "
+        f"{3:.0f} s in and restarted on its port "
+        f"{fleet['killed'].get('restarted_after_s', 0):.1f} s later; {f_injected} S3 requests "
+        f"answered SlowDown. Calls moved to the other instance: {fleet['failovers']}; errors "
+        f"the agents read: {fleet['refusals'] or 'none'}; claims lost: {fleet['lost']} (128 "
+        f"read back through the last instance). S3 requests per run: "
+        + ", ".join(f"{k} {v / fleet['runs']:.2f}" for k, v in sorted(fleet["s3_requests"].items()))
+        + " (above 1 PUT: check-ins sent again after the kill, each a 412 and a refresh).",
+    ]
+
+
+def model_lines(bytes_per: dict[str, float]) -> list[str]:
+    """The model's tables: budgets, scenarios, rates per partition, dollars per 1,000 runs.
+
+    `bytes_per`: request body bytes per operation, measured (the sweep's mean), for the
+    per-GB charges of S3 Express One Zone.
+    """
+    lines = [MODEL_BEGIN, "", "| operation | S3 requests | measured here | note |",
+             "|---|---|---|---|"]  # fmt: skip
+    for b in OPERATIONS.values():
+        reqs = " + ".join(f"{n} {k}" for k, n in b.requests.items()) or "0"
+        if b.at_most:
+            reqs = f"at most {reqs}"
+        where = (
+            "yes (make bench-load, tests)"
+            if b.name in SIMULATED_RUN.operations
+            else ("tests/test_budgets.py, test_s3_store.py" if b.measured else "no: specified")
+        )
+        lines.append(f"| {b.name} | {reqs} | {where} | {b.note} |")
+    lines += ["", "| run | operations | S3 requests per run | runs/s one partition holds "
+              "(writes / reads) | " + " | ".join(f"$ per 1,000 runs, {p.name}" for p in PRICES)
+              + " |", "|---|---|---|---|" + "---|" * len(PRICES)]  # fmt: skip
+    for scenario in (SIMULATED_RUN, COUNSEL_RUN, CODING_RUN):
+        lines.append(_scenario_row(scenario, bytes_per))
+    lines += ["", "Request prices (us-east-1, per 1,000): "
+              + "; ".join(f"{p.name}: PUT/COPY/POST/LIST ${p.tier1}, GET/HEAD ${p.tier2}"
+                          + (f", ${p.upload_gb}/GB uploaded, ${p.retrieval_gb}/GB retrieved"
+                             if p.upload_gb else "") + f" ({p.source})" for p in PRICES)
+              + ". DELETE requests are free. Upload bytes per operation for the per-GB "
+              "charges are this sweep's measured means: "
+              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items())) + ".",
+              "", MODEL_END]  # fmt: skip
+    return lines
+
+
+def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
+    reqs = scenario.requests
+    writes = sum(n for k, n in reqs.items() if k in _WRITES)
+    reads = sum(n for k, n in reqs.items() if k not in _WRITES)
+    rate_w = WRITES_PER_PARTITION / writes if writes else float("inf")
+    rate_r = READS_PER_PARTITION / reads if reads else float("inf")
+    upload = sum(bytes_per.get(op, 0) * n for op, n in scenario.operations.items())
+    retrieval = 4096 * (scenario.operations.get("fetch", 0) + scenario.operations.get("search", 0))
+    dollars = [cost_per_thousand(reqs, p, upload_bytes=int(upload), retrieval_bytes=retrieval)
+               for p in PRICES]  # fmt: skip
+    ops = ", ".join(f"{n} {op}" for op, n in scenario.operations.items())
+    total = ", ".join(f"{n} {k}" for k, n in sorted(reqs.items()))
+    return (
+        f"| {scenario.name} | {ops} | {total} | {rate_w:,.0f} / {rate_r:,.0f} | "
+        + " | ".join(f"${d:.4f}" for d in dollars)
+        + " |"
+    )
+
+
+def plot(results: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right, fleet) = plt.subplots(1, 3, figsize=(14, 4.2))
+    for server, style in (("s3rver", "o-"), ("moto", "s--")):
+        rows = [r for r in results["sweep"] if r["server"] == server]
+        if not rows:
+            continue
+        ns = [r["workers"] for r in rows]
+        left.plot(ns, [r["runs_per_s"] for r in rows], style, label=server)
+        for op in ("journal_save", "fetch"):
+            right.plot(ns, [r["p99"][op] * 1000 for r in rows], style, label=f"{server} {op}")
+    for axis in (left, right):
+        axis.set_xscale("log", base=4)
+        axis.set_xlabel("concurrent runs in one process (N)")
+        axis.legend(fontsize=8)
+    left.set_ylabel("runs per second (11 S3 requests each)")
+    right.set_ylabel("p99 latency (ms)")
+    right.set_yscale("log")
+    sizes = [r["size"] for r in results["fleet"]]
+    fleet.bar([str(s) for s in sizes], [r["runs_per_s"] for r in results["fleet"]])
+    fleet.set_xlabel("mcp-proxy processes on one bucket")
+    fleet.set_ylabel("agent runs per second (4 MCP calls each)")
+    fig.suptitle(f"s3claim on one bucket, loopback, {results['machine']} (shared), "
+                 f"{results['date']}")  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=110)
+
+
+def write(results: dict[str, Any]) -> None:
+    lines = [BEGIN, "", f"Measured {results['date']} on {results['machine']}, "
+             f"`make bench-load` in {results['seconds'] / 60:.1f} minutes.", "",
+             "### Requests per operation: model and measurement", "",
+             *agreement(results["sweep"]), ""]  # fmt: skip
+    for server in ("s3rver", "moto"):
+        lines += [f"### {server}: N concurrent runs, one store and one journal", "",
+                  *sweep_table(results["sweep"], server), ""]  # fmt: skip
+    lines += ["### Connection pool: before and after", "", *pool_table(results["pool"]), "",
+              "### A fleet of MCP proxies on one bucket", "", *fleet_table(results["fleet"]),
+              "", "### Chaos", "", *chaos_lines(results["chaos_runs"], results["fleet_chaos"]),
+              "", "![throughput and p99 against N](capacity.png)", "", END]  # fmt: skip
+    text = DOC.read_text()
+    block = "\n".join(lines)
+    text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    model = "\n".join(model_lines(bytes_per_operation(results["sweep"])))
+    text = re.sub(re.escape(MODEL_BEGIN) + ".*?" + re.escape(MODEL_END), lambda _: model, text,
+                  flags=re.S)  # fmt: skip
+    DOC.write_text(text)
+    plot(results)
+
+
+def bytes_per_operation(sweep: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean request body bytes per call of each operation, over every cell."""
+    sent: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for row in sweep:
+        for op, times in SIMULATED_RUN.operations.items():
+            sent[op] += row["request_bytes"].get(op, 0)
+            calls[op] += row["runs"] * times
+    return {op: sent[op] / calls[op] for op in calls if calls[op] and sent[op]}
+
+
+def totals(row: dict[str, Any]) -> Counter[str]:
+    wire: Counter[str] = Counter()
+    for by_s3 in row["per_operation"].values():
+        wire.update(by_s3)
+    return wire
+
+
+if __name__ == "__main__":
+    write(json.loads(RESULTS.read_text()))

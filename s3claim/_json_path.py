@@ -1,0 +1,320 @@
+"""Reading a JSON claim by JSON Pointer (RFC 6901), the same way from every store.
+
+`read_path(source, pointer, limit=...)` needs two things of a store, as a `Source`: a range
+of the claim's index bytes and a range of its characters. The memory store slices; the S3
+store sends a ranged GET for each. So both stores give the same answer for the same claim,
+and the S3 store's cost is the reads below (see `s3claim._json_index` for the layout):
+
+1. the index's head (`HEAD_BYTES`): the deepest large container on the pointer's way;
+2. that container's listing (the pointer names it), or its entry for the next token;
+3. the characters of the answer's window, or of the small container that holds the answer,
+   which is then parsed here.
+
+Every failure a model can act on is a `PathError` with a kind the claim tool reports.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from s3claim._json_index import (
+    HEAD_BYTES,
+    KEY_CHARS,
+    LISTED,
+    PROBE,
+    SCAN,
+    WHITESPACE,
+    Head,
+    Node,
+    entry_of,
+    key_fingerprint,
+    kind_of,
+    parse_head,
+    pointer_fingerprints,
+)
+
+__all__ = [
+    "Member",
+    "NoIndexError",
+    "PathError",
+    "PathRead",
+    "Source",
+    "escape",
+    "parse_pointer",
+    "read_path",
+]
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+_ESCAPE = re.compile(r"~[01]")
+_Q = struct.Struct("<Q")
+
+
+class NoIndexError(LookupError):
+    """The claim has no structure index (not JSON, or checked in before indexes existed)."""
+
+
+class PathError(ValueError):
+    """A pointer the model can fix: `kind` is `invalid_arguments` or `no_such_path`."""
+
+    def __init__(self, kind: Literal["invalid_arguments", "no_such_path"], message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Source(Protocol):
+    """What `read_path` asks of a store for one claim."""
+
+    def index_bytes(self, start: int, end: int) -> bytes:
+        """Index bytes [start, end), fewer at the end; `NoIndexError` when there is none."""
+        ...
+
+    def chars(self, start: int, end: int) -> str:
+        """The claim's characters [start, end)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member of an object or array: its key (None in an array), span and type."""
+
+    key: str | None
+    index: int
+    start: int
+    end: int
+    kind: str
+    key_cut: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PathRead:
+    """The answer: the value's span and type, a window of its text, and its first members."""
+
+    pointer: str
+    kind: str
+    start: int
+    end: int
+    total_chars: int
+    text: str
+    """The value's first characters (up to the limit), exactly as they are in the claim."""
+    members: tuple[Member, ...] = ()
+    member_count: int = 0
+
+    @property
+    def next_offset(self) -> int | None:
+        """Where an offset read goes on when the window holds less than the value."""
+        shown = self.start + len(self.text)
+        return shown if shown < self.end else None
+
+    def __repr__(self) -> str:  # the text is tool content: never in a repr
+        return (
+            f"PathRead(kind={self.kind!r}, start={self.start}, end={self.end}, "
+            f"chars={len(self.text)}, members={self.member_count})"
+        )
+
+
+def escape(token: str) -> str:
+    """A key as a pointer token (`~` as `~0`, `/` as `~1`)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def parse_pointer(pointer: str) -> list[str]:
+    """The tokens of an RFC 6901 pointer; `PathError` (invalid_arguments) saying what is wrong."""
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise PathError(
+            "invalid_arguments",
+            "path must be a JSON Pointer: empty for the whole document, or starting with '/' "
+            "(such as '/items/3')",
+        )
+    tokens = pointer[1:].split("/")
+    for token in tokens:
+        if token.count("~") != len(_ESCAPE.findall(token)):
+            raise PathError(
+                "invalid_arguments",
+                "path has a '~' that is not '~0' (for ~) or '~1' (for /), as JSON Pointer "
+                "escapes them",
+            )
+    return [_ESCAPE.sub(lambda m: "~" if m.group() == "~0" else "/", t) for t in tokens]
+
+
+def _join(tokens: Sequence[str]) -> str:
+    return "".join("/" + escape(t) for t in tokens)
+
+
+def read_path(source: Source, pointer: str, *, limit: int) -> PathRead:
+    """The value at `pointer`; see the module docstring for the reads it costs."""
+    tokens = parse_pointer(pointer)
+    head = parse_head(source.index_bytes(0, HEAD_BYTES))
+    prints = pointer_fingerprints(tokens)
+    depth = max((d for d, fp in enumerate(prints) if fp in head.nodes), default=-1)
+    if depth == len(tokens):
+        return _node_answer(source, head, tokens, head.nodes[prints[depth]], limit)
+    if depth < 0:
+        start, end = head.root
+        rest = tokens
+    else:
+        node = head.nodes[prints[depth]]
+        start, end = _member_span(source, node, tokens, depth)
+        rest = tokens[depth + 1 :]
+    text = source.chars(start, end)
+    found, found_end, members, count = _within(text, tokens, len(tokens) - len(rest))
+    return PathRead(
+        pointer,
+        kind_of(text[found]),
+        start + found,
+        start + found_end,
+        head.total_chars,
+        text[found : min(found_end, found + limit)],
+        tuple(
+            Member(m.key, m.index, start + m.start, start + m.end, m.kind, m.key_cut)
+            for m in members
+        ),
+        count,
+    )
+
+
+def _node_answer(
+    source: Source, head: Head, tokens: Sequence[str], node: Node, limit: int
+) -> PathRead:
+    import json
+
+    rows = json.loads(source.index_bytes(node.block, node.table)) if node.listing_bytes else []
+    members = tuple(
+        Member(
+            key if key is None else key[:KEY_CHARS],
+            n,
+            start,
+            end,
+            kind_of(first),
+            key is not None and len(key) > KEY_CHARS,
+        )
+        for n, (key, start, end, first) in enumerate(rows)
+    )
+    text = source.chars(node.start, min(node.end, node.start + limit))
+    kind = "object" if node.is_object else "array"
+    return PathRead(
+        _join(tokens), kind, node.start, node.end, head.total_chars, text, members, node.count
+    )
+
+
+def _member_span(source: Source, node: Node, tokens: Sequence[str], depth: int) -> tuple[int, int]:
+    """The span of the member that `tokens[depth]` names in a node: one read of its table."""
+    token = tokens[depth]
+    where = _join(tokens[:depth]) or "the document"
+    if not node.is_object:
+        if _INDEX.fullmatch(token) is None or int(token) >= node.count:
+            raise PathError("no_such_path", _no_element(where, token, node.count))
+        at = node.table + 8 * int(token)
+        (raw,) = _Q.unpack(source.index_bytes(at, at + 8))
+        start, length = entry_of(raw)
+        return start, start + length
+    fp = key_fingerprint(token)
+    home = node.table + 16 * (fp % node.slots)
+    window = source.index_bytes(home, home + 16 * PROBE)
+    for at in range(0, len(window) - 15, 16):
+        slot_fp, raw = struct.unpack_from("<QQ", window, at)
+        if slot_fp == fp:
+            start, length = entry_of(raw)
+            return start, start + length
+        if slot_fp == 0:
+            break
+    raise PathError("no_such_path", f"nothing at path: {where} (an object) has no key {token!r}")
+
+
+def _no_element(where: str, token: str, count: int) -> str:
+    numbered = f"numbered 0 to {count - 1}" if count else "none"
+    return (
+        f"nothing at path: {where} is an array of {count} elements ({numbered}), and "
+        f"{token!r} is not one of them"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Local:
+    key: str | None
+    index: int
+    start: int
+    end: int
+    kind: str
+    key_cut: bool = False
+
+
+def _members(text: str, start: int) -> Iterator[_Local]:
+    """The members of the (valid) container at `text[start]`, each parsed by the C scanner."""
+    is_object = text[start] == "{"
+    close = "}" if is_object else "]"
+    i = WHITESPACE.match(text, start + 1).end()  # type: ignore[union-attr]
+    n = 0
+    while text[i] != close:
+        key: str | None = None
+        if is_object:
+            key, i = SCAN(text, i)
+            i = WHITESPACE.match(text, WHITESPACE.match(text, i).end() + 1).end()  # type: ignore[union-attr]
+        value_start = i
+        _, i = SCAN(text, i)
+        yield _Local(key, n, value_start, i, kind_of(text[value_start]))
+        n += 1
+        i = WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
+        if text[i] == ",":
+            i = WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+
+
+def _within(text: str, tokens: Sequence[str], done: int) -> tuple[int, int, list[_Local], int]:
+    """Follow `tokens[done:]` inside `text`, one small JSON value read whole.
+
+    Returns the value's span in `text`, its first `LISTED` members and their count.
+    """
+    start = WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    end = len(text.rstrip(" \t\n\r"))
+    for depth in range(done, len(tokens)):
+        token = tokens[depth]
+        where = _join(tokens[:depth]) or "the document"
+        kind = kind_of(text[start])
+        if kind not in ("object", "array"):
+            raise PathError(
+                "no_such_path", f"nothing at path: {where} is a {kind}, which has no members"
+            )
+        if kind == "array" and _INDEX.fullmatch(token) is None:
+            raise PathError("no_such_path", _no_element(where, token, _count(text, start)))
+        chosen = None
+        for member in _members(text, start):
+            if (member.key == token) if kind == "object" else (member.index == int(token)):
+                chosen = member  # the last of duplicate keys wins, as in json.loads
+                if kind == "array":
+                    break
+        if chosen is None:
+            if kind == "array":
+                raise PathError("no_such_path", _no_element(where, token, _count(text, start)))
+            raise PathError(
+                "no_such_path", f"nothing at path: {where} (an object) has no key {token!r}"
+            )
+        start, end = chosen.start, chosen.end
+    listed: list[_Local] = []
+    count = 0
+    if text[start] in "[{":
+        for member in _members(text, start):
+            if count < LISTED:
+                key = member.key
+                cut = key is not None and len(key) > KEY_CHARS
+                listed.append(
+                    _Local(
+                        key[:KEY_CHARS] if key else key,
+                        count,
+                        member.start,
+                        member.end,
+                        member.kind,
+                        cut,
+                    )
+                )
+            count += 1
+    return start, end, listed, count
+
+
+def _count(text: str, start: int) -> int:
+    return sum(1 for _ in _members(text, start))

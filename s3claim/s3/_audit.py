@@ -1,0 +1,101 @@
+"""S3AuditTrail: the audit trail kept in the claim bucket, beside each run's claims.
+
+Each record is one small object at `{run prefix}audit/{milliseconds}-{random}`, under the
+tenant's prefix, so `forget` (of the tenant or of the run) erases the trail with the claims
+and `s3claim audit --tenant ...` lists it. Records hold keyed tags, sizes and outcomes, never
+content (`s3claim.telemetry.AuditRecord`), and expire with the bucket's longest day class.
+Keeping is a logging handler on the `s3claim.audit` logger, so every face that redeems a
+handle keeps its records with no wiring of its own; it costs one PUT per record, sent from
+the thread that redeemed, and a PUT that fails is logged (by type) and dropped, never raised
+into the redemption.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Iterator
+from functools import partial
+
+from s3claim.s3._lifecycle import tagging
+from s3claim.s3._store import S3ClaimCheckStore
+from s3claim.scope import Scope
+from s3claim.telemetry import AuditRecord, names
+
+__all__ = ["S3AuditTrail"]
+
+_log = logging.getLogger("s3claim")
+_TAG = re.compile(r"[0-9a-f]{32}")
+
+
+class S3AuditTrail:
+    """The audit records of `store`'s bucket: `handler()` keeps them, `records()` reads them."""
+
+    def __init__(self, store: S3ClaimCheckStore) -> None:
+        if not isinstance(store, S3ClaimCheckStore):
+            raise TypeError(f"S3AuditTrail keeps records in an S3ClaimCheckStore's bucket, got "
+                            f"{type(store).__name__}")  # fmt: skip
+        self.store = store
+
+    def handler(self, level: int = logging.INFO) -> logging.Handler:
+        """A handler for the `s3claim.audit` logger that keeps every record in the bucket:
+        `logging.getLogger("s3claim.audit").addHandler(trail.handler())`."""
+        return _Keeping(self, level)
+
+    def keep(self, record: AuditRecord) -> None:
+        """One PutObject for one record (`ClaimStoreError` when the bucket refuses it)."""
+        if _TAG.fullmatch(record.tenant) is None or _TAG.fullmatch(record.run) is None:
+            raise ValueError("an audit record's tenant and run must be keyed tags")
+        store = self.store
+        name = f"{round(record.at * 1000):013d}-{secrets.token_hex(4)}"
+        key = f"{store.layout.prefix}{record.tenant}/{record.run}/{names.AUDIT_FOLDER}/{name}"
+        call = partial(
+            store.client.put_object,
+            Bucket=store.bucket,
+            Key=key,
+            Body=record.to_json().encode("utf-8"),
+            ContentType="application/json",
+            Tagging=tagging(store._classes[-1]),
+            **store._sse,  # type: ignore[arg-type]
+        )
+        store._request("PutObject", call)
+
+    def records(self, *, tenant: str, run: str | None = None) -> Iterator[AuditRecord]:
+        """A tenant's records (or one run's), run by run, oldest first within a run."""
+        store = self.store
+        if run is not None:
+            under = store.layout.run_prefix(Scope(tenant, run)) + names.AUDIT_FOLDER + "/"
+        else:
+            under = store.layout.tenant_prefix(tenant)
+        for key in store._keys(under):
+            if key.rsplit("/", 2)[-2:-1] != [names.AUDIT_FOLDER]:
+                continue  # a claim or a journal
+            body = store._request(
+                "GetObject", partial(store.client.get_object, Bucket=store.bucket, Key=key)
+            )["Body"].read()
+            try:
+                yield AuditRecord.from_json(body)
+            except ValueError:
+                _log.warning("audit: skipping an object that is not a record")
+
+    def __repr__(self) -> str:
+        return f"S3AuditTrail({self.store!r})"
+
+
+class _Keeping(logging.Handler):
+    def __init__(self, trail: S3AuditTrail, level: int) -> None:
+        super().__init__(level)
+        self.trail = trail
+
+    def createLock(self) -> None:
+        self.lock = None  # the client is thread-safe: redemptions need not queue for it
+
+    def emit(self, record: logging.LogRecord) -> None:
+        audit = getattr(record, "audit", None)
+        if not isinstance(audit, AuditRecord):
+            return
+        try:
+            self.trail.keep(audit)
+        except Exception as exc:  # the redemption has happened; its record is what failed
+            _log.warning("audit: a record was not kept in the bucket (%s)", type(exc).__name__)

@@ -1,0 +1,201 @@
+"""Authenticated records: what the S3 store reads back is what a holder of the handle key wrote.
+
+Anyone who may write the bucket (an upstream tool holding the role, a misconfigured policy, a
+compromised neighbour) can rewrite an object in s3claim's own format. So every object s3claim
+writes is sealed under a key derived from the handle key *and the object's own key*
+(`HandleKey.subkey("seal", object_key)`): a seal holds only where it was made, so a record
+copied or moved to another key fails it, as does any edit. One derivation (one HMAC) per
+object per operation; then two seals, one for each way an object is read:
+
+- **Metadata** (`Seal.metadata`, `Seal.check_metadata`): `s3claim-mac` is a MAC of every other
+  `s3claim-*` field, names and values. An object read whole seals its body into the metadata
+  too (`s3claim-body`, the body's SHA-256), so one check covers both and a HEAD alone can
+  still check the fields. Fields of other names are never read, so they are not sealed.
+- **Blocks** (`Seal.blocks`, `Seal.open_blocks`, `BlockStream`): a body read in ranges is
+  stored as blocks of `BLOCK_BYTES`, each followed by a `TAG_BYTES` tag (MAC of the block's
+  index and bytes). The ranged GET of the blocks around a window carries their tags with them:
+  no extra request, and nothing is returned from a block whose tag fails. The index in the tag
+  keeps blocks in their place; the sealed length (the metadata's) keeps the object whole.
+
+Any failure is a `ClaimStoreError` with reason `damaged`, which quotes nothing of the object;
+the claim tools tell the model the uniform `claim_unavailable`.
+
+This is the one piece to seal any object that sits beside a claim (an index, say): build a
+`Seal(handle_key, that_object_key)`, pass its metadata through `metadata(..., body=...)` at
+the write and `check_metadata` (and `check_body`) at the read; or, for an object read in
+ranges, write `blocks(body)` and read with `block_span` / `open_blocks`.
+
+What a seal cannot tell: an older object that was itself sealed at the same key (a replay of
+an earlier version), and an object deleted (that is a missing object). See docs/security.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+
+from s3claim.errors import ClaimStoreError
+from s3claim.handles import HandleKey
+
+__all__ = [
+    "BLOCK_BYTES",
+    "MAC_FIELD",
+    "TAG_BYTES",
+    "BlockStream",
+    "Seal",
+    "block_span",
+    "content_bytes_within",
+    "sealed_size",
+]
+
+BLOCK_BYTES = 4096
+"""Content bytes a block holds: one 4,096-character window at 1 byte a character, so the
+windows a model reads in order (offsets 0, 4096, ...) are whole blocks at every width."""
+TAG_BYTES = 16
+"""128 bits of HMAC-SHA256 after each block: 0.39% of the body."""
+MAC_FIELD = "s3claim-mac"
+BODY_FIELD = "s3claim-body"
+_SEALED_PREFIX = "s3claim-"
+_UNIT = BLOCK_BYTES + TAG_BYTES
+_SEAL_FAILED = "the object's seal does not hold (rewritten, moved, or not written with this key)"
+
+
+def sealed_size(content_bytes: int) -> int:
+    """The stored size of a body of `content_bytes`: its bytes and one tag a block."""
+    return content_bytes + -(-content_bytes // BLOCK_BYTES) * TAG_BYTES
+
+
+def content_bytes_within(stored_bytes: int) -> int:
+    """The largest body whose sealed size fits in `stored_bytes`."""
+    whole, rest = divmod(stored_bytes, _UNIT)
+    return whole * BLOCK_BYTES + max(0, rest - TAG_BYTES)
+
+
+def block_span(first_byte: int, end_byte: int) -> tuple[int, int, int]:
+    """(first block, first stored byte, last stored byte inclusive) holding content bytes
+    [first_byte, end_byte): the one HTTP range to ask for (the server clips it at the end)."""
+    first = first_byte // BLOCK_BYTES
+    last = max(first, (end_byte - 1) // BLOCK_BYTES)
+    return first, first * _UNIT, (last + 1) * _UNIT - 1
+
+
+def _damaged(operation: str, what: str = _SEAL_FAILED) -> ClaimStoreError:
+    return ClaimStoreError(f"{operation}: {what}", reason="damaged")
+
+
+def _fields(meta: Mapping[str, str]) -> bytes:
+    """The sealed fields, length-prefixed so no two sets of fields encode alike."""
+    out = bytearray()
+    for name in sorted(k.lower() for k in meta):
+        if name.startswith(_SEALED_PREFIX) and name != MAC_FIELD:
+            for part in (name, _value(meta, name)):
+                data = part.encode("utf-8")
+                out += len(data).to_bytes(8, "big") + data
+    return bytes(out)
+
+
+def _value(meta: Mapping[str, str], lower: str) -> str:
+    return next(v for k, v in meta.items() if k.lower() == lower)
+
+
+class Seal:
+    """The seal of one object, under a key only the handle key and the object's key give."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, handle_key: HandleKey, object_key: str) -> None:
+        self._key = handle_key.subkey("seal", object_key)
+
+    def _mac(self, data: bytes) -> str:
+        return hmac.digest(self._key, b"metadata" + data, "sha256")[:16].hex()
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def metadata(self, fields: Mapping[str, str], *, body: bytes | None = None) -> dict[str, str]:
+        """`fields` with the seal added (and the body's digest, for an object read whole)."""
+        sealed = dict(fields)
+        if body is not None:
+            sealed[BODY_FIELD] = hashlib.sha256(body).hexdigest()
+        sealed[MAC_FIELD] = self._mac(_fields(sealed))
+        return sealed
+
+    def check_metadata(self, meta: Mapping[str, str], *, operation: str) -> None:
+        """Refuse metadata whose seal is missing or does not hold."""
+        found = {k.lower(): v for k, v in meta.items()}.get(MAC_FIELD)
+        if found is None:
+            raise _damaged(operation, "the object carries no seal")
+        if not hmac.compare_digest(found.encode(), self._mac(_fields(meta)).encode()):
+            raise _damaged(operation)
+
+    def check_body(self, meta: Mapping[str, str], body: bytes, *, operation: str) -> None:
+        """Refuse a body read whole unless its digest is the one the (checked) metadata seals."""
+        self.check_metadata(meta, operation=operation)
+        digest = {k.lower(): v for k, v in meta.items()}.get(BODY_FIELD, "")
+        if not hmac.compare_digest(digest.encode(), hashlib.sha256(body).hexdigest().encode()):
+            raise _damaged(operation)
+
+    # -- blocks ---------------------------------------------------------------------------
+
+    def _tag(self, index: int, block: bytes | memoryview) -> bytes:
+        return hmac.digest(self._key, index.to_bytes(8, "big") + block, "sha256")[:TAG_BYTES]
+
+    def blocks(self, body: bytes) -> bytes:
+        """The body as stored: each block followed by its tag."""
+        view = memoryview(body)
+        parts: list[bytes | memoryview] = []
+        for index, start in enumerate(range(0, len(body), BLOCK_BYTES)):
+            block = view[start : start + BLOCK_BYTES]
+            parts += (block, self._tag(index, block))
+        return b"".join(parts)
+
+    def open_blocks(self, data: bytes, *, first: int, operation: str) -> bytes:
+        """The content of consecutive stored blocks from block `first`, every tag checked.
+
+        Only the last block may be short (the object's last); the caller checks, against the
+        sealed length, that it is.
+        """
+        view = memoryview(data)
+        out: list[memoryview] = []
+        for index, start in enumerate(range(0, len(data), _UNIT), start=first):
+            unit = view[start : start + _UNIT]
+            if len(unit) <= TAG_BYTES:
+                raise _damaged(operation, "the object ends inside a block's tag")
+            block, tag = unit[:-TAG_BYTES], unit[-TAG_BYTES:]
+            if not hmac.compare_digest(tag, self._tag(index, block)):
+                raise _damaged(operation)
+            out.append(block)
+        return b"".join(out)
+
+    def __repr__(self) -> str:
+        return "Seal(<key>)"
+
+
+class BlockStream:
+    """`open_blocks` for a body read as a stream: feed it pieces, take back checked content."""
+
+    __slots__ = ("_carry", "_next", "_operation", "_seal")
+
+    def __init__(self, seal: Seal, *, operation: str) -> None:
+        self._seal = seal
+        self._operation = operation
+        self._carry = b""
+        self._next = 0
+
+    def feed(self, piece: bytes) -> bytes:
+        """The content of every whole block the stream now holds."""
+        data = self._carry + piece if self._carry else piece
+        whole = len(data) - len(data) % _UNIT
+        self._carry = data[whole:]
+        if not whole:
+            return b""
+        content = self._seal.open_blocks(data[:whole], first=self._next, operation=self._operation)
+        self._next += whole // _UNIT
+        return content
+
+    def end(self) -> bytes:
+        """The last, short block's content (empty if the body ended on a block)."""
+        data, self._carry = self._carry, b""
+        if not data:
+            return b""
+        return self._seal.open_blocks(data, first=self._next, operation=self._operation)

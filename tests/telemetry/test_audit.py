@@ -1,0 +1,177 @@
+"""The audit trail: one record per fetch, search and refusal; kept in the bucket on request,
+erased by `forget`, listed by `s3claim audit`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from s3claim import (
+    AuditRecord,
+    MemoryClaimCheckStore,
+    RetryPolicy,
+    RunContext,
+    S3AuditTrail,
+    S3ClaimCheckStore,
+    Scope,
+    claim_tools,
+    run_claim_tool,
+)
+from s3claim.cli import app
+from s3claim.s3._provision import provision_bucket
+from tests.servers import Wire
+from tests.telemetry.conftest import Telemetry
+
+KEY = "k" * 32
+SCOPE = Scope("acme", "matter-7")
+CONTENT = "".join(f"Clause {n}. The parties agree to term {n}.\n\n" for n in range(1, 600))
+
+
+def _redeem(store: Any, scope: Scope = SCOPE) -> str:
+    """A fetch, a search, a fetch past the end, a malformed handle and a bad regex."""
+    handle: str = store.put(scope, CONTENT, ttl_seconds=600)
+    tools = {t.name: t for t in claim_tools(store)}
+    context = RunContext(scope=scope, agent="counsel", emit=lambda _: None)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("fetch_result", {"handle": handle, "offset": 4096}),
+        ("search_result", {"handle": handle, "pattern": "term 59"}),
+        ("fetch_result", {"handle": "claim:1" + "0" * 32}),
+        ("fetch_result", {"handle": "not a handle"}),
+        ("search_result", {"handle": handle, "pattern": "(", "regex": True}),
+    ]
+    for name, arguments in calls:
+        run_claim_tool(tools[name], arguments, context)
+    return handle
+
+
+def test_each_redemption_and_refusal_is_one_record(telemetry: Telemetry) -> None:
+    store = MemoryClaimCheckStore()
+    handle = _redeem(store)
+    tags = {"tenant": store.tenant_tag("acme"), "run": store.run_tag(SCOPE)}
+    shapes = [
+        (r.operation, r.outcome, r.handle, r.offset, r.chars, r.pattern_chars, r.matches)
+        for r in telemetry.audit_records
+    ]
+    assert shapes == [
+        ("fetch", "ok", handle, 4096, 4096, None, None),
+        ("search", "ok", handle, None, None, len("term 59"), 11),  # 59, 590-599
+        ("fetch", "unavailable", "claim:1" + "0" * 32, 0, None, None, None),
+        ("fetch", "unavailable", None, 0, None, None, None),
+        ("search", "invalid_arguments", handle, None, None, 1, None),
+    ]
+    assert all({"tenant": r.tenant, "run": r.run} == tags for r in telemetry.audit_records)
+    assert all(AuditRecord.from_json(r.to_json()) == r for r in telemetry.audit_records)
+
+
+def test_nothing_is_built_while_the_audit_logger_is_off(telemetry: Telemetry) -> None:
+    logging.getLogger("s3claim.audit").setLevel(logging.WARNING)
+    _redeem(MemoryClaimCheckStore())
+    assert telemetry.audit_records == []
+
+
+@pytest.fixture
+def provisioned(s3: Any, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    name = f"audit-{uuid.uuid4().hex}"
+    provision_bucket(s3, name, prefix="claims/", day_classes=(1, 7, 30))
+    monkeypatch.setenv("S3CLAIM_BUCKET", name)
+    monkeypatch.setenv("S3CLAIM_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", KEY)
+    return name
+
+
+@pytest.fixture
+def kept(s3: Any, provisioned: str) -> Iterator[tuple[S3ClaimCheckStore, S3AuditTrail]]:
+    store = S3ClaimCheckStore(
+        provisioned, handle_key=KEY, client=s3, retry=RetryPolicy(initial_wait=0, max_wait=0)
+    )
+    trail = S3AuditTrail(store)
+    handler = trail.handler()
+    logging.getLogger("s3claim.audit").addHandler(handler)
+    try:
+        yield store, trail
+    finally:
+        logging.getLogger("s3claim.audit").removeHandler(handler)
+
+
+def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
+    telemetry: Telemetry, kept: tuple[S3ClaimCheckStore, S3AuditTrail], s3: Any
+) -> None:
+    store, trail = kept
+    wire = Wire.attach(s3)
+    _redeem(store)
+    other = Scope("acme", "matter-8")
+    _redeem(store, other)
+    assert wire.requests["PutObject"] == 2 + 10  # two claims, ten records
+    assert list(trail.records(tenant="acme")) == telemetry.audit_records
+    mine = list(trail.records(tenant="acme", run="matter-7"))
+    assert mine == telemetry.audit_records[:5]
+    run_prefix = store.layout.run_prefix(SCOPE)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=store.bucket)["Contents"]]
+    audit_keys = [k for k in keys if "/audit/" in k]
+    assert len(audit_keys) == 10
+    assert sum(k.startswith(run_prefix + "audit/") for k in audit_keys) == 5
+    for key in audit_keys:  # what each object holds: a record, never content
+        body = s3.get_object(Bucket=store.bucket, Key=key)["Body"].read().decode()
+        assert AuditRecord.from_json(body) in telemetry.audit_records
+        assert "Clause" not in body and "term 59" not in body
+    assert [c.handle for c in store.claims(tenant="acme")] != []  # listing skips the records
+    assert len(list(store.claims(tenant="acme"))) == 2
+
+    assert store.forget(tenant="acme", run="matter-8") == 1  # claims only are counted
+    assert list(trail.records(tenant="acme")) == mine
+    assert store.forget(tenant="acme") == 1
+    assert list(trail.records(tenant="acme")) == []
+    assert s3.list_objects_v2(Bucket=store.bucket).get("KeyCount") == 0
+
+
+def test_a_record_the_bucket_refuses_is_dropped_and_logged(
+    telemetry: Telemetry,
+    kept: tuple[S3ClaimCheckStore, S3AuditTrail],
+    s3: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, trail = kept
+    handle = store.put(SCOPE, CONTENT, ttl_seconds=600)
+
+    def refuse(request: Any, **_: Any) -> Any:
+        from tests._s3 import s3_error
+
+        return s3_error(403, "AccessDenied") if "/audit/" in request.url else None
+
+    s3.meta.events.register_first("before-send.s3.PutObject", refuse)
+    try:
+        (fetch, *_) = claim_tools(store)
+        context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
+        answer = run_claim_tool(fetch, {"handle": handle}, context)
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", refuse)
+    assert not answer.is_error  # the redemption stands
+    assert len(telemetry.audit_records) == 1
+    assert "audit: a record was not kept in the bucket (ClaimStoreError)" in caplog.text
+    assert list(trail.records(tenant="acme")) == []
+
+
+def test_s3claim_audit_lists_a_tenants_trail(
+    telemetry: Telemetry, kept: tuple[S3ClaimCheckStore, S3AuditTrail]
+) -> None:
+    store, _ = kept
+    handle = _redeem(store)
+    runner = CliRunner()
+    result = runner.invoke(app, ["audit", "--tenant", "acme", "--json"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [AuditRecord(**line) for line in lines] == telemetry.audit_records
+    table = runner.invoke(app, ["audit", "--tenant", "acme", "--run", "matter-7"])
+    assert table.exit_code == 0, table.output
+    assert "5 audit record(s) of run 'matter-7' of tenant 'acme'" in table.stdout
+    assert handle in table.stdout and "(malformed)" in table.stdout
+    assert "4,096+4,096" in table.stdout and "invalid_arguments" in table.stdout
+    assert "Clause" not in table.stdout
+    empty = runner.invoke(app, ["audit", "--tenant", "globex"])
+    assert empty.exit_code == 0 and "0 audit record(s) of tenant 'globex'" in empty.stdout

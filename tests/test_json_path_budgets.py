@@ -1,0 +1,75 @@
+"""The budget of a read by path on S3, counted on the wire against moto's HTTP server.
+
+On a 64 Mi-character JSON claim (a list of records, and botocore's endpoints.json repeated:
+a deeply nested document), any pointer costs at most 3 ranged GETs, and at most 64 KiB of
+index or structure bytes beside the answer's own window. Times live in `benchmarks/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from benchmarks.documents import MiB
+from benchmarks.json_documents import nested, nested_pointers, record_pointers, records
+from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
+from s3claim.scope import Scope
+from tests.servers import Wire
+
+SCOPE = Scope(tenant="acme", run="run-1")
+BUDGET_BYTES = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def claims(moto_endpoint: str) -> Iterator[tuple[Any, S3ClaimCheckStore, dict[str, Any]]]:
+    """Both 64 MiB documents, put once for the module (each put is seconds on moto)."""
+    from tests._s3 import moto_client
+
+    with pytest.MonkeyPatch.context() as env:  # module-scoped: before the sealed env fixture
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        client = moto_client(moto_endpoint)
+        client.list_buckets()  # the credentials are resolved, and kept, here
+
+    client.create_bucket(Bucket="json-budgets")
+    store = S3ClaimCheckStore(
+        "json-budgets",
+        handle_key="test-handle-key-0123456789",
+        client=client,
+        retry=RetryPolicy(initial_wait=0, max_wait=0),
+    )
+    handles = {}
+    for name, make in (("records", records), ("nested", nested)):
+        text = make(64 * MiB)
+        handles[name] = (store.put(SCOPE, text, ttl_seconds=3600), text)
+    try:
+        yield client, store, handles
+    finally:
+        store.forget(tenant="acme")
+        client.delete_bucket(Bucket="json-budgets")
+
+
+# 237,469 records and 376 partitions at 64 Mi characters (pinned in the test below)
+CASES = [("records", p) for p in record_pointers(237_469)] + [
+    ("nested", p) for p in nested_pointers(376)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("document", "pointer"), CASES)
+def test_a_path_read_is_three_ranged_gets_and_64_kib_beside_the_window(
+    claims: tuple[Any, S3ClaimCheckStore, dict[str, Any]], document: str, pointer: str
+) -> None:
+    client, store, handles = claims
+    handle, text = handles[document]
+    wire = Wire.attach(client)
+    answer = store.read_path(SCOPE, handle, pointer)
+    members = {("records", ""): 237_469, ("nested", ""): 2, ("nested", "/partitions"): 376}
+    if (document, pointer) in members:
+        assert answer.member_count == members[document, pointer]
+    assert text[answer.start : answer.start + len(answer.text)] == answer.text
+    assert set(wire.requests) == {"GetObject"} and wire.requests["GetObject"] <= 3
+    beside = wire.total_response_bytes - len(answer.text)  # ASCII: a byte a character
+    assert beside <= BUDGET_BYTES, (beside, dict(wire.response_bytes))

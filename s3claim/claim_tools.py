@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 import regex
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
@@ -61,8 +62,8 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
-# The schema the spec's tool had (None only tells "not given" from 0), and path beside it.
-_OFFSET_SCHEMA = WithJsonSchema({"minimum": 0, "title": "Offset", "type": "integer"})
+# The ways to a window `fetch_result` takes; a call names one of them (or none: offset 0).
+_ADDRESSES = frozenset({"offset", "path"})
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
 
 
@@ -107,16 +108,11 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     def fetch_result(
         context: RunContext,
         handle: str,
-        offset: Annotated[
-            int | None, Field(ge=0, strict=True), _OFFSET_SCHEMA, _schema_default(0)
-        ] = None,
+        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
         path: Annotated[str | None, _PATH_SCHEMA, _schema_default(None)] = None,
     ) -> str:
-        if path is not None and offset is not None:
-            raise ToolError("invalid_arguments", _wording.PATH_AND_OFFSET_MESSAGE)
         if path is not None:
             return _read_path(store, context, handle, path)
-        offset = offset or 0
         known = handle if is_handle(handle) else None
         with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
             try:
@@ -151,7 +147,24 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         return f"{window.text}\n\n{more}"
 
     fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
-    return replace(tool(fetch_result), check_in=False, redeems=store)
+    built = tool(fetch_result)
+    return replace(built, arguments=_one_address(built.arguments), check_in=False, redeems=store)
+
+
+def _one_address(arguments: type[BaseModel]) -> type[BaseModel]:
+    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window.
+
+    Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
+    so the check sits on the validated model, where pydantic records the fields set.
+    """
+
+    def one_address(model: BaseModel) -> BaseModel:
+        if len(model.model_fields_set & _ADDRESSES) > 1:
+            raise PydanticCustomError("addresses", _wording.PATH_AND_OFFSET_MESSAGE)
+        return model
+
+    validators = {"one_address": model_validator(mode="after")(one_address)}
+    return create_model(arguments.__name__, __base__=arguments, __validators__=validators)
 
 
 def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: str) -> str:

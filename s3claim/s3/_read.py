@@ -39,8 +39,12 @@ class WindowRead:
 
     @property
     def span(self) -> tuple[int, int, int]:
-        """(first block, first and last stored byte) of the blocks that hold the window."""
-        return block_span(self.width * self.offset, self.width * (self.offset + self.limit))
+        """(first block, first and last stored byte) of the blocks that hold the window; never
+        past the largest object, which a last block rounded up would reach from a huge limit."""
+        block, first, last = block_span(
+            self.width * self.offset, self.width * (self.offset + self.limit)
+        )
+        return block, first, min(last, _format.MAX_OBJECT_BYTES - 1)
 
     @property
     def byte_range(self) -> str:

@@ -71,6 +71,7 @@ _META_EXPIRES = "s3claim-expires-at"
 _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
+_META_LINES = "s3claim-lines"
 _HEADER_PREFIX = "x-amz-meta-"
 _WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
@@ -82,6 +83,9 @@ class ClaimMeta:
     chars: int
     run_tag: str
     width: int
+    lines: int | None = None
+    """Lines in the claim (`s3claim._lines`); None in a claim written before they were
+    counted, which still reads by offset."""
 
     def readable(self, *, run_tag: str, now: float) -> bool:
         """Readable while now < expires_at, and only from the run that stored it."""
@@ -137,7 +141,9 @@ def check_metadata_size(meta: Mapping[str, str]) -> None:
         )
 
 
-def metadata(*, expires_at: int, chars: int, run_tag: str, width: int) -> dict[str, str]:
+def metadata(
+    *, expires_at: int, chars: int, run_tag: str, width: int, lines: int | None = None
+) -> dict[str, str]:
     meta = {
         _META_FORMAT: FORMAT_VERSION,
         _META_EXPIRES: str(expires_at),
@@ -145,6 +151,8 @@ def metadata(*, expires_at: int, chars: int, run_tag: str, width: int) -> dict[s
         _META_ENCODING: ENCODINGS[width],
         _META_RUN: run_tag,
     }
+    if lines is not None:
+        meta[_META_LINES] = str(lines)
     check_metadata_size(meta)
     return meta
 
@@ -165,6 +173,7 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
             chars=int(meta[_META_CHARS]),
             run_tag=meta[_META_RUN],
             width=width,
+            lines=int(meta[_META_LINES]) if _META_LINES in meta else None,
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import SecretStr
 
 import s3claim.s3._format as _format
+from s3claim._lines import count_lines, line_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
@@ -48,6 +49,7 @@ from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._lines import LineIndexes, LineReads
 from s3claim.s3._paths import JsonIndexes, PathReads
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
@@ -80,7 +82,7 @@ class ClaimInfo:
     no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
-class S3ClaimCheckStore(InBucket, PathReads):
+class S3ClaimCheckStore(InBucket, PathReads, LineReads):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -115,6 +117,7 @@ class S3ClaimCheckStore(InBucket, PathReads):
         )
         self._written: OrderedDict[str, int] = OrderedDict()
         self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
+        self._lines = LineIndexes(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -155,24 +158,29 @@ class S3ClaimCheckStore(InBucket, PathReads):
         if known is not None and known >= expires_at:
             return handle
         seal = self._layout.seal(key)
+        lines = count_lines(content)
         meta = seal.metadata(
             _format.metadata(
                 expires_at=expires_at,
                 chars=len(content),
                 run_tag=self._layout.run_tag(scope),
                 width=width,
+                lines=lines,
             )
         )
+        at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
         # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
                 self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
+                self._lines.refresh(scope, handle, **at)
                 break
             raw = ascii_body if ascii_body is not None else _format.encode(content, width)
             if self._create(key, seal.blocks(raw), width, meta, days):
                 self._indexes.write(scope, handle, content, expires_at=expires_at, days=days)
+                self._lines.write(scope, handle, line_index(content), **at)
                 break
             refresh_first = True
         else:

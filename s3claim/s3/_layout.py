@@ -26,8 +26,8 @@ from s3claim.telemetry import names
 __all__ = [
     "AUDIT_FOLDER",
     "INDEX_SUFFIX",
-    "LINES_SUFFIX",
     "JOURNAL_NAME",
+    "LINES_SUFFIX",
     "Layout",
     "is_audit_key",
     "is_claim_key",

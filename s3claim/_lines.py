@@ -157,12 +157,13 @@ def past_last_line(total_chars: int, total_lines: int | None) -> LineWindow:
     return LineWindow("", total_chars, total_chars, total_lines, None)
 
 
-def find_line(pieces: Iterable[str], line: int, *, max_chars: int = SCAN_CHARS) -> int | None:
+def find_line(pieces: Iterable[str], line: int, *, max_chars: int | None = None) -> int | None:
     """Where `line` starts in a text streamed as pieces: None past its last line.
 
     For a claim without a line index; `NoLineIndexError` when the line is not within the
-    first `max_chars` characters (reading on would cost more than a read may).
+    first `max_chars` characters (`SCAN_CHARS`: reading on would cost more than a read may).
     """
+    bound = SCAN_CHARS if max_chars is None else max_chars
     if line == 1:
         return 0
     pieces = iter(pieces)
@@ -177,9 +178,11 @@ def find_line(pieces: Iterable[str], line: int, *, max_chars: int = SCAN_CHARS) 
             breaks += 1
         if breaks == line - 1:
             start = seen + at + 1
+            if start >= bound:
+                raise NoLineIndexError
             return start if at + 1 < len(piece) else _start_after(start, pieces)
         seen += len(piece)
-        if seen >= max_chars:
+        if seen >= bound:
             raise NoLineIndexError
     return None
 

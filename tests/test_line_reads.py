@@ -15,7 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3claim._lines import LineWindow, count_lines, find_line, line_index, line_starts
+from s3claim._lines import (
+    LineWindow,
+    NoLineIndexError,
+    count_lines,
+    find_line,
+    line_index,
+    line_starts,
+)
 from s3claim.errors import ClaimUnavailableError
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
@@ -162,3 +169,146 @@ def test_memory_reads_match_the_reference_on_any_text(text: str, line: int, limi
     assert (got.text, got.offset) == expected_line(text, line, limit)
     end = store.read_end(SCOPE, handle, limit=limit)
     assert (end.text, end.offset) == expected_end(text, limit)
+
+
+# -- the S3 store's line index ---------------------------------------------------------------
+
+
+def _s3_store(s3: Any, bucket: str, clock: Any = None) -> Any:
+    from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
+
+    return S3ClaimCheckStore(
+        bucket,
+        handle_key="test-handle-key-0123456789",
+        client=s3,
+        clock=clock,
+        retry=RetryPolicy(initial_wait=0, max_wait=0),
+    )
+
+
+def _strip_line_count(store: Any, handle: str) -> None:
+    """Make a claim look checked in before lines were counted: no index, no line count."""
+    import s3claim.s3._format as _format
+
+    key = store.layout.object_key(SCOPE, handle)
+    store.client.delete_object(Bucket=store.bucket, Key=store.layout.lines_key(SCOPE, handle))
+    head = store.client.head_object(Bucket=store.bucket, Key=key)
+    meta = _format.parse_metadata(head["Metadata"], operation="test")
+    fields = _format.metadata(
+        expires_at=meta.expires_at, chars=meta.chars, run_tag=meta.run_tag, width=meta.width
+    )
+    store.client.copy_object(
+        Bucket=store.bucket,
+        Key=key,
+        CopySource={"Bucket": store.bucket, "Key": key},
+        MetadataDirective="REPLACE",
+        Metadata=store.layout.seal(key).metadata(fields),
+    )
+
+
+def test_a_claim_without_a_line_index_is_read_by_a_bounded_scan(s3: Any, bucket: str) -> None:
+    store = _s3_store(s3, bucket)
+    text = TEXTS["log"]
+    handle = store.put(SCOPE, text, ttl_seconds=60)
+    _strip_line_count(store, handle)
+    for line in (2, 1500, 2001, 2002, 5000):
+        got = store.read_line(SCOPE, handle, line, limit=100)
+        assert (got.text, got.offset) == expected_line(text, line, 100), line
+    assert store.read_line(SCOPE, handle, 5000, limit=100).total_lines is None
+    end = store.read_end(SCOPE, handle, limit=50)
+    assert (end.text, end.first_line) == (expected_end(text, 50)[0], None)
+
+
+def test_past_the_bounded_scan_the_read_says_it_cannot(
+    s3: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim import claim_check_tool
+    from s3claim.claim_tools import run_claim_tool
+    from s3claim.tools import RunContext
+
+    store = _s3_store(s3, bucket)
+    handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    _strip_line_count(store, handle)
+    monkeypatch.setattr("s3claim._lines.SCAN_CHARS", 1000)
+    with pytest.raises(NoLineIndexError):
+        store.read_line(SCOPE, handle, 1500, limit=100)
+    answer = run_claim_tool(
+        claim_check_tool(store), {"handle": handle, "line": 1500}, RunContext(SCOPE, "a", print)
+    )
+    assert answer.is_error and '"cannot_read_by_line"' in answer.text
+
+
+def test_a_one_line_claim_has_no_index_and_reads_past_its_line_with_one_head(
+    s3: Any, bucket: str
+) -> None:
+    store = _s3_store(s3, bucket)
+    handle = store.put(SCOPE, "x" * 9000, ttl_seconds=60)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == [store.layout.object_key(SCOPE, handle)]
+    sent: list[str] = []
+    s3.meta.events.register("before-send.s3.*", lambda event_name, **_: sent.append(event_name))
+    got = store.read_line(SCOPE, handle, 2, limit=100)
+    assert (got.text, got.total_lines) == ("", 1)
+    assert [s.rsplit(".", 1)[-1] for s in sent] == ["GetObject", "HeadObject"]
+    first = store.read_line(SCOPE, handle, 1, limit=100)
+    assert (first.text, first.whole, first.next_offset) == ("x" * 100, False, 100)
+
+
+def test_the_index_expires_forgets_and_refreshes_with_its_claim(s3: Any, bucket: str) -> None:
+    from s3claim.clock import ManualClock
+
+    clock = ManualClock()
+    store = _s3_store(s3, bucket, clock)
+    text = TEXTS["crlf"]
+    handle = store.put(SCOPE, text, ttl_seconds=60)
+    lines_key = store.layout.lines_key(SCOPE, handle)
+    index = s3.head_object(Bucket=bucket, Key=lines_key)
+    claim = s3.head_object(Bucket=bucket, Key=store.layout.object_key(SCOPE, handle))
+    assert index["ServerSideEncryption"] == claim["ServerSideEncryption"]
+    tags = s3.get_object_tagging(Bucket=bucket, Key=lines_key)["TagSet"]
+    assert tags == s3.get_object_tagging(Bucket=bucket, Key=claim_key(store, handle))["TagSet"]
+    clock.advance(50)
+    _fresh = _s3_store(s3, bucket, clock)  # another process refreshes it: CopyObject both
+    assert _fresh.put(SCOPE, text, ttl_seconds=60) == handle
+    clock.advance(30)  # past the first expiry, within the second
+    assert store.read_line(SCOPE, handle, 300, limit=50).text.startswith("clause 300:")
+    clock.advance(31)
+    with pytest.raises(ClaimUnavailableError):
+        store.read_line(SCOPE, handle, 300, limit=50)
+    store.forget(tenant="acme")
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def claim_key(store: Any, handle: str) -> str:
+    key: str = store.layout.object_key(SCOPE, handle)
+    return key
+
+
+def test_a_rewritten_index_is_refused_as_damaged(s3: Any, bucket: str) -> None:
+    from s3claim.errors import ClaimStoreError
+
+    store = _s3_store(s3, bucket)
+    handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    key = store.layout.lines_key(SCOPE, handle)
+    stored = s3.get_object(Bucket=bucket, Key=key)
+    body = bytearray(stored["Body"].read())
+    body[0] ^= 1  # line 2 now starts elsewhere
+    s3.put_object(Bucket=bucket, Key=key, Body=bytes(body), Metadata=stored["Metadata"])
+    with pytest.raises(ClaimStoreError) as raised:
+        store.read_line(SCOPE, handle, 2, limit=50)
+    assert raised.value.reason == "damaged"
+
+
+def test_a_failed_index_write_never_fails_the_check_in(
+    s3: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _s3_store(s3, bucket)
+
+    def refuse(*_: Any, **__: Any) -> None:
+        raise RuntimeError("index refused")
+
+    monkeypatch.setattr("s3claim.s3._lines.tagging", refuse)
+    handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    monkeypatch.undo()
+    got = store.read_line(SCOPE, handle, 1500, limit=100)  # no index: the bounded scan
+    assert (got.text, got.offset) == expected_line(TEXTS["log"], 1500, 100)

@@ -56,8 +56,7 @@ class Window:
     def __repr__(self) -> str:  # the text is tool content: never in a repr
         return (
             f"Window(offset={self.offset}, chars={len(self.text)}, "
-            f"total_chars={self.total_chars}, next_offset={self.next_offset}, "
-            f"total_lines={self.total_lines})"
+            f"total_chars={self.total_chars}, next_offset={self.next_offset})"
         )
 
 

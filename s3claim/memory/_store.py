@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from s3claim._json_index import build_index
 from s3claim._json_path import NoIndexError, PathRead, read_path
-from s3claim._lines import LineWindow, at_end, at_line, line_starts, past_last_line
+from s3claim._lines import LineWindow, at_end, at_line, count_lines, line_starts, past_last_line
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
@@ -44,6 +44,7 @@ class _Entry:
     index: bytes | None = None
     starts: array[int] | None = None
     """Line starts (`s3claim._lines.line_starts`), built at the first read by line."""
+    lines: int | None = None
 
     def line_starts(self) -> array[int]:
         # Built outside any lock: two readers racing build the same array, one is kept.
@@ -52,7 +53,9 @@ class _Entry:
         return self.starts
 
     def total_lines(self) -> int:
-        return len(self.line_starts()) + 1 if self.content else 0
+        if self.lines is None:  # counted once, at the first read (a C scan of the text)
+            self.lines = count_lines(self.content)
+        return self.lines
 
 
 def _index_of(content: str) -> bytes | None:
@@ -204,10 +207,12 @@ class MemoryClaimCheckStore:
         check_window(offset, limit)
         entry = self._entry(scope, handle)
         content = entry.content
-        text = content[offset : offset + limit]
-        # Lines are counted once a read reaches the end, where the reader is told them.
-        lines = entry.total_lines() if offset + len(text) >= len(content) else None
-        return Window.of(text, offset=offset, total_chars=len(content), total_lines=lines)
+        return Window.of(
+            content[offset : offset + limit],
+            offset=offset,
+            total_chars=len(content),
+            total_lines=entry.total_lines(),
+        )
 
     def read_line(
         self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS

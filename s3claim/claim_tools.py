@@ -17,13 +17,12 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypeVar
 
 import regex
-from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim._json_path import NoIndexError, PathError, PathRead, escape
+from s3claim._json_path import NoIndexError, PathError
 from s3claim._lines import LineWindow, NoLineIndexError
 from s3claim._search import (
     MAX_MATCHES,
@@ -36,6 +35,7 @@ from s3claim._search import (
     search_slot,
     search_text,
 )
+from s3claim._windows import one_address, render_lines, render_offset, render_path
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.events import (
     ClaimFetched,
@@ -70,8 +70,6 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
-# The ways to a window `fetch_result` takes; a call names one of them (or none: offset 0).
-_ADDRESSES = frozenset(_wording.ADDRESSES)
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
 _LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})
 
@@ -139,29 +137,11 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
             offset,
             lambda: store.fetch(context.scope, handle, offset, limit),
         )
-        if window.next_offset is not None:  # the spec's footer, word for word
-            more = _wording.footer(
-                offset=offset,
-                next_offset=window.next_offset,
-                total_chars=window.total_chars,
-                handle=handle,
-            )
-            return f"{window.text}\n\n{more}"
-        if not window.text:
-            return _wording.past_end_note(
-                total_chars=window.total_chars, total_lines=window.total_lines, offset=offset
-            )
-        end = _wording.end_note(
-            offset=offset,
-            end=offset + len(window.text),
-            total_chars=window.total_chars,
-            total_lines=window.total_lines,
-        )
-        return f"{window.text}\n\n{end}"
+        return render_offset(window, handle)
 
     fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
     built = tool(fetch_result)
-    return replace(built, arguments=_one_address(built.arguments), check_in=False, redeems=store)
+    return replace(built, arguments=one_address(built.arguments), check_in=False, redeems=store)
 
 
 _W = TypeVar("_W", Window, LineWindow)
@@ -224,65 +204,6 @@ def _read_lines(
     return render_lines(window, handle, line=line)
 
 
-def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
-    """What the model reads of a window read by line or from the end, and where it goes on."""
-    if not window.text:
-        return _wording.past_end_note(
-            total_chars=window.total_chars, total_lines=window.total_lines, line=line
-        )
-    first, last = window.first_line, window.last_line
-    if window.next_offset is None:
-        note = _wording.end_note(
-            offset=window.offset,
-            end=window.end,
-            total_chars=window.total_chars,
-            total_lines=window.total_lines,
-            first_line=first,
-            last_line=last,
-        )
-    elif window.next_line is not None and first is not None and last is not None:
-        note = _wording.line_footer(
-            first_line=first,
-            last_line=last,
-            total_lines=window.total_lines,
-            offset=window.offset,
-            end=window.end,
-            total_chars=window.total_chars,
-            next_line=window.next_line,
-            handle=handle,
-        )
-    else:  # one line longer than the window: on by offset
-        note = _wording.long_line_footer(
-            line=first or 1,
-            total_lines=window.total_lines,
-            offset=window.offset,
-            end=window.end,
-            total_chars=window.total_chars,
-            handle=handle,
-        )
-    return f"{window.text}\n\n{note}"
-
-
-def _one_address(arguments: type[BaseModel]) -> type[BaseModel]:
-    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window.
-
-    Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
-    so the check sits on the validated model, where pydantic records the fields set; only
-    `from_end=false` is no way at all (it says what the call does not want).
-    """
-
-    def one_address(model: BaseModel) -> BaseModel:
-        given = model.model_fields_set & _ADDRESSES
-        if getattr(model, "from_end", False) is False:
-            given = given - {"from_end"}
-        if len(given) > 1:
-            raise PydanticCustomError("addresses", _wording.addresses_message(set(given)))
-        return model
-
-    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(one_address)}
-    return create_model(arguments.__name__, __base__=arguments, __validators__=validators)
-
-
 def _read_path(
     store: ClaimCheckStore, context: RunContext, handle: str, path: str, limit: int
 ) -> str:
@@ -311,41 +232,6 @@ def _read_path(
         )
     )
     return render_path(answer, handle)
-
-
-def render_path(answer: PathRead, handle: str) -> str:
-    """What the model reads of a value read by path: its text, its members, where it goes on."""
-    parts = [answer.text]
-    if answer.kind in ("object", "array"):
-        rows = [
-            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
-            for m in answer.members
-        ]
-        parts.append(
-            _wording.path_members(
-                pointer=answer.pointer,
-                kind=answer.kind,
-                count=answer.member_count,
-                start=answer.start,
-                end=answer.end,
-                rows=rows,
-            )
-        )
-    if answer.next_offset is not None:
-        parts.append(
-            _wording.path_footer(
-                pointer=answer.pointer,
-                shown_end=answer.next_offset,
-                end=answer.end,
-                handle=handle,
-            )
-        )
-    return "\n\n".join(parts)
-
-
-def _token(key: str | None, index: int, cut: bool) -> str:
-    """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
-    return str(index) if key is None else escape(key) + ("…" if cut else "")
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:

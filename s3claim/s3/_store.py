@@ -5,7 +5,8 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing. A JSON claim's index goes beside it: one request more for each (`_paths`).
+  nothing. Indexes go beside it, one request more each: a JSON claim's (`_paths`), and the
+  line index of a claim of two lines or more (`_lines`, which also reads by line and end).
 - fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
   a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
   the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that
@@ -158,19 +159,16 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads):
         if known is not None and known >= expires_at:
             return handle
         seal = self._layout.seal(key)
-        lines = count_lines(content)
+        lines = count_lines(content)  # in the sealed metadata, and the line index beside it
+        run_tag = self._layout.run_tag(scope)
         meta = seal.metadata(
             _format.metadata(
-                expires_at=expires_at,
-                chars=len(content),
-                run_tag=self._layout.run_tag(scope),
-                width=width,
-                lines=lines,
+                expires_at=expires_at, chars=len(content), run_tag=run_tag, width=width, lines=lines
             )
         )
         at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
-        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
-        # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
+        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
+        # refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):

@@ -312,3 +312,34 @@ def test_a_failed_index_write_never_fails_the_check_in(
     monkeypatch.undo()
     got = store.read_line(SCOPE, handle, 1500, limit=100)  # no index: the bounded scan
     assert (got.text, got.offset) == expected_line(TEXTS["log"], 1500, 100)
+
+
+def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
+    store_under_test: StoreUnderTest,
+) -> None:
+    from s3claim import claim_check_tool
+    from s3claim.claim_tools import run_claim_tool
+    from s3claim.tools import RunContext
+
+    store: Any = store_under_test.store
+    text = "".join(chr(0x41 + n % 26) for n in range(1024 * 1024))  # no newline at all
+    handle = store.put(SCOPE, text, ttl_seconds=60)
+    fetch = claim_check_tool(store)
+    context = RunContext(SCOPE, "a", lambda _: None)
+
+    def read(**arguments: Any) -> str:
+        answer = run_claim_tool(fetch, {"handle": handle, **arguments}, context)
+        assert not answer.is_error, answer.text[:200]
+        return answer.text
+
+    first = read(line=1)
+    assert first == text[:4096] + "\n\n" + (
+        f"[line 1 of 1 goes on past this window (characters 0-4096 of {len(text)}). Call "
+        f"fetch_result with handle='{handle}' and offset=4096 to continue.]"
+    )
+    assert read(line=2).startswith(f"[fetch_result: no line 2; the result is {len(text)} ")
+    end = read(from_end=True, limit=100)
+    assert end == text[-100:] + "\n\n" + (
+        f"[end of the result (fetch_result): characters {len(text) - 100}-{len(text)} of "
+        f"{len(text)}, line 1 of 1.]"
+    )

@@ -424,3 +424,43 @@ def test_the_runner_offers_search_and_the_marker_says_so(
     found = json.loads(result.messages[4].content)
     assert [m["offset"] for m in found["matches"]] == [contract.index("article 2718.")]
     assert [e.kind for e in result.events].count("claim_searched") == 1
+
+
+@MEMORY_AND_S3
+def test_a_structured_result_reads_by_path_and_its_matches_are_its_records_lines(
+    store_under_test: StoreUnderTest,
+) -> None:
+    """A tool's list of records, checked in by the runner: one record to a line, so a search's
+    `line` is the record's (line 1 is `[`), and `path` reads its exact characters."""
+    store = store_under_test.store
+    orders = [{"id": n, "customer": f"customer {n}", "note": "rush, gift"} for n in range(2000)]
+
+    @tool
+    def list_orders() -> list[dict[str, Any]]:
+        """Every order."""
+        return orders
+
+    provider = ScriptedProvider(
+        [
+            AssistantMessage(tool_calls=(ToolCall(id="l", name="list_orders"),)),
+            AssistantMessage(content="done"),
+        ]
+    )
+    registry = ToolRegistry((list_orders, claim_check_tool(store), claim_search_tool(store)))
+    runner = AgentRunner(provider=provider, tools=registry.view(), claim_check=ClaimCheck(store))
+    result = runner.run("list", tenant=SCOPE.tenant, run_id=SCOPE.run)
+    shown = result.messages[2].content
+    handle = regex.search(r"handle='(claim:[0-9a-z]+)'", shown).group(1)
+    head = shown.split("\n\n[")[0]
+    assert [json.loads(line.rstrip(",")) for line in head.split("\n")[1:]] == orders[
+        : head.count("\n")
+    ]  # the head ends after a whole record
+    text = store.fetch(SCOPE, handle, offset=0, limit=10**7).text
+    assert json.loads(text) == orders and text.count("\n") == 2001
+    found = search(store_under_test, handle, '"customer":"customer 1499"')
+    ((match),) = found["matches"]
+    assert match["line"] == 1501
+    assert text.split("\n")[1500] == json.dumps(orders[1499], separators=(",", ":")) + ","
+    answer = store.read_path(SCOPE, handle, "/1499", limit=4096)  # type: ignore[attr-defined]
+    assert json.loads(answer.text) == orders[1499]
+    assert answer.text == text[answer.start : answer.end]

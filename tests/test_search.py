@@ -464,3 +464,22 @@ def test_a_structured_result_reads_by_path_and_its_matches_are_its_records_lines
     answer = store.read_path(SCOPE, handle, "/1499", limit=4096)  # type: ignore[attr-defined]
     assert json.loads(answer.text) == orders[1499]
     assert answer.text == text[answer.start : answer.end]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reads"),
+    [
+        (r"Section \d{1,3}", 12),  # at most 11 characters, and one looked at after
+        (r"\bERROR\b", 6),
+        (r"a(?=.{5}z)", 8),  # a lookahead reads what it looks at
+        (r"ERROR.*", None),
+        (r"\d+", None),
+        (r"a(?=.*z)", None),
+        (r"x{70000}", None),  # bounded, but past the carry
+        (r"\p{Lu}\w", None),  # the `regex` module's own syntax: cannot be told, so probed
+    ],
+)
+def test_how_far_a_try_reads_decides_carry_or_probe(pattern: str, reads: int | None) -> None:
+    from s3claim._matching import reach
+
+    assert reach(regex.compile(pattern), within=64 * KI) == reads

@@ -163,7 +163,7 @@ def _one_address(arguments: type[BaseModel]) -> type[BaseModel]:
             raise PydanticCustomError("addresses", _wording.PATH_AND_OFFSET_MESSAGE)
         return model
 
-    validators = {"one_address": model_validator(mode="after")(one_address)}
+    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(one_address)}
     return create_model(arguments.__name__, __base__=arguments, __validators__=validators)
 
 

@@ -24,6 +24,7 @@ from s3claim import (
     run_claim_tool,
 )
 from s3claim.cli import app
+from s3claim.telemetry import Operation
 from s3claim.s3._provision import provision_bucket
 from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
@@ -69,10 +70,17 @@ def test_each_redemption_and_refusal_is_one_record(telemetry: Telemetry) -> None
     assert all(AuditRecord.from_json(r.to_json()) == r for r in telemetry.audit_records)
 
 
-def test_nothing_is_built_while_the_audit_logger_is_off(telemetry: Telemetry) -> None:
+def test_nothing_is_built_while_the_audit_logger_is_off(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Operation] = []
+    build = Operation._audit_record
+    monkeypatch.setattr(Operation, "_audit_record", lambda op: built.append(op) or build(op))
     logging.getLogger("s3claim.audit").setLevel(logging.WARNING)
     _redeem(MemoryClaimCheckStore())
     assert telemetry.audit_records == []
+    assert built == []  # its tags cost two HMACs a redemption
+    assert len(telemetry.spans("s3claim.fetch")) == 3  # the redemptions ran, unaudited
 
 
 @pytest.fixture

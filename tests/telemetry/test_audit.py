@@ -24,8 +24,8 @@ from s3claim import (
     run_claim_tool,
 )
 from s3claim.cli import app
-from s3claim.telemetry import Operation
 from s3claim.s3._provision import provision_bucket
+from s3claim.telemetry import Operation
 from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 

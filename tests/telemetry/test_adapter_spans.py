@@ -17,6 +17,7 @@ from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
 from tests._counsel import CONTRACT, HANDLE
 from tests.telemetry.conftest import Telemetry
+from tests.telemetry.test_privacy import _leaks
 
 
 @dataclass
@@ -90,6 +91,7 @@ def test_a_pydantic_ai_run_has_the_claim_spans_in_its_tool_spans(telemetry: Tele
         4096,
         4096,
     )
+    assert _leaks(telemetry.everything(), CONTRACT) == []  # the framework's spans included
 
 
 def _claim_spans_of_a_read_and_a_fetch(telemetry: Telemetry, store: Any, scope: Scope) -> None:
@@ -121,6 +123,7 @@ def _claim_spans_of_a_read_and_a_fetch(telemetry: Telemetry, store: Any, scope: 
         4096,
     )
     assert (record.tenant, record.run) == (tags["s3claim.tenant"], tags["s3claim.run"])
+    assert _leaks(telemetry.everything(), CONTRACT) == []
 
 
 @pytest.mark.parametrize("face", ["sync", "async"])

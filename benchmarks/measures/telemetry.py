@@ -16,8 +16,8 @@ OpenTelemetry lets a process set its global providers once, so the SDK paths swa
 tracer and instruments s3claim reads (module globals of `s3claim.telemetry._spans`) for
 ones of a private provider, and back; the API path is the untouched process, which never
 sets a global provider. Two figures: end to end on the S3 store (moto's HTTP server), and
-the telemetry's own CPU, in this process on the memory store, where a check-in or fetch is
-microseconds and the difference between paths stands out of the noise.
+the telemetry's own time, each call timed alone in this process on the memory store, where
+nothing waits on a socket and a few microseconds between paths stand out of the noise.
 """
 
 from __future__ import annotations

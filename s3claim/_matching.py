@@ -16,11 +16,14 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import regex
 
@@ -32,9 +35,12 @@ __all__ = [
     "PatternTooCostlyError",
     "SearchBusyError",
     "count_within",
+    "first_unsettled",
     "is_literal",
     "matches",
+    "reach",
     "search_slot",
+    "settling_probe",
 ]
 
 MAX_CONCURRENT_SEARCHES = 4
@@ -161,6 +167,83 @@ def matches(
                 return
             except TimeoutError:
                 continue  # the slice of wall time ended: go on if CPU time is left
+    finally:
+        budget.spent += time.thread_time() - began
+
+
+def reach(pattern: regex.Pattern[str], *, within: int) -> int | None:
+    """At most how many characters a try of the pattern reads from where it starts, when that
+    is fewer than `within`; None when it may be more (a `*`, `+` or `{n,}`), or cannot be told
+    (syntax only the `regex` engine knows). Lookarounds count what they read too.
+
+    The standard library's parser measures it; its syntax is the common part of both engines.
+    """
+    if pattern.flags & (regex.FULLCASE | regex.VERSION1):  # one character may match three
+        return None
+    try:
+        parsed = _parser.parse(pattern.pattern, pattern.flags & _RE_FLAGS)
+        widest = parsed.getwidth()[1] + sum(sub.getwidth()[1] for sub in _lookarounds(parsed))
+    except Exception:  # anything the parser refuses is "cannot be told"
+        return None
+    return widest + 1 if widest + 1 < within else None  # +1: `\\b` and `$` look one ahead
+
+
+_parser: Any = importlib.import_module("re._parser")  # private and untyped, but stable: it is
+# what `re.compile` parses with, and all this asks of it is the widths `re` computes itself
+_RE_FLAGS = regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII
+
+
+def _lookarounds(parsed: Any) -> Iterator[Any]:
+    """Every lookaround's sub-pattern, however deep."""
+    for op, argument in parsed:
+        if op in (_parser.ASSERT, _parser.ASSERT_NOT):
+            yield argument[1]
+        yield from _sub_patterns(argument)
+
+
+def _sub_patterns(argument: Any) -> Iterator[Any]:
+    if isinstance(argument, _parser.SubPattern):
+        yield from _lookarounds(argument)
+    elif isinstance(argument, tuple | list):
+        for item in argument:
+            yield from _sub_patterns(item)
+
+
+def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:
+    """The pattern as a probe for where text still to come could change what it matches.
+
+    The atomic group takes the path the pattern's own first match takes, and what follows
+    (the end, then one more character) can never complete: so in a partial search the probe
+    only ever stops where a try of the pattern ran into the end of the text before settling
+    (`first_unsettled`). A greedy `.*` that ran there first counts; a lazy one that matched
+    before getting there does not.
+    """
+    return _probe(pattern.pattern, pattern.flags)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(source: str, flags: int) -> regex.Pattern[str]:
+    end = "\n" if flags & regex.VERBOSE else ""  # a trailing `# comment` must not eat the `)`
+    return regex.compile(f"(?>{source}{end})\\Z(?s:.)", flags)
+
+
+def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: CpuBudget) -> int:
+    """The first position from `pos` where the pattern's try reads to the end of `buffer`
+    (`len(buffer)` when none does): before it, what the pattern matches is what it would
+    match however the text goes on. Within the budget's CPU time, like `matches`."""
+    began = time.thread_time()
+    try:
+        while True:
+            left = budget.granted - budget.spent - (time.thread_time() - began)
+            if left <= 0:
+                raise budget.exhausted()
+            try:
+                found = probe.search(
+                    buffer, pos, partial=True, concurrent=True, timeout=max(left, _SLICE_SECONDS)
+                )
+            except TimeoutError:
+                continue  # the slice of wall time ended: go on if CPU time is left
+            return len(buffer) if found is None else found.start()
     finally:
         budget.spent += time.thread_time() - began
 

@@ -27,6 +27,7 @@ __all__ = [
     "claim_link_name",
     "footer",
     "marker",
+    "match_too_long_message",
     "path_footer",
     "path_members",
     "pattern_too_costly_message",
@@ -48,6 +49,16 @@ SEARCH_BUSY_MESSAGE = (
     "every search slot is taken by other searches, and none came free in time; try again in "
     "a few seconds"
 )
+
+
+def match_too_long_message(*, chars: int) -> str:
+    """Why a regex whose match may run on for longer than search holds was not searched."""
+    return (
+        f"a match of this regular expression may run longer than {chars:,} characters (a `.*` "
+        "or `+` on a claim with very long lines, or anchored at its start), more than search "
+        "holds at once, so it cannot be found exactly; bound the repetition (`.{0,200}`, "
+        '`[^"]*`) or search for a literal'
+    )
 
 
 def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: bool) -> str:
@@ -163,11 +174,12 @@ FETCH_DESCRIPTION = (
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "
-    '{{"matches": [{{"offset", "snippet"}}], "total_matches", "next_offset"}}, at most '
-    "{matches} matches from `offset` on, each with up to {snippet} characters around it. "
-    "`offset` is in characters, as in fetch_result: fetch the window at a match's offset to "
-    "read it whole. `regex` makes the pattern a regular expression; `ignore_case` ignores "
-    "case. Pass `next_offset` as `offset` for more matches."
+    '{{"matches": [{{"offset", "line", "snippet"}}], "total_matches", "next_offset"}}, at '
+    "most {matches} matches from `offset` on, each with up to {snippet} characters around "
+    "it. `offset` is in characters, as in fetch_result: fetch the window at a match's offset "
+    "to read it whole. `line` is the match's line, counted from 1 (a line ends at \\n). "
+    "`regex` makes the pattern a regular expression; `ignore_case` ignores case. Pass "
+    "`next_offset` as `offset` for more matches."
 )
 
 # -- reading it back (scripted models, the demo, the benchmarks, the tests) ------------------

@@ -28,6 +28,7 @@ from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
+    MatchTooLongError,
     PatternTooCostlyError,
     SearchBusyError,
     SearchResult,
@@ -303,6 +304,12 @@ def _search(
         op.outcome = "busy"
         context.emit(ClaimSearchFailed(handle=known, error="busy"))
         raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
+    except MatchTooLongError as exc:
+        op.outcome = "match_too_long"
+        context.emit(ClaimSearchFailed(handle=known, error="match_too_long"))
+        raise ToolError(
+            "match_too_long", _wording.match_too_long_message(chars=exc.chars)
+        ) from None
     except PatternTooCostlyError as exc:
         op.outcome = "pattern_too_costly"
         context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))

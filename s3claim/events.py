@@ -114,7 +114,8 @@ class ClaimSearched(_Event):
 
 
 class ClaimSearchFailed(_Event):
-    """The store failed, or the pattern used up its matching time (`pattern_too_costly`)."""
+    """The store failed, the pattern used up its matching time (`pattern_too_costly`), or its
+    match may run longer than search holds (`match_too_long`)."""
 
     kind: Literal["claim_search_failed"] = "claim_search_failed"
     handle: str | None

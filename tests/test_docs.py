@@ -221,11 +221,15 @@ def test_the_search_example_prints_the_match_and_its_window(
     run(search)
     assert capsys.readouterr().out.splitlines() == [
         "{'kind': 'claim_searched', 'pattern_chars': 10, 'matches': 1, 'total_matches': 1}",
-        "1 120085",
+        "1 120085 2718",
         "term 2718.",
         "Clause 2719. The parties agre",
     ]
-    assert search.shown_output[1:] == ["1 120085", "term 2718.", "Clause 2719. The parties agre"]
+    assert search.shown_output[1:] == [
+        "1 120085 2718",
+        "term 2718.",
+        "Clause 2719. The parties agre",
+    ]
 
 
 @pytest.mark.parametrize("framework", ["OpenAI Agents SDK", "LangChain", "pydantic-ai"])

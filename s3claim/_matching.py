@@ -50,6 +50,7 @@ _MANY_MATCHES = (
     10_000  # a budget used up after this many matches went on counting, not backtracking
 )
 _SLICE_SECONDS = 0.01  # the shortest wall-clock slice the engine is given
+_MIN_SHARE = 0.01  # of a core: a thread starved below it is planned for as if it had this
 # A pattern is a literal when nothing in it is special: escaped punctuation (what
 # `regex.escape` writes) and plain characters. `\d`, `\b` and the like are not literals.
 _LITERAL = re.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^0-9A-Za-z])*", re.DOTALL)
@@ -131,9 +132,21 @@ class CpuBudget:
         self.granted = seconds
         self.spent = 0.0
         self.matches = 0
+        self._share = 1.0  # of a core this thread got while matching, as last seen
 
     def grant(self, seconds: float) -> None:
         self.granted += seconds
+
+    def wall_timeout(self, left: float) -> float:
+        """The engine's timeout is wall time: give it what `left` CPU seconds take at the share
+        of a core this thread last got, so a loaded machine does not cut a try short (a cut
+        try starts over, and its CPU time is spent all the same)."""
+        return max(left / self._share, _SLICE_SECONDS)
+
+    def cut_short(self, cpu: float, wall: float) -> None:
+        """A try ran out of wall time having had `cpu` seconds of it: the share to plan with."""
+        if wall > 0:
+            self._share = min(1.0, max(cpu / wall, _MIN_SHARE))
 
     def exhausted(self) -> PatternTooCostlyError:
         return PatternTooCostlyError(seconds=self.granted, matches=self.matches)
@@ -155,20 +168,33 @@ def matches(
             left = budget.granted - budget.spent - (time.thread_time() - began)
             if left <= 0:
                 raise budget.exhausted()
+            tried = _Try()
             try:
                 found = pattern.finditer(
-                    buffer, pos, concurrent=True, timeout=max(left, _SLICE_SECONDS)
+                    buffer, pos, concurrent=True, timeout=budget.wall_timeout(left)
                 )
                 for m in found:
                     if m.end() > m.start():
                         budget.matches += 1
                         yield m
                         pos = m.end()
+                        tried = _Try()
                 return
-            except TimeoutError:
-                continue  # the slice of wall time ended: go on if CPU time is left
+            except TimeoutError:  # the wall time ended: go on if CPU time is left
+                tried.cut_short(budget)
     finally:
         budget.spent += time.thread_time() - began
+
+
+class _Try:
+    """When one try of the engine began, in CPU and wall time: how much of a core it got."""
+
+    def __init__(self) -> None:
+        self._cpu = time.thread_time()
+        self._wall = time.monotonic()
+
+    def cut_short(self, budget: CpuBudget) -> None:
+        budget.cut_short(time.thread_time() - self._cpu, time.monotonic() - self._wall)
 
 
 def reach(pattern: regex.Pattern[str], *, within: int) -> int | None:
@@ -237,12 +263,14 @@ def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: Cp
             left = budget.granted - budget.spent - (time.thread_time() - began)
             if left <= 0:
                 raise budget.exhausted()
+            tried = _Try()
             try:
                 found = probe.search(
-                    buffer, pos, partial=True, concurrent=True, timeout=max(left, _SLICE_SECONDS)
+                    buffer, pos, partial=True, concurrent=True, timeout=budget.wall_timeout(left)
                 )
-            except TimeoutError:
-                continue  # the slice of wall time ended: go on if CPU time is left
+            except TimeoutError:  # the wall time ended: go on if CPU time is left
+                tried.cut_short(budget)
+                continue
             return len(buffer) if found is None else found.start()
     finally:
         budget.spent += time.thread_time() - began

@@ -14,7 +14,11 @@ from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 from s3claim.telemetry import check_in_operation, record_duration
 
-__all__ = ["CheckIn", "ClaimCheck"]
+__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
+
+DEFAULT_MAX_REFERENCE_CHARS = 1_000_000
+"""What one tool call's claim references may resolve to, in all: ten 92,000-character
+contracts, and a bound on what a model can make the host read for one call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +45,22 @@ class ClaimCheck:
         *,
         policy: ClaimCheckPolicy | None = None,
         per_tool: Mapping[str, ClaimCheckPolicy] | None = None,
+        references: bool = False,
+        max_reference_chars: int = DEFAULT_MAX_REFERENCE_CHARS,
     ) -> None:
+        """`references`: tool arguments may be claim references (`{"$claim": handle}`),
+        which every host resolves before the tool runs, up to `max_reference_chars` a call."""
+        if (
+            isinstance(max_reference_chars, bool)
+            or not isinstance(max_reference_chars, int)
+            or max_reference_chars < 1
+        ):
+            raise ConfigurationError(
+                f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
+            )
         self.store = store
+        self.references = bool(references)
+        self.max_reference_chars = max_reference_chars
         self.policy = policy or ClaimCheckPolicy()
         self.per_tool = dict(per_tool or {})
         for name, tool_policy in self.per_tool.items():
@@ -87,7 +105,11 @@ class ClaimCheck:
             record_duration("put", time.perf_counter() - started, outcome="ok")
             head = extract_head(content, policy.head_chars)
             line = marker(
-                total_chars=total, shown_chars=len(head), handle=handle, searchable=searchable
+                total_chars=total,
+                shown_chars=len(head),
+                handle=handle,
+                searchable=searchable,
+                references=self.references,
             )
             text = f"{head}\n\n{line}"
             op.outcome = "stored"
@@ -95,4 +117,7 @@ class ClaimCheck:
             return CheckIn(text, handle, total)
 
     def __repr__(self) -> str:
-        return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool})"
+        return (
+            f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool}, "
+            f"references={self.references})"
+        )

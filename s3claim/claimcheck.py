@@ -11,7 +11,7 @@ from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
-from s3claim.store import ClaimCheckStore
+from s3claim.store import ClaimCheckStore, HandOffStore
 from s3claim.telemetry import check_in_operation, record_duration
 
 __all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
@@ -115,6 +115,24 @@ class ClaimCheck:
             op.outcome = "stored"
             op.set(handle=handle, chars_shown=len(text))
             return CheckIn(text, handle, total)
+
+    def hand_off(
+        self, handle: str, *, scope: Scope, to: Scope, ttl_seconds: int | None = None
+    ) -> str:
+        """Make a claim of the run `scope` readable in the run `to` (a sub-agent's), same tenant.
+
+        Returns the claim's handle in `to`, readable there for `ttl_seconds` (by default the
+        policy's) whatever becomes of the original, until `forget` of the tenant or of `to`'s
+        run. The content does not pass through this process (on S3, a server-side copy).
+        Raises `ClaimUnavailableError` for a handle `scope` cannot redeem, and `ValueError`
+        for a hand-off to another tenant, which is never allowed.
+        """
+        if to.tenant != scope.tenant:
+            raise ValueError("a claim is handed off within its tenant only, never to another")
+        if not isinstance(self.store, HandOffStore):
+            raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
+        ttl = ttl_seconds if ttl_seconds is not None else self.policy.ttl_seconds
+        return self.store.hand_off(scope, handle, to=to, ttl_seconds=ttl)
 
     def __repr__(self) -> str:
         return (

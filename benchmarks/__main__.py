@@ -32,6 +32,7 @@ from benchmarks.measures import (
     mcp,
     memory,
     peers,
+    references,
     search,
     width,
 )
@@ -65,6 +66,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "async": async_fetch.run,
     "peers": peers.run,
     "integrity": integrity.run,
+    "references": references.run,
 }
 ORDER = (
     "fetch",
@@ -74,6 +76,7 @@ ORDER = (
     "conversation",
     "search",
     "json_path",
+    "references",
     "concurrency",
     "memory",
     "journal",

@@ -68,9 +68,12 @@ class Reference(BaseModel):
 
 
 def has_references(value: Any, depth: int = 0) -> bool:
-    """Whether any value in the arguments is a reference (cheap: no store is touched)."""
+    """Whether any value in the arguments is a reference (cheap: no store is touched).
+
+    Arguments nested past `MAX_DEPTH` count as holding one, so resolving them refuses them
+    clearly rather than hand an unresolved reference on."""
     if depth > MAX_DEPTH:
-        return False
+        return True
     if isinstance(value, Mapping):
         return REFERENCE_KEY in value or any(has_references(v, depth + 1) for v in value.values())
     if isinstance(value, list | tuple):
@@ -107,6 +110,12 @@ def resolve_references(
     Every reference is checked for shape before any is read, so a malformed one costs no
     request; the characters resolved in one call, all references together, are bounded.
     """
+    if REFERENCE_KEY in arguments:
+        raise ToolError(
+            "invalid_arguments",
+            "the arguments are an object of named parameters, not a claim reference: pass the "
+            'reference as a parameter\'s value, such as {"text": {"$claim": handle}}',
+        )
     found: list[Reference] = []
     _collect(arguments, found, depth=0)
     if not found:

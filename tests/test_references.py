@@ -36,6 +36,7 @@ from s3claim import (
     tool,
 )
 from s3claim._wording import REFERENCE_DESCRIPTION, UNAVAILABLE_MESSAGE
+from s3claim.tools import RunContext
 from tests._counsel import CONTRACT, HANDLE
 
 SCOPE = Scope(tenant="acme", run="r-1")
@@ -190,6 +191,13 @@ class ReferenceContract(ABC):
         assert answer["error"] == "invalid_arguments" and says in answer["message"]
         assert SEEN == [] and self.events == []
 
+    def test_the_arguments_themselves_cannot_be_a_reference(self) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(calls(("word_count", {"$claim": handle})))
+        answer = refusal(text)
+        assert answer["error"] == "invalid_arguments" and "parameter" in answer["message"]
+        assert SEEN == [] and self.events == []
+
     def test_a_handle_of_the_wrong_type_is_refused(self) -> None:
         (text,) = self.run(calls(("word_count", {"text": {"$claim": 42}})))
         assert refusal(text)["error"] == "invalid_arguments" and SEEN == []
@@ -341,6 +349,24 @@ def test_a_tool_that_returns_a_reference_has_it_neutralised() -> None:
     from s3claim._boundary import neutralise
 
     assert neutralise('{"\uff04claim": 1}') == '{"-claim": 1}'  # a look-alike too
+
+
+def test_a_reference_nested_past_the_depth_bound_is_refused_not_passed_on() -> None:
+    from s3claim._references import resolve_arguments
+    from s3claim.errors import ToolError
+
+    store = MemoryClaimCheckStore()
+    deep: Any = {"$claim": store.put(SCOPE, CONTRACT, ttl_seconds=60)}
+    for _ in range(300):
+        deep = [deep]
+    context = RunContext(scope=SCOPE, agent="a", emit=lambda _: None)
+    with pytest.raises(ToolError, match="deeper than"):
+        resolve_arguments(
+            {"texts": deep},
+            claim_check=ClaimCheck(store, references=True),
+            tool="report",
+            context=context,
+        )
 
 
 def test_max_reference_chars_is_checked_at_construction() -> None:

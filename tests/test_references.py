@@ -139,6 +139,15 @@ class ReferenceContract(ABC):
         handle = sent[0][1]["text"]["$claim"]
         assert self.passed() == [("word_count", handle, len(CONTRACT))]
 
+    def test_the_model_reads_one_line_about_references_in_each_tools_description(self) -> None:
+        self.descriptions: dict[str, str] = {}
+        self.run(calls(("word_count", {"text": "a b c"})))
+        assert SEEN == ["a b c"]  # plain arguments pass as they are
+        for name in ("read_contract", "word_count", "fields", "report"):
+            assert self.descriptions[name].endswith(REFERENCE_DESCRIPTION), name
+            assert self.descriptions[name].count(REFERENCE_DESCRIPTION) == 1
+        assert REFERENCE_DESCRIPTION not in self.descriptions["fetch_result"]
+
     def test_narrowed_references_deliver_exactly_their_slice(self) -> None:
         text = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
         lines = self.store.put(SCOPE, LINES, ttl_seconds=60)
@@ -255,6 +264,9 @@ class TestRunner(ReferenceContract):
             claim_check=self.claim_check,
             max_tool_result_chars=4096,
         )
+        self.descriptions = {
+            each["function"]["name"]: each["function"]["description"] for each in runner._schemas()
+        }
         result = runner.run("count", tenant=SCOPE.tenant, run_id=SCOPE.run)
         self.events += [e for e in result.events if e.kind.startswith("claim_")]
         return [m.content for m in result.messages if isinstance(m, ToolMessage)]
@@ -391,6 +403,7 @@ class TestOpenAIAgents(ReferenceContract):
         played = iter(range(len(turns)))
 
         def respond(call: Any) -> Any:
+            self.descriptions = {t.name: t.description for t in call.tools}
             index = next(played)
             last = call.input[-1] if isinstance(call.input, list) else {}
             output = last.get("output") if isinstance(last, dict) else None
@@ -437,8 +450,15 @@ class TestLangChain(ReferenceContract):
             return AIMessage(content="", tool_calls=[call])
 
         middleware = ClaimCheckMiddleware(self.claim_check, on_event=self.events.append)
+        host = self
+
+        class Seeing(ScriptedChatModel):
+            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+                host.descriptions = {t.name: t.description for t in tools}
+                return self
+
         agent = create_agent(
-            ScriptedChatModel(script=script),
+            Seeing(script=script),
             tools=[lc_tool(f) for f in FUNCTIONS],
             middleware=[middleware],
         )
@@ -474,7 +494,8 @@ class TestPydanticAI(ReferenceContract):
             content = part.content
             return content if isinstance(content, str) else json.dumps(content)
 
-        def script(messages: list[Any], _: Any) -> ModelResponse:
+        def script(messages: list[Any], info: Any) -> ModelResponse:
+            self.descriptions = {t.name: t.description or "" for t in info.function_tools}
             index = next(played)
             last = messages[-1]
             parts = (
@@ -561,9 +582,7 @@ class TestMcpProxy(ReferenceContract):
             outputs: list[str] = []
             async with Client(proxy.server()) as client:
                 listed = await client.list_tools()
-                for each in listed.tools:
-                    if each.name not in ("fetch_result", "search_result"):
-                        assert (each.description or "").endswith(REFERENCE_DESCRIPTION)
+                self.descriptions = {t.name: t.description or "" for t in listed.tools}
                 last: str | None = None
                 for turn in turns:
                     made = turn(last)

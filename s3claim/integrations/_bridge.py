@@ -124,7 +124,7 @@ class Bridge:
     def resolve_json(self, arguments: str, *, tool: str, scope: Scope, agent: str) -> str:
         """`resolve` for arguments as JSON text; text that holds no reference (or is not a
         JSON object: the framework says what is wrong with it) passes as it came."""
-        if not self.references or '"$claim"' not in arguments:
+        if not self.references:
             return arguments
         try:
             parsed = loads(arguments)
@@ -150,7 +150,7 @@ class Bridge:
     async def resolve_json_async(
         self, arguments: str, *, tool: str, scope: Scope, agent: str
     ) -> str:
-        if not self.references or '"$claim"' not in arguments:
+        if not self.references:
             return arguments
         return await self._workers.run(
             self.resolve_json, arguments, tool=tool, scope=scope, agent=agent

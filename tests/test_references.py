@@ -225,6 +225,13 @@ class ReferenceContract(ABC):
             assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
         assert SEEN == []
 
+    def test_an_offset_past_the_end_reads_empty_as_a_fetch_would(self) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(
+            calls(("word_count", {"text": {"$claim": handle, "offset": 10**30, "length": 5}}))
+        )
+        assert (text, SEEN) == ("0", [""])
+
     def test_the_resolved_arguments_are_validated_as_the_tools_own(self) -> None:
         records = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
         # A path to a number, given to a tool that takes a string: refused as any bad argument.

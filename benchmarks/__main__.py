@@ -32,6 +32,7 @@ from benchmarks.measures import (
     mcp,
     memory,
     peers,
+    references,
     search,
     telemetry,
     width,
@@ -67,6 +68,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "peers": peers.run,
     "integrity": integrity.run,
     "telemetry": telemetry.run,
+    "references": references.run,
 }
 ORDER = (
     "fetch",
@@ -76,6 +78,7 @@ ORDER = (
     "conversation",
     "search",
     "json_path",
+    "references",
     "concurrency",
     "memory",
     "journal",

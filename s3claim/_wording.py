@@ -18,6 +18,7 @@ __all__ = [
     "MARKER_SEEN",
     "NOT_JSON_MESSAGE",
     "PATH_AND_OFFSET_MESSAGE",
+    "REFERENCE_DESCRIPTION",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
@@ -76,16 +77,36 @@ def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: boo
     )
 
 
-def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:
+def marker(
+    *,
+    total_chars: int,
+    shown_chars: int,
+    handle: str,
+    searchable: bool = False,
+    references: bool = False,
+) -> str:
     """The line after a head that tells the model how to read on.
 
-    It names `search_result` only when the agent has it; otherwise it is the spec's line.
+    It names `search_result` only when the agent has it, and claim references only when the
+    host resolves them; otherwise it is the spec's line.
     """
     search = ", or search_result to find text in it" if searchable else ""
+    passing = (
+        f' To hand it to another tool, pass {{"$claim": "{handle}"}} as the argument.'
+        if references
+        else ""
+    )
     return (
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
-        f"Call fetch_result with handle='{handle}' to read the rest{search}.]"
+        f"Call fetch_result with handle='{handle}' to read the rest{search}.{passing}]"
     )
+
+
+REFERENCE_DESCRIPTION = (
+    'Any argument may be a claim reference, {"$claim": handle} (narrowed with "offset" and '
+    '"length", "line" and "lines", or "path"): the tool receives the checked-in content.'
+)
+"""The line added to every tool's description when the host resolves claim references."""
 
 
 def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> str:

@@ -10,6 +10,7 @@ __all__ = [
     "ClaimEvicted",
     "ClaimFetchFailed",
     "ClaimFetched",
+    "ClaimPassed",
     "ClaimSearchFailed",
     "ClaimSearched",
     "ClaimUnavailable",
@@ -77,6 +78,16 @@ class ClaimFetched(_Event):
     offset: int
     chars: int
     total_chars: int
+
+
+class ClaimPassed(_Event):
+    """A claim reference in a tool's arguments was resolved: the tool got `chars` characters
+    of the claim (for a reference by path, the JSON value's), without the model reading them."""
+
+    kind: Literal["claim_passed"] = "claim_passed"
+    tool: str
+    handle: str
+    chars: int
 
 
 class ClaimUnavailable(_Event):
@@ -147,6 +158,7 @@ Event = Annotated[
     | ToolResultTruncated
     | ToolResultStoreFailed
     | ClaimFetched
+    | ClaimPassed
     | ClaimUnavailable
     | ClaimEvicted
     | ClaimFetchFailed

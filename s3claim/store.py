@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_FETCH_CHARS",
     "AsyncClaimCheckStore",
     "ClaimCheckStore",
+    "HandOffStore",
     "PathReadableStore",
     "SearchableStore",
     "Window",
@@ -90,6 +91,18 @@ class SearchableStore(Protocol):
     """
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
+
+
+@runtime_checkable
+class HandOffStore(Protocol):
+    """A store that can make a claim readable in another run of the same tenant.
+
+    `hand_off` checks the handle in `scope` exactly as `fetch` does (`ClaimUnavailableError`),
+    and returns the claim's handle in `to`, readable there for `ttl_seconds` whatever
+    becomes of the original. The content does not pass through the caller's process.
+    """
+
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str: ...
 
 
 @runtime_checkable

@@ -71,6 +71,9 @@ _META_EXPIRES = "s3claim-expires-at"
 _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
+_META_BLOCKS = "s3claim-blocks"
+"""On a claim handed off by server-side copy: the key its block tags are bound to (the
+original's). Sealed with the rest, so only a holder of the handle key can name one."""
 _HEADER_PREFIX = "x-amz-meta-"
 _WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
@@ -82,6 +85,8 @@ class ClaimMeta:
     chars: int
     run_tag: str
     width: int
+    blocks_key: str | None = None
+    """The key the body's block tags are bound to, when it is not the object's own."""
 
     def readable(self, *, run_tag: str, now: float) -> bool:
         """Readable while now < expires_at, and only from the run that stored it."""
@@ -137,7 +142,9 @@ def check_metadata_size(meta: Mapping[str, str]) -> None:
         )
 
 
-def metadata(*, expires_at: int, chars: int, run_tag: str, width: int) -> dict[str, str]:
+def metadata(
+    *, expires_at: int, chars: int, run_tag: str, width: int, blocks_key: str | None = None
+) -> dict[str, str]:
     meta = {
         _META_FORMAT: FORMAT_VERSION,
         _META_EXPIRES: str(expires_at),
@@ -145,6 +152,8 @@ def metadata(*, expires_at: int, chars: int, run_tag: str, width: int) -> dict[s
         _META_ENCODING: ENCODINGS[width],
         _META_RUN: run_tag,
     }
+    if blocks_key is not None:
+        meta[_META_BLOCKS] = blocks_key
     check_metadata_size(meta)
     return meta
 
@@ -165,6 +174,7 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
             chars=int(meta[_META_CHARS]),
             run_tag=meta[_META_RUN],
             width=width,
+            blocks_key=meta.get(_META_BLOCKS),
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(

@@ -12,6 +12,8 @@ Request budgets (each a single HTTP request unless retried):
   response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
   is a window at or past the end of the last block (or an empty claim): S3 answers 416
   without metadata, so one HeadObject checks the claim still stands.
+- hand_off: one HeadObject, one server-side CopyObject, one more for the JSON index
+  (`_hand_off`); no byte of the body passes through the process.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
   version and delete marker under the prefix goes (`_erase`, also for servers that have no
   versioning API).
@@ -47,6 +49,7 @@ from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
+from s3claim.s3._hand_off import HandOffs, HandsOff
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._paths import JsonIndexes, PathReads
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
@@ -80,7 +83,7 @@ class ClaimInfo:
     no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
-class S3ClaimCheckStore(InBucket, PathReads):
+class S3ClaimCheckStore(InBucket, PathReads, HandsOff):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -115,6 +118,7 @@ class S3ClaimCheckStore(InBucket, PathReads):
         )
         self._written: OrderedDict[str, int] = OrderedDict()
         self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
+        self._hand_offs = HandOffs(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -307,6 +311,8 @@ class S3ClaimCheckStore(InBucket, PathReads):
         except BaseException:
             response["Body"].close()
             raise
+        if meta.blocks_key is not None:  # handed off by copy: the tags are the original's
+            seal = self._layout.seal(meta.blocks_key)
         return pieces(
             response["Body"],
             width=width,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.load.fleet import Proxy, drive, proc_stats
+from benchmarks.load.fleet import Proxy, drive, proc_stats, verify
 from tests.servers import Endpoint, S3rver, _ChildServer, _free_port, make_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,6 +205,9 @@ def fleet(sizes: tuple[int, ...], *, agents: int, runs_each: int,
                 row = asyncio.run(drive(urls, agents=agents, runs_each=runs_each,
                                         chaos=mayhem if chaos else None))  # fmt: skip
                 after = relay.stats()
+                minted = row.pop("minted")
+                row["verified"] = min(len(minted), 128)
+                row["lost"] += asyncio.run(verify([p.url for p in proxies], minted))
                 row["s3_requests"] = {k: v - before.get(k, 0) for k, v in after["requests"].items()
                                       if v - before.get(k, 0)}  # fmt: skip
                 row["injected"] = after["injected"]

@@ -1,9 +1,8 @@
 """The capacity model: S3 requests per operation, the scenarios built from them, and prices.
 
-Budgets are the store's own (s3claim/s3/_store.py, _journal.py, _erase.py docstrings) and
-are what `tests/test_capacity_model.py` and `make bench-load` measure with botocore hooks.
-Addressing modes being added by others (`from_end=`, `line=`, `path=`) carry the budgets
-their specifications give; nothing here measures them (`measured=False`).
+Budgets are the store's own (s3claim/s3/_store.py, _paths.py, _journal.py, _erase.py
+docstrings) and are what `tests/test_capacity_model.py` and `make bench-load` measure with
+botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path` (`fetch_path`).
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ class Budget:
     name: str
     requests: dict[str, int]
     note: str
-    measured: bool = True
-    at_most: bool = False
 
     @property
     def total(self) -> int:
@@ -56,20 +53,16 @@ OPERATIONS: dict[str, Budget] = {
             {"GetObject": 1, "HeadObject": 1},
             "a window at or past the end: 416 carries no metadata, so one HEAD",
         ),
-        Budget("fetch_from_end", {"GetObject": 1}, "specified, not yet built", measured=False),
         Budget(
-            "fetch_line",
-            {"GetObject": 2},
-            "specified: at most 2 ranged GETs",
-            measured=False,
-            at_most=True,
+            "check_in_json",
+            {"PutObject": 2},
+            "a JSON result: the claim and its structure index (`.index`), one PUT each",
         ),
         Budget(
             "fetch_path",
             {"GetObject": 3},
-            "specified: at most 3 ranged GETs",
-            measured=False,
-            at_most=True,
+            "path=: the index's head, one entry or listing of it, then the value's window; "
+            "at most 3 ranged GETs on any document (tests/test_json_path_budgets.py)",
         ),
         Budget("search", {"GetObject": 1}, "one streaming GET per claim (+1 per cut stream)"),
         Budget("journal_save", {"PutObject": 1}, "one conditional PUT per model turn"),
@@ -111,9 +104,11 @@ class Scenario:
 
 SIMULATED_RUN = Scenario(
     "simulated run (make bench-load)",
-    {"check_in": 2, "fetch": 2, "search": 1, "journal_save": 5, "resume": 1},
-    "2 tool results checked in (the 92,212-character contract and a run-specific log), "
-    "2 fetches, 1 search, 5 model turns each saved, then a resume of the finished run",
+    {"check_in": 2, "check_in_json": 1, "fetch": 2, "fetch_path": 1, "search": 1,
+     "journal_save": 6, "resume": 1},  # fmt: skip
+    "3 tool results checked in (the 92,212-character contract, a run-specific log and a "
+    "117,791-character JSON inventory), 2 fetches by offset, 1 by JSON path, 1 search, "
+    "6 model turns each saved, then a resume of the finished run",
 )
 COUNSEL_RUN = Scenario(
     "counsel scenario",

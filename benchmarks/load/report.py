@@ -29,7 +29,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 MODEL_BEGIN, MODEL_END = "<!-- model:begin -->", "<!-- model:end -->"
 WRITES_PER_PARTITION, READS_PER_PARTITION = 3500, 5500
 _WRITES = {"PutObject", "CopyObject", "DeleteObjects"}
-OPS = ("check_in", "fetch", "search", "journal_save", "resume")
+OPS = ("check_in", "check_in_json", "fetch", "fetch_path", "search", "journal_save", "resume")
 PROXY_OPS = ("proxy_call_large", "proxy_fetch", "proxy_search")
 
 
@@ -135,12 +135,10 @@ def model_lines(bytes_per: dict[str, float]) -> list[str]:
              "|---|---|---|---|"]  # fmt: skip
     for b in OPERATIONS.values():
         reqs = " + ".join(f"{n} {k}" for k, n in b.requests.items()) or "0"
-        if b.at_most:
-            reqs = f"at most {reqs}"
         where = (
-            "yes (make bench-load, tests)"
+            "make bench-load, tests/test_capacity_model.py"
             if b.name in SIMULATED_RUN.operations
-            else ("tests/test_budgets.py, test_s3_store.py" if b.measured else "no: specified")
+            else "tests/test_budgets.py, tests/test_s3_store.py"
         )
         lines.append(f"| {b.name} | {reqs} | {where} | {b.note} |")
     lines += ["", "| run | operations | S3 requests per run | runs/s one partition holds "
@@ -197,7 +195,7 @@ def plot(results: dict[str, Any]) -> None:
         axis.set_xscale("log", base=4)
         axis.set_xlabel("concurrent runs in one process (N)")
         axis.legend(fontsize=8)
-    left.set_ylabel("runs per second (11 S3 requests each)")
+    left.set_ylabel(f"runs per second ({sum(SIMULATED_RUN.requests.values())} S3 requests each)")
     right.set_ylabel("p99 latency (ms)")
     right.set_yscale("log")
     sizes = [r["size"] for r in results["fleet"]]

@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from s3claim._json_path import PathRead
 from s3claim import AgentRunner, ClaimCheck, ScriptedProvider, tool
+from s3claim._json_path import PathRead
 from s3claim.claim_tools import claim_tools
 from s3claim.cli.demo import contract
 from s3claim.journal import RunRecord

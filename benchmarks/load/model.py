@@ -104,8 +104,15 @@ class Scenario:
 
 SIMULATED_RUN = Scenario(
     "simulated run (make bench-load)",
-    {"check_in": 2, "check_in_json": 1, "fetch": 2, "fetch_path": 1, "search": 1,
-     "journal_save": 6, "resume": 1},  # fmt: skip
+    {
+        "check_in": 2,
+        "check_in_json": 1,
+        "fetch": 2,
+        "fetch_path": 1,
+        "search": 1,
+        "journal_save": 6,
+        "resume": 1,
+    },
     "3 tool results checked in (the 92,212-character contract, a run-specific log and a "
     "117,791-character JSON inventory), 2 fetches by offset, 1 by JSON path, 1 search, "
     "6 model turns each saved, then a resume of the finished run",

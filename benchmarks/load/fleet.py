@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks.load.agent import percentile
 
-__all__ = ["Proxy", "drive", "proc_stats", "verify"]
+__all__ = ["Proxy", "drive", "new_stats", "proc_stats", "verify"]
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT / "tests" / "mcp_proxy" / "_upstream.py"
@@ -72,7 +72,8 @@ class Proxy:
                     ready.set()
             ready.set()
 
-        threading.Thread(target=drain, daemon=True).start()
+        self._drain = threading.Thread(target=drain, daemon=True)
+        self._drain.start()
         ready.wait(_START_SECONDS)
         if not self.url:
             self.stop()
@@ -87,6 +88,7 @@ class Proxy:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=15)
+        self._reap()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -97,6 +99,13 @@ class Proxy:
                 self.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def _reap(self) -> None:
+        """The stderr pipe is read to its end, then closed."""
+        self._drain.join(timeout=15)
+        if self.process.stderr is not None and not self.process.stderr.closed:
+            self.process.stderr.close()
 
 
 class _Gone(ConnectionError):
@@ -218,6 +227,12 @@ async def _one_run(agent: _Agent, seed: int, stats: dict[str, Any]) -> tuple[str
     return run, handle, seed
 
 
+def new_stats() -> dict[str, Any]:
+    """What a load counts: runs, failovers (with their transport errors), refusals, latency."""
+    return {"failovers": 0, "runs": 0, "lost": 0, "refusals": Counter(),
+            "transport_errors": Counter(), "latency": defaultdict(list)}  # fmt: skip
+
+
 async def drive(
     urls: Sequence[str], *, agents: int, runs_each: int, chaos: Any = None
 ) -> dict[str, Any]:
@@ -226,10 +241,7 @@ async def drive(
     The answer's `minted` (run, handle, seed per run) is for `verify`, after the S3 requests
     of the load have been read off the relay.
     """
-    stats: dict[str, Any] = {
-        "failovers": 0, "runs": 0, "lost": 0, "refusals": Counter(),
-        "transport_errors": Counter(), "latency": defaultdict(list),
-    }  # fmt: skip
+    stats = new_stats()
     minted: list[tuple[str, str, int]] = []
     began = time.perf_counter()
 

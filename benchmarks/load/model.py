@@ -16,6 +16,7 @@ __all__ = [
     "COUNSEL_RUN",
     "OPERATIONS",
     "PRICES",
+    "PRICES_READ",
     "SIMULATED_RUN",
     "Budget",
     "Price",
@@ -141,9 +142,12 @@ class Price:
     """GET, HEAD and the rest."""
     upload_gb: float
     retrieval_gb: float
+    storage_gb_month: float
     source: str
 
 
+PRICES_READ = "2026-12-02"
+"""When the prices below were read from their sources."""
 PRICES = (
     Price(
         "S3 Standard",
@@ -151,8 +155,8 @@ PRICES = (
         tier2=0.0004,
         upload_gb=0.0,
         retrieval_gb=0.0,
-        source="https://c3x.dev/blog/s3-request-fees-explained; "
-        "https://awsi.click/en/articles/s3-request-pricing-get-put-difference/",
+        storage_gb_month=0.023,
+        source="https://aws.amazon.com/s3/pricing/ (us-east-1, first 50 TB a month)",
     ),
     Price(
         "S3 Express One Zone",
@@ -160,7 +164,9 @@ PRICES = (
         tier2=0.00003,
         upload_gb=0.0032,
         retrieval_gb=0.0006,
-        source="https://aws.amazon.com/s3/faqs/ (S3 Express One Zone pricing examples)",
+        storage_gb_month=0.11,
+        source="https://aws.amazon.com/s3/faqs/ (the S3 Express One Zone pricing examples, "
+        "us-east-1)",
     ),
 )
 _TIER1 = {"PutObject", "CopyObject", "ListObjectVersions", "ListObjectsV2"}
@@ -168,9 +174,16 @@ _FREE = {"DeleteObjects", "DeleteObject"}  # DELETE requests are not charged
 
 
 def cost_per_thousand(
-    requests: Counter[str], price: Price, *, upload_bytes: int = 0, retrieval_bytes: int = 0
+    requests: Counter[str],
+    price: Price,
+    *,
+    upload_bytes: int = 0,
+    retrieval_bytes: int = 0,
+    stored_bytes: int = 0,
+    stored_days: float = 0.0,
 ) -> float:
-    """USD for 1,000 runs that each send `requests` (and move these bytes)."""
+    """USD for 1,000 runs that each send `requests`, move these bytes and keep `stored_bytes`
+    for `stored_days` (lifecycle collects whole days: at least one)."""
     dollars = 0.0
     for op, n in requests.items():
         if op in _FREE:
@@ -178,6 +191,7 @@ def cost_per_thousand(
         dollars += n * (price.tier1 if op in _TIER1 else price.tier2) / 1000
     gib = 1024**3
     dollars += upload_bytes / gib * price.upload_gb + retrieval_bytes / gib * price.retrieval_gb
+    dollars += stored_bytes / gib * price.storage_gb_month * stored_days / 30
     return dollars * 1000
 
 

@@ -16,6 +16,7 @@ from benchmarks.load.model import (
     COUNSEL_RUN,
     OPERATIONS,
     PRICES,
+    PRICES_READ,
     SIMULATED_RUN,
     Scenario,
     cost_per_thousand,
@@ -104,24 +105,41 @@ def fleet_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+RETRYABLE = {"store_unavailable", "busy", "too_many_calls"}
+"""Refusals that tell the model to try again later; anything else in a chaos pass is a loss."""
+
+
+def _said(refusals: dict[str, int]) -> str:
+    if not refusals:
+        return "nothing"
+    kinds = ", ".join(f"{n} `{k}`" for k, n in sorted(refusals.items()))
+    retryable = set(refusals) <= RETRYABLE
+    return f"{kinds} ({'all retryable' if retryable else '**not all retryable**'})"
+
+
 def chaos_lines(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
     injected = sum(runs["relay"]["injected"].values())
     total = sum(runs["relay"]["requests"].values())
     f_injected = sum(fleet["injected"].values())
+    killed = fleet["killed"]
     return [
-        f"- In-process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
-        f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}). "
-        f"Runs that failed: {runs['failed']}; journals or claims lost: {runs['lost']} (every "
-        f"journal of the first 256 runs read back `answered`, every claim fetched); what the "
-        f"model read as an error: {runs['refusals'] or 'nothing'}.",
-        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; proxy 1 SIGKILLed "
-        f"{3:.0f} s in and restarted on its port "
-        f"{fleet['killed'].get('restarted_after_s', 0):.1f} s later; {f_injected} S3 requests "
-        f"answered SlowDown. Calls moved to the other instance: {fleet['failovers']}; errors "
-        f"the agents read: {fleet['refusals'] or 'none'}; claims lost: {fleet['lost']} (128 "
-        f"read back through the last instance). S3 requests per run: "
+        f"- In one process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
+        f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}), "
+        f"each retried by the store. Runs that failed: {runs['failed']}; journals or claims "
+        f"lost: {runs['lost']} (the journals of the first 256 runs read back `answered` and "
+        f"each of their claims fetched); what the model read as an error: "
+        f"{_said(runs['refusals'])}.",
+        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; {f_injected} S3 requests answered "
+        f"SlowDown; proxy 1 SIGKILLed 3 s in (at {killed.get('peak_rss_mb', 0):.0f} MB) and "
+        f"restarted on its port {killed.get('restarted_after_s', 0):.1f} s later. The agents "
+        f"saw {fleet['failovers']} transport errors "
+        f"({dict(fleet.get('transport_errors', {})) or 'none'}): each a retryable failure of "
+        f"the call, sent again to the next instance. Errors the agents' model read: "
+        f"{_said(fleet['refusals'])}; claims lost: {fleet['lost']} (of {fleet.get('verified', 0)} "
+        "read back whole through the last instance). S3 requests per run: "
         + ", ".join(f"{k} {v / fleet['runs']:.2f}" for k, v in sorted(fleet["s3_requests"].items()))
-        + " (above 1 PUT: check-ins sent again after the kill, each a 412 and a refresh).",
+        + " (above the model's 1 PUT and 3 GETs: the requests answered SlowDown and sent "
+        "again, and the calls the kill cut, sent again to the other instance).",
     ]
 
 
@@ -146,13 +164,18 @@ def model_lines(bytes_per: dict[str, float]) -> list[str]:
               + " |", "|---|---|---|---|" + "---|" * len(PRICES)]  # fmt: skip
     for scenario in (SIMULATED_RUN, COUNSEL_RUN, CODING_RUN):
         lines.append(_scenario_row(scenario, bytes_per))
-    lines += ["", "Request prices (us-east-1, per 1,000): "
+    lines += ["", f"List prices read {PRICES_READ}, us-east-1, per 1,000 requests: "
               + "; ".join(f"{p.name}: PUT/COPY/POST/LIST ${p.tier1}, GET/HEAD ${p.tier2}"
                           + (f", ${p.upload_gb}/GB uploaded, ${p.retrieval_gb}/GB retrieved"
-                             if p.upload_gb else "") + f" ({p.source})" for p in PRICES)
-              + ". DELETE requests are free. Upload bytes per operation for the per-GB "
-              "charges are this sweep's measured means: "
-              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items())) + ".",
+                             if p.upload_gb else "")
+                          + f", storage ${p.storage_gb_month}/GB-month ({p.source})"
+                          for p in PRICES)
+              + ". DELETE requests are free. Each run's objects are kept one day. Upload "
+              "bytes per operation are the sweep's measured means: "
+              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items()))
+              + "; the coding run's operations are assumed to be the same sizes. Retrieval: "
+              "a 4,096-character window per fetch, three per read by path, a whole text "
+              "claim per search.",
               "", MODEL_END]  # fmt: skip
     return lines
 
@@ -164,9 +187,19 @@ def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
     rate_w = WRITES_PER_PARTITION / writes if writes else float("inf")
     rate_r = READS_PER_PARTITION / reads if reads else float("inf")
     upload = sum(bytes_per.get(op, 0) * n for op, n in scenario.operations.items())
-    retrieval = 4096 * (scenario.operations.get("fetch", 0) + scenario.operations.get("search", 0))
-    dollars = [cost_per_thousand(reqs, p, upload_bytes=int(upload), retrieval_bytes=retrieval)
-               for p in PRICES]  # fmt: skip
+    # What stays: the claims, and one journal (each save replaces the one before).
+    stored = upload - bytes_per.get("journal_save", 0) * (
+        scenario.operations.get("journal_save", 1) - 1
+    )
+    # A window per fetch (three reads per path), and the whole claim per search: it streams.
+    ops_of = scenario.operations
+    retrieval = int(4096 * (ops_of.get("fetch", 0) + 3 * ops_of.get("fetch_path", 0))
+                    + bytes_per.get("check_in", 0) * ops_of.get("search", 0))  # fmt: skip
+    dollars = [
+        cost_per_thousand(reqs, p, upload_bytes=int(upload), retrieval_bytes=retrieval,
+                          stored_bytes=int(stored), stored_days=1.0)
+        for p in PRICES
+    ]  # fmt: skip
     ops = ", ".join(f"{n} {op}" for op, n in scenario.operations.items())
     total = ", ".join(f"{n} {k}" for k, n in sorted(reqs.items()))
     return (

@@ -288,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, required=True)
     parser.add_argument("--runs", type=int, required=True, help="runs per worker")
     parser.add_argument("--pool", type=int, default=None, help="max_pool_connections")
+    parser.add_argument("--no-queue", action="store_true", help="botocore's discarding pool")
     args = parser.parse_args(argv)
 
     counting = Counting()
@@ -298,7 +299,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     key, secret = args.credentials.split(":", 1)
     pool = {} if args.pool is None else {"max_pool_connections": args.pool}
     client = make_client(
-        endpoint_url=args.url, region="us-east-1", credentials=(key, secret), **pool
+        endpoint_url=args.url,
+        region="us-east-1",
+        credentials=(key, secret),
+        queue_past_pool=not args.no_queue,
+        **pool,
     )
     store, journal = build(client, args.bucket, counting)
 

@@ -33,6 +33,7 @@ from benchmarks.measures import (
     memory,
     peers,
     search,
+    telemetry,
     width,
 )
 from benchmarks.model import report as model_report
@@ -65,6 +66,7 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "async": async_fetch.run,
     "peers": peers.run,
     "integrity": integrity.run,
+    "telemetry": telemetry.run,
 }
 ORDER = (
     "fetch",
@@ -83,6 +85,7 @@ ORDER = (
     "fairness",
     "integrity",
     "peers",
+    "telemetry",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

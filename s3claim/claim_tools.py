@@ -163,27 +163,34 @@ def _one_address(arguments: type[BaseModel]) -> type[BaseModel]:
             raise PydanticCustomError("addresses", _wording.PATH_AND_OFFSET_MESSAGE)
         return model
 
-    validators = {"one_address": model_validator(mode="after")(one_address)}
+    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(one_address)}
     return create_model(arguments.__name__, __base__=arguments, __validators__=validators)
 
 
 def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: str) -> str:
     """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
     known = handle if is_handle(handle) else None
-    try:
-        if known is None or not isinstance(store, PathReadableStore):
-            raise ClaimUnavailableError if known is None else NoIndexError
-        answer = store.read_path(context.scope, handle, path, limit=DEFAULT_FETCH_CHARS)
-    except ClaimUnavailableError:
-        raise _unavailable(context, known) from None
-    except PathError as exc:
-        raise ToolError(exc.kind, exc.message) from None
-    except NoIndexError:
-        raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
-    except Exception as exc:  # a store fault is told to the model, never the run's end
-        _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-        raise _store_failed(exc) from None
+    # A read by path is a fetch like any other: one span, one audit record (never the path).
+    with fetch_operation(store, context.scope, handle=known, offset=0) as op:
+        try:
+            if known is None or not isinstance(store, PathReadableStore):
+                raise ClaimUnavailableError if known is None else NoIndexError
+            answer = store.read_path(context.scope, handle, path, limit=DEFAULT_FETCH_CHARS)
+        except ClaimUnavailableError:
+            op.outcome = "unavailable"
+            raise _unavailable(context, known) from None
+        except PathError as exc:
+            op.outcome = exc.kind
+            raise ToolError(exc.kind, exc.message) from None
+        except NoIndexError:
+            op.outcome = "not_json"
+            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
+        except Exception as exc:  # a store fault is told to the model, never the run's end
+            op.outcome = "failed"
+            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+            raise _store_failed(exc) from None
+        op.set(window_offset=answer.start, window_chars=len(answer.text))
     context.emit(
         ClaimFetched(
             handle=handle,

@@ -29,8 +29,6 @@ RESULTS = ROOT / "benchmarks" / "results" / "capacity.json"
 BUCKET = "load"
 SWEEP = (16, 64, 256, 1024)
 FLEETS = (1, 2, 4)
-POOL_N = 256
-"""Where the pools are compared: the sweep's s3rver cell at this N is s3claim's."""
 TOTAL_RUNS = 128
 """At least this many runs per cell: N workers each run max(1, TOTAL_RUNS // N) in turn."""
 
@@ -136,17 +134,21 @@ def sweep(kinds: tuple[str, ...], ns: tuple[int, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def pool(n: int, ours: dict[str, Any]) -> list[dict[str, Any]]:
+def pool(n: int) -> list[dict[str, Any]]:
     """botocore's pool (10, a connection more per request past it) against s3claim's (64,
-    requests queue past it: `ours`, the sweep's s3rver cell at N), at N concurrent runs."""
-    runs = max(1, TOTAL_RUNS // n)
-    row = _with_server("s3rver", lambda s: _cell(
-        s.url, s.credentials, n, runs, "--pool", "10", "--no-queue"))  # fmt: skip
-    row.update(pool=10, queues=False)
-    print(f"pool 10 N={n}: {row['runs_per_s']:.1f} runs/s, {row['connections']} "
-          f"connections for {row['requests']} requests, failed {row['failed']}",
-          flush=True)  # fmt: skip
-    return [row, {**ours, "pool": 64, "queues": True}]
+    requests queue past it), at N concurrent runs, s3rver."""
+    rows = []
+    for size, extra in ((10, ("--no-queue",)), (64, ())):
+        runs = max(1, TOTAL_RUNS // n)
+        row = _with_server("s3rver", lambda s, size=size, extra=extra, runs=runs: _cell(
+            s.url, s.credentials, n, runs, "--pool", str(size), *extra))  # fmt: skip
+        row["pool"] = size
+        row["queues"] = not extra
+        rows.append(row)
+        print(f"pool {size:3} N={n}: {row['runs_per_s']:.1f} runs/s, {row['connections']} "
+              f"connections for {row['requests']} requests, failed {row['failed']}",
+              flush=True)  # fmt: skip
+    return rows
 
 
 def chaos_runs(n: int) -> dict[str, Any]:
@@ -248,8 +250,7 @@ def main() -> None:
         results["fleet"] = fleet((1, 2), agents=8, runs_each=2)
     else:
         results["sweep"] = sweep(("s3rver", "moto"), SWEEP)
-        at = [r for r in results["sweep"] if r["server"] == "s3rver" and r["workers"] == POOL_N]
-        results["pool"] = pool(POOL_N, at[0])
+        results["pool"] = pool(256)
         results["chaos_runs"] = chaos_runs(256)
         results["fleet"] = fleet(FLEETS, agents=32, runs_each=4)
         results["fleet_chaos"] = fleet((2,), agents=32, runs_each=6, chaos=True)[0]

@@ -23,6 +23,7 @@ import resource
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
@@ -317,7 +318,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             try:
                 done.append(run_one(store, journal, f"tenant-{index % 64}"))
             except Exception as exc:  # counted: a run that did not complete
-                failures.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+                where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)
+                         if "s3claim" in f.filename][-4:]  # fmt: skip
+                failures.append(f"{type(exc).__name__}: {str(exc)[:120]} at {' < '.join(where)}")
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(args.workers)]
     for t in threads:

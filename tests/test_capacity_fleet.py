@@ -14,11 +14,14 @@ import os
 import uuid
 from collections import Counter
 
+import pytest
+
 from benchmarks.load.fleet import Proxy, _Agent, _one_run, new_stats, verify
 from s3claim.s3._provision import provision_bucket
 from tests._s3 import moto_client
 
 
+@pytest.mark.slow
 def test_agents_move_to_the_live_proxy_when_theirs_is_sigkilled(moto_endpoint: str) -> None:
     bucket = f"fleet-{uuid.uuid4().hex}"
     provision_bucket(moto_client(moto_endpoint), bucket, prefix="claims/", day_classes=(1,))

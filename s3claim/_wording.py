@@ -84,11 +84,13 @@ def marker(
     handle: str,
     searchable: bool = False,
     references: bool = False,
+    tail_chars: int = 0,
 ) -> str:
     """The line after a head that tells the model how to read on.
 
-    It names `search_result` only when the agent has it, and claim references only when the
-    host resolves them; otherwise it is the spec's line.
+    It names `search_result` only when the agent has it, claim references only when the
+    host resolves them, and the tail after it only when there is one (then what is not shown
+    lies between the two, and the line says where); otherwise it is the spec's line.
     """
     search = ", or search_result to find text in it" if searchable else ""
     passing = (
@@ -96,6 +98,14 @@ def marker(
         if references
         else ""
     )
+    if tail_chars:
+        hidden_end = total_chars - tail_chars
+        return (
+            f"[{total_chars} characters, {hidden_end - shown_chars} not shown: characters "
+            f"{shown_chars}-{hidden_end}; the last {tail_chars} follow this line. Call "
+            f"fetch_result with handle='{handle}' and offset={shown_chars} to read the part "
+            f"not shown{search}.{passing}]"
+        )
     return (
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
         f"Call fetch_result with handle='{handle}' to read the rest{search}.{passing}]"

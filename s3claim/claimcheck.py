@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3claim._head import extract_head
+from s3claim._head import extract_head, extract_tail
 from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
@@ -104,14 +104,16 @@ class ClaimCheck:
                 raise
             record_duration("put", time.perf_counter() - started, outcome="ok")
             head = extract_head(content, policy.head_chars)
+            tail = extract_tail(content[len(head) :], policy.tail_chars)
             line = marker(
                 total_chars=total,
                 shown_chars=len(head),
                 handle=handle,
                 searchable=searchable,
                 references=self.references,
+                tail_chars=len(tail),
             )
-            text = f"{head}\n\n{line}"
+            text = f"{head}\n\n{line}" + (f"\n\n{tail}" if tail else "")
             op.outcome = "stored"
             op.set(handle=handle, chars_shown=len(text))
             return CheckIn(text, handle, total)

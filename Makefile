@@ -13,7 +13,8 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
-.PHONY: demo test lint typecheck pytest clean bench bench-model bench-peers bench-peers-venvs
+.PHONY: demo test lint typecheck pytest clean bench bench-model bench-peers bench-peers-venvs \
+	bench-load
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
 INSTALL_LOG := $(VENV)/install.log
@@ -88,6 +89,13 @@ bench-peers-venvs: $(PEER_STAMPS)
 # Only the side-by-side: rewrites its section of docs/benchmarks.md, leaves the rest as it is.
 bench-peers: $(BENCH_STAMP) bench-peers-venvs
 	$(PY) -m benchmarks --only peers
+
+# How many concurrent runs one bucket serves (benchmarks/load): N in 16..1,024 over s3rver (npm,
+# installed into tests/.node on first use, as `make bench` does) and moto, a fleet of 1, 2 and 4
+# MCP proxies, a chaos pass. Writes docs/capacity.md's results and docs/capacity.png; bounded
+# to run in under 15 minutes on 2 cores. Not part of `make test`.
+bench-load: $(BENCH_STAMP)
+	$(PY) -m benchmarks.load $(if $(QUICK),--quick,)
 
 # Prefill on a real model: llama.cpp's server on CPU, in a venv of its own (llama-cpp-python
 # builds llama.cpp from source, about 12 minutes). Generic x86-64 with AVX2: a -march=native

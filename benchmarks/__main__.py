@@ -33,7 +33,9 @@ from benchmarks.measures import (
     mcp,
     memory,
     peers,
+    references,
     search,
+    telemetry,
     width,
 )
 from benchmarks.model import report as model_report
@@ -67,6 +69,8 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "async": async_fetch.run,
     "peers": peers.run,
     "integrity": integrity.run,
+    "telemetry": telemetry.run,
+    "references": references.run,
 }
 ORDER = (
     "fetch",
@@ -77,6 +81,7 @@ ORDER = (
     "search",
     "json_path",
     "lines",
+    "references",
     "concurrency",
     "memory",
     "journal",
@@ -86,6 +91,7 @@ ORDER = (
     "fairness",
     "integrity",
     "peers",
+    "telemetry",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,8 +4,10 @@ Three steps, in order:
 
 1. Validate the value against the tool's declared return type. A mismatch is a tool error
    for the model (`invalid_result`), not an exception.
-2. Serialise: strings as they are; models and other values as JSON. Text that UTF-8 cannot
-   carry (a lone surrogate) is refused the same way.
+2. Serialise: strings as they are; models and other values as JSON with one record to a
+   line (`s3claim._json_layout`), whatever the result's size, so a line reader can read it
+   and the threshold measures the very text that is stored. Text that UTF-8 cannot carry
+   (a lone surrogate) is refused the same way.
 3. Neutralise structural forgery (`s3claim._forgery`), so tool output cannot hand the model a
    forged handle, marker, footer or turn: the table there (and in docs/security.md) is
    matched on a folded view of the text, so look-alikes count, and only a match's delimiters
@@ -24,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from s3claim._forgery import neutralise
+from s3claim._json_layout import records_on_lines
 from s3claim.errors import ToolError
 from s3claim.tools import Tool
 
@@ -73,7 +76,7 @@ def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
                     f"tool {tool!r} returned a value holding text that is not valid "
                     "Unicode (a lone surrogate)",
                 )
-            text = adapter.dump_json(valid).decode("utf-8")
+            text = records_on_lines(adapter.dump_json(valid).decode("utf-8"))
         except PydanticSerializationError:
             raise ToolError(
                 "invalid_result",

@@ -94,6 +94,13 @@ RULES: tuple[Rule, ...] = (
         note="followed by a letter or digit",
     ),
     Rule(
+        found=('"$claim"',),
+        becomes=('"-claim"',),
+        source="s3claim's claim references (a JSON key naming a claim)",
+        pattern=lambda lit, gap: rf'(?<="{gap})\$(?={gap}{lit("claim")}{gap}\\*")',
+        note="as a quoted key",
+    ),
+    Rule(
         found=("fetch_result", "search_result"),
         becomes=("fetch-result", "search-result"),
         source="s3claim's markers and footers (the claim tools' names)",

@@ -1,4 +1,5 @@
-"""The extractive head: the longest prefix that ends where the text itself pauses.
+"""The extractive head (the longest prefix that ends where the text itself pauses) and tail
+(the longest suffix that starts where it pauses).
 
 Cut candidates are the starts of whitespace runs (so a cut is never mid-word) and the ends
 of CJK sentence marks, which need no space after them. Their strength:
@@ -11,14 +12,16 @@ reach (one long base64 token) is cut at the last grapheme cluster boundary. A cu
 a grapheme cluster boundary: combining marks and emoji sequences stay whole.
 
 Only the first `head_chars + 1` characters are looked at, so the cost does not grow with
-the document.
+the document. The tail mirrors it: its cut is at the end of a whitespace run (or of a CJK
+sentence mark), ranked by the same kinds, preferring a longer tail the same way, and only the
+last `tail_chars + 1` characters are looked at.
 """
 
 from __future__ import annotations
 
 import regex
 
-__all__ = ["extract_head"]
+__all__ = ["extract_head", "extract_tail"]
 
 _BLANK, _NEWLINE, _SENTENCE, _SPACE = 4, 3, 2, 1
 _RUN = regex.compile(r"\s+")
@@ -66,3 +69,31 @@ def extract_head(content: str, head_chars: int) -> str:
     if best:
         return content[: max(best.values())]
     return content[: max((end for end in ends if end <= head_chars), default=0)]
+
+
+def extract_tail(content: str, tail_chars: int) -> str:
+    """A suffix of `content`, at most `tail_chars` long, starting at the best natural boundary."""
+    if tail_chars <= 0:
+        return ""
+    if len(content) <= tail_chars:
+        return content
+    # One character more than the tail: a cut at its start is valid only after a break.
+    window = content[-(tail_chars + 1) :]
+    starts = _cluster_ends(window)  # where a cluster ends, the next one starts
+    best: dict[int, int] = {}  # kind -> earliest cut (the longest tail)
+    for match in _RUN.finditer(window):
+        cut = match.end()
+        if 0 < cut < len(window) and cut in starts:
+            kind = _kind(window[: match.start()], match.group())
+            best[kind] = min(best.get(kind, cut), cut)
+    for match in _CJK_STOP.finditer(window):
+        cut = match.end()
+        if 0 < cut < len(window) and cut in starts:
+            best[_SENTENCE] = min(best.get(_SENTENCE, cut), cut)
+    for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
+        if kind in best and (len(window) - best[kind]) * 2 >= tail_chars:
+            return window[best[kind] :]
+    if best:
+        return window[min(best.values()) :]
+    # No pause in reach: the longest run of whole clusters (the first may be cut off).
+    return window[min((end for end in starts if end > 0), default=len(window)) :]

@@ -16,11 +16,14 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import regex
 
@@ -32,9 +35,12 @@ __all__ = [
     "PatternTooCostlyError",
     "SearchBusyError",
     "count_within",
+    "first_unsettled",
     "is_literal",
     "matches",
+    "reach",
     "search_slot",
+    "settling_probe",
 ]
 
 MAX_CONCURRENT_SEARCHES = 4
@@ -44,6 +50,7 @@ _MANY_MATCHES = (
     10_000  # a budget used up after this many matches went on counting, not backtracking
 )
 _SLICE_SECONDS = 0.01  # the shortest wall-clock slice the engine is given
+_MIN_SHARE = 0.01  # of a core: a thread starved below it is planned for as if it had this
 # A pattern is a literal when nothing in it is special: escaped punctuation (what
 # `regex.escape` writes) and plain characters. `\d`, `\b` and the like are not literals.
 _LITERAL = re.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^0-9A-Za-z])*", re.DOTALL)
@@ -125,9 +132,21 @@ class CpuBudget:
         self.granted = seconds
         self.spent = 0.0
         self.matches = 0
+        self._share = 1.0  # of a core this thread got while matching, as last seen
 
     def grant(self, seconds: float) -> None:
         self.granted += seconds
+
+    def wall_timeout(self, left: float) -> float:
+        """The engine's timeout is wall time: give it what `left` CPU seconds take at the share
+        of a core this thread last got, so a loaded machine does not cut a try short (a cut
+        try starts over, and its CPU time is spent all the same)."""
+        return max(left / self._share, _SLICE_SECONDS)
+
+    def cut_short(self, cpu: float, wall: float) -> None:
+        """A try ran out of wall time having had `cpu` seconds of it: the share to plan with."""
+        if wall > 0:
+            self._share = min(1.0, max(cpu / wall, _MIN_SHARE))
 
     def exhausted(self) -> PatternTooCostlyError:
         return PatternTooCostlyError(seconds=self.granted, matches=self.matches)
@@ -149,18 +168,110 @@ def matches(
             left = budget.granted - budget.spent - (time.thread_time() - began)
             if left <= 0:
                 raise budget.exhausted()
+            tried = _Try()
             try:
                 found = pattern.finditer(
-                    buffer, pos, concurrent=True, timeout=max(left, _SLICE_SECONDS)
+                    buffer, pos, concurrent=True, timeout=budget.wall_timeout(left)
                 )
                 for m in found:
                     if m.end() > m.start():
                         budget.matches += 1
                         yield m
                         pos = m.end()
+                        tried = _Try()
                 return
-            except TimeoutError:
-                continue  # the slice of wall time ended: go on if CPU time is left
+            except TimeoutError:  # the wall time ended: go on if CPU time is left
+                tried.cut_short(budget)
+    finally:
+        budget.spent += time.thread_time() - began
+
+
+class _Try:
+    """When one try of the engine began, in CPU and wall time: how much of a core it got."""
+
+    def __init__(self) -> None:
+        self._cpu = time.thread_time()
+        self._wall = time.monotonic()
+
+    def cut_short(self, budget: CpuBudget) -> None:
+        budget.cut_short(time.thread_time() - self._cpu, time.monotonic() - self._wall)
+
+
+def reach(pattern: regex.Pattern[str], *, within: int) -> int | None:
+    """At most how many characters a try of the pattern reads from where it starts, when that
+    is fewer than `within`; None when it may be more (a `*`, `+` or `{n,}`), or cannot be told
+    (syntax only the `regex` engine knows). Lookarounds count what they read too.
+
+    The standard library's parser measures it; its syntax is the common part of both engines.
+    """
+    if pattern.flags & (regex.FULLCASE | regex.VERSION1):  # one character may match three
+        return None
+    try:
+        parsed = _parser.parse(pattern.pattern, pattern.flags & _RE_FLAGS)
+        widest = parsed.getwidth()[1] + sum(sub.getwidth()[1] for sub in _lookarounds(parsed))
+    except Exception:  # anything the parser refuses is "cannot be told"
+        return None
+    return widest + 1 if widest + 1 < within else None  # +1: `\\b` and `$` look one ahead
+
+
+_parser: Any = importlib.import_module("re._parser")  # private and untyped, but stable: it is
+# what `re.compile` parses with, and all this asks of it is the widths `re` computes itself
+_RE_FLAGS = regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII
+
+
+def _lookarounds(parsed: Any) -> Iterator[Any]:
+    """Every lookaround's sub-pattern, however deep."""
+    for op, argument in parsed:
+        if op in (_parser.ASSERT, _parser.ASSERT_NOT):
+            yield argument[1]
+        yield from _sub_patterns(argument)
+
+
+def _sub_patterns(argument: Any) -> Iterator[Any]:
+    if isinstance(argument, _parser.SubPattern):
+        yield from _lookarounds(argument)
+    elif isinstance(argument, tuple | list):
+        for item in argument:
+            yield from _sub_patterns(item)
+
+
+def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:
+    """The pattern as a probe for where text still to come could change what it matches.
+
+    The atomic group takes the path the pattern's own first match takes, and what follows
+    (the end, then one more character) can never complete: so in a partial search the probe
+    only ever stops where a try of the pattern ran into the end of the text before settling
+    (`first_unsettled`). A greedy `.*` that ran there first counts; a lazy one that matched
+    before getting there does not.
+    """
+    return _probe(pattern.pattern, pattern.flags)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(source: str, flags: int) -> regex.Pattern[str]:
+    end = "\n" if flags & regex.VERBOSE else ""  # a trailing `# comment` must not eat the `)`
+    return regex.compile(f"(?>{source}{end})\\Z(?s:.)", flags)
+
+
+def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: CpuBudget) -> int:
+    """The first position from `pos` where the pattern's try reads to the end of `buffer`
+    (`len(buffer)` when none does): before it, what the pattern matches is what it would
+    match however the text goes on. Within the budget's CPU time, like `matches`."""
+    began = time.thread_time()
+    try:
+        while True:
+            left = budget.granted - budget.spent - (time.thread_time() - began)
+            if left <= 0:
+                raise budget.exhausted()
+            tried = _Try()
+            try:
+                found = probe.search(
+                    buffer, pos, partial=True, concurrent=True, timeout=budget.wall_timeout(left)
+                )
+            except TimeoutError:  # the wall time ended: go on if CPU time is left
+                tried.cut_short(budget)
+                continue
+            return len(buffer) if found is None else found.start()
     finally:
         budget.spent += time.thread_time() - began
 

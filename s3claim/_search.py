@@ -1,14 +1,24 @@
 """The search engine behind `search_result`: a pattern over a claim streamed in pieces.
 
 The store streams the claim's text (`SearchableStore.scan`: the S3 store with one GET, read
-in pieces), and the pattern runs over it here, beside the store, in bounded memory:
+in pieces), and the pattern runs over it here, beside the store, in bounded memory, with the
+same matches as over the whole text:
 
-- Pieces are scanned in a buffer that keeps the last `_CARRY` characters of the one before,
-  so a match that spans two pieces is found whole. A match is accepted only once the buffer
-  holds `_CARRY` characters after it, so matches of up to `_CARRY` characters are exact;
-  a longer one (only a regex can match that much) may be found cut at a piece boundary.
+- A match is accepted only once text still to come cannot change it. A pattern whose try
+  reads fewer than `_CARRY` characters (a literal, `Section \\d{1,3}`: `reach`) is settled
+  once the buffer holds `_CARRY` characters after it. Any other regex (a `*`, `+`, `{n,}`)
+  is settled up to the first position where a try of it ran into the end of the buffer
+  (`s3claim._matching.first_unsettled`): an `\\A.*x` that needs the rest of the claim, a
+  greedy `.*` that may reach further, a lookahead at the end. From there the text is held
+  until the next pieces settle it, up to `MAX_HELD_CHARS`; a match that could run longer
+  than that cannot be found exactly, so the search stops with `match_too_long` rather than
+  lose it or cut it. (The carry alone lost such a match without a word: an `\\A` regex whose
+  match ended past the carry was never reported while its start was in the buffer, and its
+  start was settled as matching nothing.) Probing costs about 100 ns a character, so such a
+  regex is granted `_PROBED_SECONDS_PER_CHAR`.
 - Offsets are characters of the claim, the unit `fetch_result` reads in, whatever width the
-  store keeps the text at.
+  store keeps the text at; `line` is the match's 1-based line, newlines counted as the
+  pieces pass (a line ends at `\\n`, so `\\r\\n` is one break), so search leads to a read by line.
 - `total_matches` counts every match in the claim, so it is the same on every page;
   `next_offset` continues after the last match returned. Empty matches are not matches.
 - A regex's matching is budgeted in CPU time of the searching thread (`s3claim._matching`):
@@ -34,16 +44,21 @@ from s3claim._matching import (
     PatternTooCostlyError,
     SearchBusyError,
     count_within,
+    first_unsettled,
     is_literal,
     matches,
+    reach,
     search_slot,
+    settling_probe,
 )
 
 __all__ = [
+    "MAX_HELD_CHARS",
     "MAX_MATCHES",
     "MAX_PATTERN_CHARS",
     "SNIPPET_CHARS",
     "Match",
+    "MatchTooLongError",
     "PatternTooCostlyError",
     "SearchBusyError",
     "SearchResult",
@@ -56,18 +71,31 @@ MAX_MATCHES = 20
 SNIPPET_CHARS = 200
 MAX_PATTERN_CHARS = 1000
 _CARRY = 64 * 1024
+MAX_HELD_CHARS = 2 * 1024 * 1024
+"""Text a regex's unsettled match may hold back (at most 8 MiB of `str`, beside a piece)."""
 _CONTEXT = SNIPPET_CHARS
 _REGEX_SECONDS = 0.5
 _SECONDS_PER_CHAR = 5e-9
+_PROBED_SECONDS_PER_CHAR = 1.5e-7  # the probe's partial matching runs at about 100 ns a char
+
+
+class MatchTooLongError(Exception):
+    """A regex's match may run longer than search holds at once: it cannot be found exactly."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(f"a match may run longer than {chars} characters")
+        self.chars = chars
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
     offset: int
+    line: int
+    """1-based; a line ends at `\\n`."""
     snippet: str
 
     def __repr__(self) -> str:  # the snippet is tool content: never in a repr
-        return f"Match(offset={self.offset}, snippet_chars={len(self.snippet)})"
+        return f"Match(offset={self.offset}, line={self.line}, snippet_chars={len(self.snippet)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +107,9 @@ class SearchResult:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "matches": [{"offset": m.offset, "snippet": m.snippet} for m in self.matches],
+                "matches": [
+                    {"offset": m.offset, "line": m.line, "snippet": m.snippet} for m in self.matches
+                ],
                 "total_matches": self.total_matches,
                 "next_offset": self.next_offset,
             },
@@ -109,12 +139,17 @@ def search_text(
     pieces: Iterable[str], pattern: regex.Pattern[str], *, offset: int = 0
 ) -> SearchResult:
     """Search text given in consecutive pieces; see the module docstring for the rules."""
-    budget = None if is_literal(pattern) else CpuBudget(_REGEX_SECONDS)
+    literal = is_literal(pattern)
+    budget = None if literal else CpuBudget(_REGEX_SECONDS)
+    # A try that reads less than the carry is settled by it; a longer one is probed for.
+    probe = None if literal or reach(pattern, within=_CARRY) else settling_probe(pattern)
+    per_char = _SECONDS_PER_CHAR if probe is None else _PROBED_SECONDS_PER_CHAR
     found: list[Match] = []
     total = 0
     last_end: int | None = None  # end of the last match returned
     more = False  # a match after the page
     buffer, base = "", 0  # buffer[i] is character base + i of the claim
+    line = 1  # the line buffer[0] is on
     resume = 0  # matches starting before this are settled
     iterator = iter(pieces)
     final = False
@@ -123,9 +158,15 @@ def search_text(
         final = piece is None
         buffer += piece or ""
         if budget is not None:
-            budget.grant(len(piece or "") * _SECONDS_PER_CHAR)
-        settled_until = base + len(buffer) - (0 if final else _CARRY)
+            budget.grant(len(piece or "") * per_char)
+        if final:
+            settled_until = base + len(buffer)
+        elif probe is None or budget is None:  # no try reads as far as the carry
+            settled_until = base + len(buffer) - _CARRY
+        else:
+            settled_until = base + first_unsettled(probe, buffer, resume - base, budget)
         if settled_until <= resume:
+            _check_held(base + len(buffer) - resume)
             continue  # too little text after `resume` to settle anything yet
         deferred = False
         if budget is None and resume < offset:  # a literal's matches before the page: counted
@@ -133,17 +174,21 @@ def search_text(
                 pattern, buffer, resume - base, min(offset, settled_until) - base
             )
             total, resume = total + counted, base + last
+        lines = _Lines(buffer, line)
         for m in matches(pattern, buffer, resume - base, budget):
             start, end = base + m.start(), base + m.end()
-            if not final and end > settled_until and start >= settled_until - _CARRY:
-                resume, deferred = start, True  # it may go on: the next round settles it
+            # What text to come may change waits for it: a match that may go on past the
+            # carry, or (probed) one from where a try first ran into the end.
+            if not final and (end > settled_until if probe is None else start >= settled_until):
+                resume, deferred = start, True
                 break
             resume = end
             total += 1
             if start < offset:
                 continue
             if len(found) < MAX_MATCHES:
-                found.append(Match(start, neutralise(_snippet(buffer, m.start(), m.end()))))
+                snippet = neutralise(_snippet(buffer, m.start(), m.end()))
+                found.append(Match(start, lines.at(m.start()), snippet))
                 last_end = end
             else:
                 more = True
@@ -158,7 +203,31 @@ def search_text(
                     break
         if not deferred:
             resume = max(resume, settled_until)
+        if not final:
+            _check_held(base + len(buffer) - resume)
         # Keep the unsettled tail, and the context its snippets may need.
         keep_from = max(0, resume - base - _CONTEXT)
+        line += buffer.count("\n", 0, keep_from)
         buffer, base = buffer[keep_from:], base + keep_from
     return SearchResult(tuple(found), total, last_end if more else None)
+
+
+def _check_held(chars: int) -> None:
+    """A regex whose match may still be going on is waited for, up to `MAX_HELD_CHARS`."""
+    if chars > MAX_HELD_CHARS:
+        raise MatchTooLongError(MAX_HELD_CHARS)
+
+
+class _Lines:
+    """Line numbers of positions in one buffer, asked in increasing order: each character is
+    counted once (a line ends at `\\n`, so `\\r\\n` is one break)."""
+
+    def __init__(self, buffer: str, first_line: int) -> None:
+        self._buffer = buffer
+        self._pos = 0
+        self._line = first_line
+
+    def at(self, pos: int) -> int:
+        self._line += self._buffer.count("\n", self._pos, pos)
+        self._pos = pos
+        return self._line

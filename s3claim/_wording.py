@@ -21,6 +21,7 @@ __all__ = [
     "MARKER_SEEN",
     "NOT_JSON_MESSAGE",
     "NO_LINE_INDEX_MESSAGE",
+    "REFERENCE_DESCRIPTION",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
@@ -34,6 +35,7 @@ __all__ = [
     "line_footer",
     "long_line_footer",
     "marker",
+    "match_too_long_message",
     "past_end_note",
     "path_footer",
     "path_members",
@@ -59,6 +61,16 @@ SEARCH_BUSY_MESSAGE = (
 )
 
 
+def match_too_long_message(*, chars: int) -> str:
+    """Why a regex whose match may run on for longer than search holds was not searched."""
+    return (
+        f"a match of this regular expression may run longer than {chars:,} characters (a `.*` "
+        "or `+` on a claim with very long lines, or anchored at its start), more than search "
+        "holds at once, so it cannot be found exactly; bound the repetition (`.{0,200}`, "
+        '`[^"]*`) or search for a literal'
+    )
+
+
 def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: bool) -> str:
     """What ran out when a regex used up its CPU time: backtracking, or counting its matches."""
     if backtracked:
@@ -74,16 +86,46 @@ def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: boo
     )
 
 
-def marker(*, total_chars: int, shown_chars: int, handle: str, searchable: bool = False) -> str:
+def marker(
+    *,
+    total_chars: int,
+    shown_chars: int,
+    handle: str,
+    searchable: bool = False,
+    references: bool = False,
+    tail_chars: int = 0,
+) -> str:
     """The line after a head that tells the model how to read on.
 
-    It names `search_result` only when the agent has it; otherwise it is the spec's line.
+    It names `search_result` only when the agent has it, claim references only when the
+    host resolves them, and the tail after it only when there is one (then what is not shown
+    lies between the two, and the line says where); otherwise it is the spec's line.
     """
     search = ", or search_result to find text in it" if searchable else ""
+    passing = (
+        f' To hand it to another tool, pass {{"$claim": "{handle}"}} as the argument.'
+        if references
+        else ""
+    )
+    if tail_chars:
+        hidden_end = total_chars - tail_chars
+        return (
+            f"[{total_chars} characters, {hidden_end - shown_chars} not shown: characters "
+            f"{shown_chars}-{hidden_end}; the last {tail_chars} follow this line. Call "
+            f"fetch_result with handle='{handle}' and offset={shown_chars} to read the part "
+            f"not shown{search}.{passing}]"
+        )
     return (
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
-        f"Call fetch_result with handle='{handle}' to read the rest{search}.]"
+        f"Call fetch_result with handle='{handle}' to read the rest{search}.{passing}]"
     )
+
+
+REFERENCE_DESCRIPTION = (
+    'Any argument may be a claim reference, {"$claim": handle} (narrowed with "offset" and '
+    '"length", "line" and "lines", or "path"): the tool receives the checked-in content.'
+)
+"""The line added to every tool's description when the host resolves claim references."""
 
 
 def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> str:
@@ -271,11 +313,12 @@ FETCH_DESCRIPTION = (
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "
-    '{{"matches": [{{"offset", "snippet"}}], "total_matches", "next_offset"}}, at most '
-    "{matches} matches from `offset` on, each with up to {snippet} characters around it. "
-    "`offset` is in characters, as in fetch_result: fetch the window at a match's offset to "
-    "read it whole. `regex` makes the pattern a regular expression; `ignore_case` ignores "
-    "case. Pass `next_offset` as `offset` for more matches."
+    '{{"matches": [{{"offset", "line", "snippet"}}], "total_matches", "next_offset"}}, at '
+    "most {matches} matches from `offset` on, each with up to {snippet} characters around "
+    "it. `offset` is in characters, as in fetch_result: fetch the window at a match's offset "
+    "to read it whole. `line` is the match's line, counted from 1 (a line ends at \\n). "
+    "`regex` makes the pattern a regular expression; `ignore_case` ignores case. Pass "
+    "`next_offset` as `offset` for more matches."
 )
 
 # -- reading it back (scripted models, the demo, the benchmarks, the tests) ------------------

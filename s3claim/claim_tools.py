@@ -28,6 +28,7 @@ from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
+    MatchTooLongError,
     PatternTooCostlyError,
     SearchBusyError,
     SearchResult,
@@ -209,20 +210,27 @@ def _read_path(
 ) -> str:
     """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
     known = handle if is_handle(handle) else None
-    try:
-        if known is None or not isinstance(store, PathReadableStore):
-            raise ClaimUnavailableError if known is None else NoIndexError
-        answer = store.read_path(context.scope, handle, path, limit=limit)
-    except ClaimUnavailableError:
-        raise _unavailable(context, known) from None
-    except PathError as exc:
-        raise ToolError(exc.kind, exc.message) from None
-    except NoIndexError:
-        raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
-    except Exception as exc:  # a store fault is told to the model, never the run's end
-        _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-        raise _store_failed(exc) from None
+    # A read by path is a fetch like any other: one span, one audit record (never the path).
+    with fetch_operation(store, context.scope, handle=known, offset=0) as op:
+        try:
+            if known is None or not isinstance(store, PathReadableStore):
+                raise ClaimUnavailableError if known is None else NoIndexError
+            answer = store.read_path(context.scope, handle, path, limit=limit)
+        except ClaimUnavailableError:
+            op.outcome = "unavailable"
+            raise _unavailable(context, known) from None
+        except PathError as exc:
+            op.outcome = exc.kind
+            raise ToolError(exc.kind, exc.message) from None
+        except NoIndexError:
+            op.outcome = "not_json"
+            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
+        except Exception as exc:  # a store fault is told to the model, never the run's end
+            op.outcome = "failed"
+            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+            raise _store_failed(exc) from None
+        op.set(window_offset=answer.start, window_chars=len(answer.text))
     context.emit(
         ClaimFetched(
             handle=handle,
@@ -300,6 +308,12 @@ def _search(
         op.outcome = "busy"
         context.emit(ClaimSearchFailed(handle=known, error="busy"))
         raise ToolError("busy", _wording.SEARCH_BUSY_MESSAGE) from None
+    except MatchTooLongError as exc:
+        op.outcome = "match_too_long"
+        context.emit(ClaimSearchFailed(handle=known, error="match_too_long"))
+        raise ToolError(
+            "match_too_long", _wording.match_too_long_message(chars=exc.chars)
+        ) from None
     except PatternTooCostlyError as exc:
         op.outcome = "pattern_too_costly"
         context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))

@@ -6,15 +6,19 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3claim._head import extract_head
+from s3claim._head import extract_head, extract_tail
 from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
-from s3claim.store import ClaimCheckStore
+from s3claim.store import ClaimCheckStore, HandOffStore
 from s3claim.telemetry import check_in_operation, record_duration
 
-__all__ = ["CheckIn", "ClaimCheck"]
+__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
+
+DEFAULT_MAX_REFERENCE_CHARS = 1_000_000
+"""What one tool call's claim references may resolve to, in all: ten 92,000-character
+contracts, and a bound on what a model can make the host read for one call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +45,22 @@ class ClaimCheck:
         *,
         policy: ClaimCheckPolicy | None = None,
         per_tool: Mapping[str, ClaimCheckPolicy] | None = None,
+        references: bool = False,
+        max_reference_chars: int = DEFAULT_MAX_REFERENCE_CHARS,
     ) -> None:
+        """`references`: tool arguments may be claim references (`{"$claim": handle}`),
+        which every host resolves before the tool runs, up to `max_reference_chars` a call."""
+        if (
+            isinstance(max_reference_chars, bool)
+            or not isinstance(max_reference_chars, int)
+            or max_reference_chars < 1
+        ):
+            raise ConfigurationError(
+                f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
+            )
         self.store = store
+        self.references = bool(references)
+        self.max_reference_chars = max_reference_chars
         self.policy = policy or ClaimCheckPolicy()
         self.per_tool = dict(per_tool or {})
         for name, tool_policy in self.per_tool.items():
@@ -86,13 +104,40 @@ class ClaimCheck:
                 raise
             record_duration("put", time.perf_counter() - started, outcome="ok")
             head = extract_head(content, policy.head_chars)
+            tail = extract_tail(content[len(head) :], policy.tail_chars)
             line = marker(
-                total_chars=total, shown_chars=len(head), handle=handle, searchable=searchable
+                total_chars=total,
+                shown_chars=len(head),
+                handle=handle,
+                searchable=searchable,
+                references=self.references,
+                tail_chars=len(tail),
             )
-            text = f"{head}\n\n{line}"
+            text = f"{head}\n\n{line}" + (f"\n\n{tail}" if tail else "")
             op.outcome = "stored"
             op.set(handle=handle, chars_shown=len(text))
             return CheckIn(text, handle, total)
 
+    def hand_off(
+        self, handle: str, *, scope: Scope, to: Scope, ttl_seconds: int | None = None
+    ) -> str:
+        """Make a claim of the run `scope` readable in the run `to` (a sub-agent's), same tenant.
+
+        Returns the claim's handle in `to`, readable there for `ttl_seconds` (by default the
+        policy's) whatever becomes of the original, until `forget` of the tenant or of `to`'s
+        run. The content does not pass through this process (on S3, a server-side copy).
+        Raises `ClaimUnavailableError` for a handle `scope` cannot redeem, and `ValueError`
+        for a hand-off to another tenant, which is never allowed.
+        """
+        if to.tenant != scope.tenant:
+            raise ValueError("a claim is handed off within its tenant only, never to another")
+        if not isinstance(self.store, HandOffStore):
+            raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
+        ttl = ttl_seconds if ttl_seconds is not None else self.policy.ttl_seconds
+        return self.store.hand_off(scope, handle, to=to, ttl_seconds=ttl)
+
     def __repr__(self) -> str:
-        return f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool})"
+        return (
+            f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool}, "
+            f"references={self.references})"
+        )

@@ -10,6 +10,7 @@ __all__ = [
     "ClaimEvicted",
     "ClaimFetchFailed",
     "ClaimFetched",
+    "ClaimPassed",
     "ClaimSearchFailed",
     "ClaimSearched",
     "ClaimUnavailable",
@@ -79,6 +80,16 @@ class ClaimFetched(_Event):
     total_chars: int
 
 
+class ClaimPassed(_Event):
+    """A claim reference in a tool's arguments was resolved: the tool got `chars` characters
+    of the claim (for a reference by path, the JSON value's), without the model reading them."""
+
+    kind: Literal["claim_passed"] = "claim_passed"
+    tool: str
+    handle: str
+    chars: int
+
+
 class ClaimUnavailable(_Event):
     """`handle` is None when what the model sent was not even a well-formed handle."""
 
@@ -114,7 +125,8 @@ class ClaimSearched(_Event):
 
 
 class ClaimSearchFailed(_Event):
-    """The store failed, or the pattern used up its matching time (`pattern_too_costly`)."""
+    """The store failed, the pattern used up its matching time (`pattern_too_costly`), or its
+    match may run longer than search holds (`match_too_long`)."""
 
     kind: Literal["claim_search_failed"] = "claim_search_failed"
     handle: str | None
@@ -146,6 +158,7 @@ Event = Annotated[
     | ToolResultTruncated
     | ToolResultStoreFailed
     | ClaimFetched
+    | ClaimPassed
     | ClaimUnavailable
     | ClaimEvicted
     | ClaimFetchFailed

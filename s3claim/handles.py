@@ -105,6 +105,15 @@ class HandleKey:
         mac = self._mac("handle", scope.tenant, scope.run, digest, str(width))
         return f"{HANDLE_PREFIX}{width}{mac[:_HANDLE_HEX]}"
 
+    def handed_off(self, handle: str, to: Scope) -> str:
+        """The handle a claim handed off to the run `to` has there (`ClaimCheck.hand_off`).
+
+        Derived from the parent's handle, not the content, so a store need not read the
+        content to hand it off; the width is the parent's, so it still names the storage.
+        """
+        mac = self._mac("hand-off", to.tenant, to.run, handle)
+        return f"{HANDLE_PREFIX}{handle_width(handle)}{mac[:_HANDLE_HEX]}"
+
     def tenant_tag(self, tenant: str) -> str:
         return self._mac("tenant", tenant)[:_HANDLE_HEX]
 

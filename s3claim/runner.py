@@ -12,9 +12,11 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from s3claim._admission import admit
 from s3claim._boundary import neutralise, result_text
+from s3claim._references import described, resolve_arguments
 from s3claim._wording import unknown_tool_message
 from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, failure_answer, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
@@ -153,7 +155,7 @@ class AgentRunner:
     ) -> RunResult:
         scope = recorder.scope
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
-        schemas = self.tools.schemas()
+        schemas = self._schemas()
         turn = turns
         while turn < self.max_turns:
             turn += 1
@@ -171,6 +173,18 @@ class AgentRunner:
         events.append(RunFinished(turns=turn, reason="max_turns"))
         recorder.record(messages, events, turns=turn, status="max_turns")
         return RunResult(None, tuple(messages), tuple(events), scope)
+
+    def _schemas(self) -> list[dict[str, Any]]:
+        """The tools' schemas; with claim references on, each of the agent's own tools says
+        that an argument may be one (the claim tools take handles, never references)."""
+        schemas = []
+        for each in self.tools.tools:
+            schema = each.schema
+            if each.check_in:
+                function = schema["function"]
+                function["description"] = described(function["description"], self.claim_check)
+            schemas.append(schema)
+        return schemas
 
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
         known = self.tools.get(call.name) is not None
@@ -193,7 +207,10 @@ class AgentRunner:
             ran = run_claim_tool(tool, call.arguments, context)
             return ran.text, ran.is_error
         try:
-            text = result_text(tool, tool.call(call.arguments, context))
+            arguments = resolve_arguments(
+                call.arguments, claim_check=self.claim_check, tool=tool.name, context=context
+            )
+            text = result_text(tool, tool.call(arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
             return failure_answer(exc, tool=tool.name, context=context).text, True
         admitted = admit(

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_FETCH_CHARS",
     "AsyncClaimCheckStore",
     "ClaimCheckStore",
+    "HandOffStore",
     "LineReadableStore",
     "PathReadableStore",
     "SearchableStore",
@@ -115,6 +116,18 @@ class LineReadableStore(Protocol):
     def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> LineWindow: ...
 
     def read_end(self, scope: Scope, handle: str, *, limit: int) -> LineWindow: ...
+
+
+@runtime_checkable
+class HandOffStore(Protocol):
+    """A store that can make a claim readable in another run of the same tenant.
+
+    `hand_off` checks the handle in `scope` exactly as `fetch` does (`ClaimUnavailableError`),
+    and returns the claim's handle in `to`, readable there for `ttl_seconds` whatever
+    becomes of the original. The content does not pass through the caller's process.
+    """
+
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str: ...
 
 
 @runtime_checkable

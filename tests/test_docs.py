@@ -79,6 +79,10 @@ def parse(page: Path) -> tuple[list[Block], list[str]]:
 
 BLOCKS = [block for page in PAGES for block in parse(page)[0]]
 PYTHON = [block for block in BLOCKS if block.lang == "python"]
+PROCESS_WIDE = [block for block in PYTHON if "set_tracer_provider(" in block.code]
+"""Blocks that set OpenTelemetry's providers, which a process sets once: each runs in a fresh
+interpreter (as the reader's script would), exporting to a receiver of the test's own."""
+IN_PROCESS = [block for block in PYTHON if block not in PROCESS_WIDE]
 
 
 def run(block: Block) -> dict[str, Any]:
@@ -109,7 +113,7 @@ def doc_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return bucket
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=lambda block: block.name)
+@pytest.mark.parametrize("block", IN_PROCESS, ids=lambda block: block.name)
 def test_every_python_block_runs_and_prints_what_it_shows(
     block: Block, doc_env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -117,6 +121,38 @@ def test_every_python_block_runs_and_prints_what_it_shows(
     printed = capsys.readouterr().out.splitlines()
     if block.shown_output:
         assert printed == block.shown_output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", PROCESS_WIDE, ids=lambda block: block.name)
+def test_every_block_that_sets_up_opentelemetry_exports_what_it_shows(
+    block: Block, doc_env: str, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.telemetry.test_otlp import receiving
+
+    script = tmp_path / "block.py"
+    script.write_text("\n" * (block.line - 1) + block.code, encoding="utf-8")
+    with receiving() as receiver:
+        host, port = receiver.server_address[:2]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://{host!s}:{port}"
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, env=env,
+            cwd=str(ROOT), timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == block.shown_output
+    names = {s.name for r in receiver.traces for rs in r.resource_spans for ss in rs.scope_spans
+             for s in ss.spans}  # fmt: skip
+    assert {"s3claim.check_in", "s3claim.fetch"} <= names
+    metrics = {m.name for r in receiver.metrics for rm in r.resource_metrics
+               for sm in rm.scope_metrics for m in sm.metrics}  # fmt: skip
+    assert {"s3claim.claims", "s3claim.fetches"} <= metrics
 
 
 def test_every_block_names_its_language_and_the_json_parses() -> None:
@@ -185,11 +221,15 @@ def test_the_search_example_prints_the_match_and_its_window(
     run(search)
     assert capsys.readouterr().out.splitlines() == [
         "{'kind': 'claim_searched', 'pattern_chars': 10, 'matches': 1, 'total_matches': 1}",
-        "1 120085",
+        "1 120085 2718",
         "term 2718.",
         "Clause 2719. The parties agre",
     ]
-    assert search.shown_output[1:] == ["1 120085", "term 2718.", "Clause 2719. The parties agre"]
+    assert search.shown_output[1:] == [
+        "1 120085 2718",
+        "term 2718.",
+        "Clause 2719. The parties agre",
+    ]
 
 
 @pytest.mark.parametrize("framework", ["OpenAI Agents SDK", "LangChain", "pydantic-ai"])

@@ -272,7 +272,7 @@ forged_text = st.lists(
 
 
 def _delimiters_as_one(view: str) -> str:
-    return view.translate(str.maketrans("<[>]:_", "(())--"))
+    return view.translate(str.maketrans("<[>]:_$", "(())---"))
 
 
 @settings(max_examples=300, deadline=None)

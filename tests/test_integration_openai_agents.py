@@ -216,7 +216,7 @@ def test_images_short_text_and_other_values_are_handled_as_the_sdk_would_show_th
     ]
     assert structured.startswith(CONTRACT[:300]) and "Call fetch_result" in structured
     assert len(structured) < 800
-    assert other == '{"type":"clause","number":17}'
+    assert other == '{\n"type":"clause",\n"number":17\n}'  # one member to a line
 
 
 def test_the_scope_comes_from_the_context_and_a_missing_tenant_is_named() -> None:

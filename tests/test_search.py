@@ -242,16 +242,122 @@ def test_a_search_on_s3_is_one_get_of_the_object(store_under_test: StoreUnderTes
     assert dict(wire.response_bytes) == {"GetObject": stored_bytes(2 * len(text))}
 
 
+# -- line numbers, and matches longer than the carry ------------------------------------------
+
+MEMORY_AND_S3 = pytest.mark.parametrize("store_under_test", ["memory", "s3"], indirect=True)
+
+
+def minified_claim(chars: int) -> str:
+    """A one-line JSON response of exactly `chars` characters, `"count"` at its very end."""
+    rows, n = [], 0
+    while sum(map(len, rows)) + len(rows) + 60 < chars:
+        rows.append(json.dumps({"id": n, "name": f"record {n}"}, separators=(",", ":")))
+        n += 1
+    head = '{"items":[' + ",".join(rows) + '],"pad":"'
+    tail = f'","count":{n}}}'
+    return head + "x" * (chars - len(head) - len(tail)) + tail
+
+
+@MEMORY_AND_S3
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\A\{.*\}\Z", r'\A\{"items":.*"count":\d+', r"\A.{213000}", r'\A.*"pad"'],
+)
+def test_an_anchored_regex_whose_match_ends_past_the_carry_is_found(
+    store_under_test: StoreUnderTest, pattern: str
+) -> None:
+    """The issue's case: one 213,251-character line, the match ending in its last 64 Ki."""
+    text = minified_claim(213_251)
+    assert len(text) == 213_251 and "\n" not in text
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    found = search(store_under_test, handle, pattern, regex=True)
+    assert reference(text, pattern) == [0]
+    assert found["total_matches"] == 1, found
+    assert [(m["offset"], m["line"]) for m in found["matches"]] == [(0, 1)]
+
+
+@MEMORY_AND_S3
+def test_a_match_too_long_to_hold_is_a_clear_error_never_a_silent_miss(
+    store_under_test: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim import _search as module
+
+    monkeypatch.setattr(module, "MAX_HELD_CHARS", 100 * KI)
+    text = minified_claim(300_000)
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    found = search(store_under_test, handle, r'\A.*"count"', regex=True)
+    assert found["error"] == "match_too_long", found
+    assert "102,400 characters" in found["message"] and "search for a literal" in found["message"]
+    assert [e["kind"] for e in found["_events"]] == ["claim_search_failed"]
+    assert found["_events"][0]["error"] == "match_too_long"
+    # A bounded pattern on the same claim is settled by the carry: found, never held.
+    bounded = search(store_under_test, handle, r'"count":\d{1,9}', regex=True)
+    assert [m["offset"] for m in bounded["matches"]] == [text.index('"count":')]
+
+
+@MEMORY_AND_S3
+@pytest.mark.parametrize(("filler", "width"), [("x", 1), ("ж", 2), ("🙂", 4)])
+def test_line_numbers_are_exact_across_pieces_at_every_width(
+    store_under_test: StoreUnderTest, filler: str, width: int
+) -> None:
+    """Lines of every length (CRLF and LF, some over a piece long) around needles placed on
+    the S3 store's piece boundaries (1 MiB: 1 Mi, 512 Ki or 256 Ki characters by width)."""
+    piece = 1024 * KI // width
+    lengths = [1, 3, 700, 0, 40_000, piece + 17, 5, 90_000, 2]
+    parts: list[str] = []
+    for n in range(60):
+        length = lengths[n % len(lengths)]
+        parts.append(filler * length + ("\r\n" if n % 3 else "\n"))
+    chars = list("".join(parts))
+    needle = "NEEDLE"
+    starts = [k * piece - 3 for k in range(1, len(chars) // piece)] + [len(chars) - 40]
+    for start in starts:
+        chars[start : start + len(needle)] = needle
+    text = "".join(chars)
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    assert handle.startswith(f"claim:{width}")
+    for pattern, is_regex in ((needle, False), (r"NEE\w+", True), (r"NEEDLE(?=.*\n)", True)):
+        found = search(store_under_test, handle, pattern, regex=is_regex)
+        expected = reference(text, pattern if is_regex else regex.escape(pattern))
+        assert len(expected) >= 3
+        assert [m["offset"] for m in found["matches"]] == expected[:MAX_MATCHES], pattern
+        lines = [text.count("\n", 0, offset) + 1 for offset in expected[:MAX_MATCHES]]
+        assert [m["line"] for m in found["matches"]] == lines, pattern
+    confirm(store_under_test, handle, expected[:3], needle)
+
+
+def test_a_line_ends_at_a_newline_and_crlf_is_one_break(store_under_test: StoreUnderTest) -> None:
+    text = "a\r\nb\rc\n\nd" + "\n" * 5000 + "e"
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    found = search(store_under_test, handle, "[a-e]", regex=True)
+    assert [(m["offset"], m["line"]) for m in found["matches"]] == [
+        (0, 1),
+        (3, 2),
+        (5, 2),  # a lone \r does not end a line
+        (8, 4),
+        (len(text) - 1, 5004),
+    ]
+
+
 # -- the algorithm, on any split of the text --------------------------------------------------
 
 
+# Anchored and unanchored; tries that read a few characters (settled by the carry) and tries
+# that may read to the end of the text at hand (`.*`, `+`, lookaheads: probed).
+PATTERNS = [
+    *("ab", "a+", "b[aA]+b", r"\bA", "ba?b", r"a\s+b", "aaaa", "a.*b", "a.*?b", r"a(?=.*B)"),
+    *(r"a(?!b)", r"(?<=b)a", "(a|ab)(c|bcd)", r"(?m)^a", r"(?m)b$", r"a\Z", r"\bab\b"),
+    *(r"\Aa", r"\A.*b", r"\A[ab ]+", r"\A.{0,12}", r"\A(?s:.*)B", r"\A.*z|b", r"(?s)a.*B\Z"),
+]
+
+
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     text=st.text(alphabet="abAB \n", max_size=300),
     cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=12),
-    pattern=st.sampled_from(["ab", "a+", "b[aA]+b", r"\bA", "ba?b", r"a\s+b", "aaaa"]),
+    pattern=st.sampled_from(PATTERNS),
     offset=st.integers(min_value=0, max_value=300),
     ignore_case=st.booleans(),
 )
@@ -276,7 +382,8 @@ def test_any_split_finds_what_the_engine_finds_in_the_whole_text(
     page = [m for m in expected if m.start() >= offset][:MAX_MATCHES]
     assert [m.offset for m in result.matches] == [m.start() for m in page]
     for found, want in zip(result.matches, page, strict=True):
-        assert want.group() in found.snippet
+        assert want.group()[:SNIPPET_CHARS] in found.snippet
+        assert found.line == text.count("\n", 0, want.start()) + 1
     more = len([m for m in expected if m.start() >= offset]) > MAX_MATCHES
     assert result.next_offset == (page[-1].end() if more else None)
 
@@ -317,3 +424,62 @@ def test_the_runner_offers_search_and_the_marker_says_so(
     found = json.loads(result.messages[4].content)
     assert [m["offset"] for m in found["matches"]] == [contract.index("article 2718.")]
     assert [e.kind for e in result.events].count("claim_searched") == 1
+
+
+@MEMORY_AND_S3
+def test_a_structured_result_reads_by_path_and_its_matches_are_its_records_lines(
+    store_under_test: StoreUnderTest,
+) -> None:
+    """A tool's list of records, checked in by the runner: one record to a line, so a search's
+    `line` is the record's (line 1 is `[`), and `path` reads its exact characters."""
+    store = store_under_test.store
+    orders = [{"id": n, "customer": f"customer {n}", "note": "rush, gift"} for n in range(2000)]
+
+    @tool
+    def list_orders() -> list[dict[str, Any]]:
+        """Every order."""
+        return orders
+
+    provider = ScriptedProvider(
+        [
+            AssistantMessage(tool_calls=(ToolCall(id="l", name="list_orders"),)),
+            AssistantMessage(content="done"),
+        ]
+    )
+    registry = ToolRegistry((list_orders, claim_check_tool(store), claim_search_tool(store)))
+    runner = AgentRunner(provider=provider, tools=registry.view(), claim_check=ClaimCheck(store))
+    result = runner.run("list", tenant=SCOPE.tenant, run_id=SCOPE.run)
+    shown = result.messages[2].content
+    handle = regex.search(r"handle='(claim:[0-9a-z]+)'", shown).group(1)
+    head = shown.split("\n\n[")[0]
+    assert [json.loads(line.rstrip(",")) for line in head.split("\n")[1:]] == orders[
+        : head.count("\n")
+    ]  # the head ends after a whole record
+    text = store.fetch(SCOPE, handle, offset=0, limit=10**7).text
+    assert json.loads(text) == orders and text.count("\n") == 2001
+    found = search(store_under_test, handle, '"customer":"customer 1499"')
+    ((match),) = found["matches"]
+    assert match["line"] == 1501
+    assert text.split("\n")[1500] == json.dumps(orders[1499], separators=(",", ":")) + ","
+    answer = store.read_path(SCOPE, handle, "/1499", limit=4096)  # type: ignore[attr-defined]
+    assert json.loads(answer.text) == orders[1499]
+    assert answer.text == text[answer.start : answer.end]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reads"),
+    [
+        (r"Section \d{1,3}", 12),  # at most 11 characters, and one looked at after
+        (r"\bERROR\b", 6),
+        (r"a(?=.{5}z)", 8),  # a lookahead reads what it looks at
+        (r"ERROR.*", None),
+        (r"\d+", None),
+        (r"a(?=.*z)", None),
+        (r"x{70000}", None),  # bounded, but past the carry
+        (r"\p{Lu}\w", None),  # the `regex` module's own syntax: cannot be told, so probed
+    ],
+)
+def test_how_far_a_try_reads_decides_carry_or_probe(pattern: str, reads: int | None) -> None:
+    from s3claim._matching import reach
+
+    assert reach(regex.compile(pattern), within=64 * KI) == reads

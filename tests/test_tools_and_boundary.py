@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, TypeAdapter
 
 from s3claim import (
     ManualClock,
@@ -105,7 +107,7 @@ def test_claim_check_tool_is_fetch_result_and_is_never_checked_in() -> None:
 
 
 def test_boundary_serialises_strings_as_is_and_values_as_json() -> None:
-    assert result_text(count_rows, Row(name="ü", count=2)) == '{"name":"ü","count":2}'
+    assert result_text(count_rows, Row(name="ü", count=2)) == '{\n"name":"ü",\n"count":2\n}'
 
     @tool
     def listing() -> dict[str, Any]:
@@ -113,6 +115,63 @@ def test_boundary_serialises_strings_as_is_and_values_as_json() -> None:
         return {}
 
     assert json.loads(result_text(listing, {"a": [1, "é"]})) == {"a": [1, "é"]}
+
+
+@tool
+def records(n: int) -> list[Row]:
+    """Rows."""
+    return [Row(name=f"r{i}", count=i) for i in range(n)]
+
+
+@tool
+def response(n: int) -> dict[str, Any]:
+    """An API response: records in an envelope."""
+    return {"items": [{"id": i, "tags": ["a", "b"]} for i in range(n)], "count": n, "next": None}
+
+
+def test_structured_results_are_valid_json_with_one_record_to_a_line() -> None:
+    listed = result_text(records, records.function(3))
+    assert listed == (
+        '[\n{"name":"r0","count":0},\n{"name":"r1","count":1},\n{"name":"r2","count":2}\n]'
+    )
+    wrapped = result_text(response, response.function(2))
+    assert wrapped.split("\n") == [
+        "{",
+        '"items":[',
+        '{"id":0,"tags":["a","b"]},',  # deeper than the envelope: compact, as serialised
+        '{"id":1,"tags":["a","b"]}',
+        "],",
+        '"count":2,',
+        '"next":null',
+        "}",
+    ]
+    assert json.loads(wrapped) == response.function(2)
+    # Nothing to break stays as it was, and text is never laid out.
+    assert result_text(records, []) == "[]"
+    assert result_text(response, {}) == "{}"
+    assert text_of('[{"a":1},{"b":2}]', tool="t") == '[{"a":1},{"b":2}]'
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+
+
+@given(value=_VALUES)
+def test_the_layout_keeps_the_value_and_adds_only_newlines_between_tokens(value: Any) -> None:
+    text = text_of(value, tool="t")
+    compact = TypeAdapter(Any).dump_json(value).decode()
+    if isinstance(value, str):
+        assert text == value
+        return
+    assert json.loads(text) == json.loads(compact)
+    assert text.replace("\n", "") == compact.replace("\n", "")  # escaped in strings: no \n
+    if isinstance(value, list):  # one element per line: each line parses (less its comma)
+        for line in text.split("\n")[1:-1]:
+            json.loads(line.removesuffix(","))
 
 
 def test_boundary_refuses_a_value_that_breaks_the_declared_type() -> None:

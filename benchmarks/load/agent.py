@@ -1,7 +1,8 @@
 """N concurrent simulated agent runs in one process, one store and one journal, one bucket.
 
-Each run is `AgentRunner` with a scripted model (`model.SIMULATED_RUN`): two tool results
-checked in, two fetches, one search, five journal saves, then a resume of the finished run.
+Each run is `AgentRunner` with a scripted model (`model.SIMULATED_RUN`): two text tool results
+and one JSON result checked in, two fetches by offset and one by JSON path, one search, six
+journal saves, then a resume of the finished run.
 Every S3 request is counted per logical operation: a context variable names the operation
 in flight and botocore's `before-send` hook reads it on the thread that sends.
 
@@ -22,6 +23,7 @@ import resource
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
@@ -29,18 +31,23 @@ from contextlib import contextmanager
 from typing import Any
 
 from s3claim import AgentRunner, ClaimCheck, ScriptedProvider, tool
+from s3claim._json_path import PathRead
 from s3claim.claim_tools import claim_tools
 from s3claim.cli.demo import contract
 from s3claim.journal import RunRecord
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, S3RunJournal
 from s3claim.s3._config import make_client
+from s3claim.s3._paths import looks_like_json
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window
 
 __all__ = ["Counting", "build", "run_one"]
 
 CONTRACT = contract()
+INVENTORY = json.dumps(
+    {"items": [{"id": i, "name": f"item {i}", "tags": ["a", "b", "c"]} for i in range(2000)]}
+)
 HANDLE = re.compile(r"claim:[0-9a-z]+")
 KEY = "capacity-load-handle-key-0123456789abcdef"
 _OP: contextvars.ContextVar[str | None] = contextvars.ContextVar("bench_op", default=None)
@@ -117,14 +124,22 @@ class MeasuredStore(S3ClaimCheckStore):
     counting: Counting
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
-        with self.counting.operation("check_in"):
+        # A JSON result is written with its structure index: an operation of its own.
+        op = "check_in_json" if looks_like_json(content) else "check_in"
+        with self.counting.operation(op):
             return super().put(scope, content, ttl_seconds=ttl_seconds)
 
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
+        if _OP.get() == "fetch_path":  # the answer's window of a read by path: the path's
+            return super().fetch(scope, handle, offset, limit)
         with self.counting.operation("fetch"):
             return super().fetch(scope, handle, offset, limit)
+
+    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead:
+        with self.counting.operation("fetch_path"):
+            return super().read_path(scope, handle, pointer, limit=limit)
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]:
         began = time.perf_counter()
@@ -174,9 +189,9 @@ def _script() -> list[Any]:
             tool_calls=(ToolCall(id=uuid.uuid4().hex, name=name, arguments=arguments),)
         )
 
-    def then(name: str, **arguments: Any) -> Any:
+    def then(name: str, claim: int = 0, **arguments: Any) -> Any:
         def step(messages: Sequence[Message]) -> AssistantMessage:
-            return call(name, handle=_handle(messages, 0), **arguments)
+            return call(name, handle=_handle(messages, claim), **arguments)
 
         return step
 
@@ -184,6 +199,7 @@ def _script() -> list[Any]:
         tool_calls=(
             ToolCall(id="c1", name="read_contract", arguments={}),
             ToolCall(id="c2", name="read_log", arguments={}),
+            ToolCall(id="c3", name="read_inventory", arguments={}),
         )
     )
     return [
@@ -191,7 +207,8 @@ def _script() -> list[Any]:
         then("fetch_result", offset=_section("17.1")),
         then("search_result", pattern="governing law", ignore_case=True),
         then("fetch_result", offset=_section("19.2")),
-        AssistantMessage(content="Section 17.1 and 19.2, as quoted."),
+        then("fetch_result", claim=2, path="/items/1499/name"),
+        AssistantMessage(content="Section 17.1 and 19.2, as quoted; item 1499 found."),
     ]
 
 
@@ -219,9 +236,14 @@ def run_one(store: MeasuredStore, journal: MeasuredJournal, tenant: str) -> dict
         """This run's build log."""
         return run_log
 
+    @tool
+    def read_inventory() -> str:
+        """The inventory, as JSON."""
+        return INVENTORY
+
     runner = AgentRunner(
         provider=ScriptedProvider(_script()),
-        tools=[read_contract, read_log, *claim_tools(store)],
+        tools=[read_contract, read_log, read_inventory, *claim_tools(store)],
         claim_check=ClaimCheck(store),
         journal=journal,
         max_turns=8,
@@ -267,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, required=True)
     parser.add_argument("--runs", type=int, required=True, help="runs per worker")
     parser.add_argument("--pool", type=int, default=None, help="max_pool_connections")
+    parser.add_argument("--no-queue", action="store_true", help="botocore's discarding pool")
     args = parser.parse_args(argv)
 
     counting = Counting()
@@ -277,7 +300,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     key, secret = args.credentials.split(":", 1)
     pool = {} if args.pool is None else {"max_pool_connections": args.pool}
     client = make_client(
-        endpoint_url=args.url, region="us-east-1", credentials=(key, secret), **pool
+        endpoint_url=args.url,
+        region="us-east-1",
+        credentials=(key, secret),
+        queue_past_pool=not args.no_queue,
+        **pool,
     )
     store, journal = build(client, args.bucket, counting)
 
@@ -291,7 +318,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             try:
                 done.append(run_one(store, journal, f"tenant-{index % 64}"))
             except Exception as exc:  # counted: a run that did not complete
-                failures.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+                where = [f"{f.name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)
+                         if "s3claim" in f.filename][-4:]  # fmt: skip
+                failures.append(f"{type(exc).__name__}: {str(exc)[:120]} at {' < '.join(where)}")
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(args.workers)]
     for t in threads:

@@ -14,6 +14,7 @@ import argparse
 import http.client
 import json
 import random
+import sys
 import threading
 import time
 import urllib.parse
@@ -149,6 +150,11 @@ def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # read at listen(): set on the class
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client SIGKILLed mid-request (the chaos pass) resets its sockets: not news."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def main() -> None:

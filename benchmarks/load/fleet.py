@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks.load.agent import percentile
 
-__all__ = ["Proxy", "drive", "proc_stats"]
+__all__ = ["Proxy", "drive", "new_stats", "proc_stats", "verify"]
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT / "tests" / "mcp_proxy" / "_upstream.py"
@@ -72,7 +72,8 @@ class Proxy:
                     ready.set()
             ready.set()
 
-        threading.Thread(target=drain, daemon=True).start()
+        self._drain = threading.Thread(target=drain, daemon=True)
+        self._drain.start()
         ready.wait(_START_SECONDS)
         if not self.url:
             self.stop()
@@ -87,6 +88,7 @@ class Proxy:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=15)
+        self._reap()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -97,42 +99,99 @@ class Proxy:
                 self.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def _reap(self) -> None:
+        """The stderr pipe is read to its end, then closed."""
+        self._drain.join(timeout=15)
+        if self.process.stderr is not None and not self.process.stderr.closed:
+            self.process.stderr.close()
+
+
+class _Gone(ConnectionError):
+    """The instance behind a session went away: the call is sent again, elsewhere."""
+
+
+class _Session:
+    """One MCP client on one instance, owned by a task of its own.
+
+    The client's transport runs in an anyio task group: when its instance is SIGKILLed, the
+    group fails and cancels the scope it was entered in. Entered in the agent's task, that
+    cancellation lands in the agent as `CancelledError` (a BaseException) and takes the
+    harness down. Entered here, it ends this task only; the agent sees `_Gone`.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._calls: asyncio.Queue[tuple[str, dict[str, Any], str, asyncio.Future[Any]] | None]
+        self._calls = asyncio.Queue()
+        self._task = asyncio.create_task(self._serve(url))
+
+    async def _serve(self, url: str) -> None:
+        from mcp import Client
+
+        pending: asyncio.Future[Any] | None = None
+        try:
+            async with Client(url, read_timeout_seconds=60) as client:
+                while (item := await self._calls.get()) is not None:
+                    name, arguments, run, pending = item
+                    result = await client.call_tool(name, arguments, meta={"s3claim/run": run})
+                    pending.set_result(result)
+                    pending = None
+        except BaseException as exc:  # the transport's end, whatever its form
+            if pending is not None and not pending.done():
+                pending.set_exception(_Gone(f"{type(exc).__name__}: {exc}"[:200]))
+            while not self._calls.empty():
+                item = self._calls.get_nowait()
+                if item is not None and not item[3].done():
+                    item[3].set_exception(_Gone("the session ended"))
+
+    async def call(self, name: str, arguments: dict[str, Any], run: str) -> Any:
+        if self._task.done():
+            raise _Gone("the session ended")
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await self._calls.put((name, arguments, run, answer))
+        await asyncio.wait({answer, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not answer.done():
+            raise _Gone("the session ended")
+        return answer.result()
+
+    async def close(self) -> None:
+        if not self._task.done():
+            await self._calls.put(None)
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
+            except TimeoutError:
+                self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
 
 
 class _Agent:
-    """One agent's MCP client, moving to the next instance when its instance is gone."""
+    """One agent's MCP session, moving to the next instance when its instance is gone."""
 
     def __init__(self, urls: Sequence[str], first: int, stats: dict[str, Any]) -> None:
         self._urls = urls
         self._at = first
         self._stats = stats
-        self._client: Any = None
-        self._stack = contextlib.AsyncExitStack()
-
-    async def _connect(self) -> Any:
-        from mcp import Client
-
-        if self._client is None:
-            self._client = await self._stack.enter_async_context(
-                Client(self._urls[self._at % len(self._urls)], read_timeout_seconds=60)
-            )
-        return self._client
+        self._session: _Session | None = None
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._stack.aclose()
-        self._client = None
-        self._stack = contextlib.AsyncExitStack()
+        if self._session is not None:
+            await self._session.close()
+        self._session = None
 
     async def call(self, op: str, name: str, arguments: dict[str, Any], run: str) -> str:
         began = time.perf_counter()
         for attempt in range(20):
+            if self._session is None:
+                self._session = _Session(self._urls[self._at % len(self._urls)])
             try:
-                client = await self._connect()
-                result = await client.call_tool(name, arguments, meta={"s3claim/run": run})
+                result = await self._session.call(name, arguments, run)
                 break
-            except Exception:  # the instance is gone or going: the next one
+            except Exception as exc:  # the instance is gone or going: the next one
+                # Counted as what the client saw: a retryable transport error, sent again.
                 self._stats["failovers"] += 1
+                self._stats["transport_errors"][type(exc).__name__] += 1
                 await self.close()
                 self._at += 1
                 await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
@@ -168,12 +227,21 @@ async def _one_run(agent: _Agent, seed: int, stats: dict[str, Any]) -> tuple[str
     return run, handle, seed
 
 
+def new_stats() -> dict[str, Any]:
+    """What a load counts: runs, failovers (with their transport errors), refusals, latency."""
+    return {"failovers": 0, "runs": 0, "lost": 0, "refusals": Counter(),
+            "transport_errors": Counter(), "latency": defaultdict(list)}  # fmt: skip
+
+
 async def drive(
     urls: Sequence[str], *, agents: int, runs_each: int, chaos: Any = None
 ) -> dict[str, Any]:
-    """`agents` concurrent agents, `runs_each` runs each; `chaos(elapsed)` is awaited midway."""
-    stats: dict[str, Any] = {"failovers": 0, "runs": 0, "lost": 0,
-                             "refusals": Counter(), "latency": defaultdict(list)}  # fmt: skip
+    """`agents` concurrent agents, `runs_each` runs each; `chaos()` runs beside them.
+
+    The answer's `minted` (run, handle, seed per run) is for `verify`, after the S3 requests
+    of the load have been read off the relay.
+    """
+    stats = new_stats()
     minted: list[tuple[str, str, int]] = []
     began = time.perf_counter()
 
@@ -190,11 +258,12 @@ async def drive(
         tasks.append(asyncio.create_task(chaos()))
     await asyncio.gather(*tasks)
     wall = time.perf_counter() - began
-    stats["lost"] += await _verify(urls, minted)
     latency = stats.pop("latency")
     return {
         **stats,
+        "minted": minted,
         "refusals": dict(stats["refusals"]),
+        "transport_errors": dict(stats["transport_errors"]),
         "wall": wall,
         "runs_per_s": stats["runs"] / wall,
         "calls_per_s": sum(len(v) for v in latency.values()) / wall,
@@ -203,7 +272,7 @@ async def drive(
     }
 
 
-async def _verify(urls: Sequence[str], minted: list[tuple[str, str, int]]) -> int:
+async def verify(urls: Sequence[str], minted: list[tuple[str, str, int]]) -> int:
     """Every claim minted is read back whole-window through the *last* instance: none lost."""
     from mcp import Client
 

@@ -1,9 +1,8 @@
 """The capacity model: S3 requests per operation, the scenarios built from them, and prices.
 
-Budgets are the store's own (s3claim/s3/_store.py, _journal.py, _erase.py docstrings) and
-are what `tests/test_capacity_model.py` and `make bench-load` measure with botocore hooks.
-Addressing modes being added by others (`from_end=`, `line=`, `path=`) carry the budgets
-their specifications give; nothing here measures them (`measured=False`).
+Budgets are the store's own (s3claim/s3/_store.py, _paths.py, _journal.py, _erase.py
+docstrings) and are what `tests/test_capacity_model.py` and `make bench-load` measure with
+botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path` (`fetch_path`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ __all__ = [
     "COUNSEL_RUN",
     "OPERATIONS",
     "PRICES",
+    "PRICES_READ",
     "SIMULATED_RUN",
     "Budget",
     "Price",
@@ -32,8 +32,6 @@ class Budget:
     name: str
     requests: dict[str, int]
     note: str
-    measured: bool = True
-    at_most: bool = False
 
     @property
     def total(self) -> int:
@@ -56,20 +54,16 @@ OPERATIONS: dict[str, Budget] = {
             {"GetObject": 1, "HeadObject": 1},
             "a window at or past the end: 416 carries no metadata, so one HEAD",
         ),
-        Budget("fetch_from_end", {"GetObject": 1}, "specified, not yet built", measured=False),
         Budget(
-            "fetch_line",
-            {"GetObject": 2},
-            "specified: at most 2 ranged GETs",
-            measured=False,
-            at_most=True,
+            "check_in_json",
+            {"PutObject": 2},
+            "a JSON result: the claim and its structure index (`.index`), one PUT each",
         ),
         Budget(
             "fetch_path",
             {"GetObject": 3},
-            "specified: at most 3 ranged GETs",
-            measured=False,
-            at_most=True,
+            "path=: the index's head, one entry or listing of it, then the value's window; "
+            "at most 3 ranged GETs on any document (tests/test_json_path_budgets.py)",
         ),
         Budget("search", {"GetObject": 1}, "one streaming GET per claim (+1 per cut stream)"),
         Budget("journal_save", {"PutObject": 1}, "one conditional PUT per model turn"),
@@ -111,9 +105,18 @@ class Scenario:
 
 SIMULATED_RUN = Scenario(
     "simulated run (make bench-load)",
-    {"check_in": 2, "fetch": 2, "search": 1, "journal_save": 5, "resume": 1},
-    "2 tool results checked in (the 92,212-character contract and a run-specific log), "
-    "2 fetches, 1 search, 5 model turns each saved, then a resume of the finished run",
+    {
+        "check_in": 2,
+        "check_in_json": 1,
+        "fetch": 2,
+        "fetch_path": 1,
+        "search": 1,
+        "journal_save": 6,
+        "resume": 1,
+    },
+    "3 tool results checked in (the 92,212-character contract, a run-specific log and a "
+    "117,791-character JSON inventory), 2 fetches by offset, 1 by JSON path, 1 search, "
+    "6 model turns each saved, then a resume of the finished run",
 )
 COUNSEL_RUN = Scenario(
     "counsel scenario",
@@ -139,9 +142,12 @@ class Price:
     """GET, HEAD and the rest."""
     upload_gb: float
     retrieval_gb: float
+    storage_gb_month: float
     source: str
 
 
+PRICES_READ = "2026-12-02"
+"""When the prices below were read from their sources."""
 PRICES = (
     Price(
         "S3 Standard",
@@ -149,8 +155,8 @@ PRICES = (
         tier2=0.0004,
         upload_gb=0.0,
         retrieval_gb=0.0,
-        source="https://c3x.dev/blog/s3-request-fees-explained; "
-        "https://awsi.click/en/articles/s3-request-pricing-get-put-difference/",
+        storage_gb_month=0.023,
+        source="https://aws.amazon.com/s3/pricing/ (us-east-1, first 50 TB a month)",
     ),
     Price(
         "S3 Express One Zone",
@@ -158,7 +164,9 @@ PRICES = (
         tier2=0.00003,
         upload_gb=0.0032,
         retrieval_gb=0.0006,
-        source="https://aws.amazon.com/s3/faqs/ (S3 Express One Zone pricing examples)",
+        storage_gb_month=0.11,
+        source="https://aws.amazon.com/s3/faqs/ (the S3 Express One Zone pricing examples, "
+        "us-east-1)",
     ),
 )
 _TIER1 = {"PutObject", "CopyObject", "ListObjectVersions", "ListObjectsV2"}
@@ -166,9 +174,16 @@ _FREE = {"DeleteObjects", "DeleteObject"}  # DELETE requests are not charged
 
 
 def cost_per_thousand(
-    requests: Counter[str], price: Price, *, upload_bytes: int = 0, retrieval_bytes: int = 0
+    requests: Counter[str],
+    price: Price,
+    *,
+    upload_bytes: int = 0,
+    retrieval_bytes: int = 0,
+    stored_bytes: int = 0,
+    stored_days: float = 0.0,
 ) -> float:
-    """USD for 1,000 runs that each send `requests` (and move these bytes)."""
+    """USD for 1,000 runs that each send `requests`, move these bytes and keep `stored_bytes`
+    for `stored_days` (lifecycle collects whole days: at least one)."""
     dollars = 0.0
     for op, n in requests.items():
         if op in _FREE:
@@ -176,6 +191,7 @@ def cost_per_thousand(
         dollars += n * (price.tier1 if op in _TIER1 else price.tier2) / 1000
     gib = 1024**3
     dollars += upload_bytes / gib * price.upload_gb + retrieval_bytes / gib * price.retrieval_gb
+    dollars += stored_bytes / gib * price.storage_gb_month * stored_days / 30
     return dollars * 1000
 
 

@@ -16,6 +16,7 @@ from benchmarks.load.model import (
     COUNSEL_RUN,
     OPERATIONS,
     PRICES,
+    PRICES_READ,
     SIMULATED_RUN,
     Scenario,
     cost_per_thousand,
@@ -29,7 +30,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 MODEL_BEGIN, MODEL_END = "<!-- model:begin -->", "<!-- model:end -->"
 WRITES_PER_PARTITION, READS_PER_PARTITION = 3500, 5500
 _WRITES = {"PutObject", "CopyObject", "DeleteObjects"}
-OPS = ("check_in", "fetch", "search", "journal_save", "resume")
+OPS = ("check_in", "check_in_json", "fetch", "fetch_path", "search", "journal_save", "resume")
 PROXY_OPS = ("proxy_call_large", "proxy_fetch", "proxy_search")
 
 
@@ -37,14 +38,25 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f}"
 
 
+RETRYABLE = {"store_unavailable", "busy", "too_many_calls"}
+"""Refusals that tell the model to try again later; any other refusal is an error."""
+
+
 def _errors(row: dict[str, Any]) -> int:
-    return int(row.get("failed", 0) + sum(row["refusals"].values()) + row["lost"])
+    """Runs that failed, claims or journals lost, and refusals the model cannot retry."""
+    wrong = sum(n for k, n in row["refusals"].items() if k not in RETRYABLE)
+    return int(row.get("failed", 0) + wrong + row["lost"])
+
+
+def _retryable(row: dict[str, Any]) -> str:
+    said = {k: n for k, n in row["refusals"].items() if k in RETRYABLE}
+    return ", ".join(f"{n:,} `{k}`" for k, n in sorted(said.items())) or "0"
 
 
 def agreement(sweep: list[dict[str, Any]]) -> list[str]:
     """Model against measurement, per operation: requests per call in every cell."""
-    lines = ["| operation | model (S3 requests) | measured, every cell of the sweep | agree |",
-             "|---|---|---|---|"]  # fmt: skip
+    lines = ["| operation | model (S3 requests) | measured per call, every cell of the sweep | "
+             "agree |", "|---|---|---|---|"]  # fmt: skip
     for op in OPS:
         times = SIMULATED_RUN.operations[op]
         predicted = OPERATIONS[op].requests
@@ -52,6 +64,8 @@ def agreement(sweep: list[dict[str, Any]]) -> list[str]:
         for row in sweep:
             got = row["per_operation"].get(op, {})
             calls = row["runs"] * times
+            if op == "search":  # a search refused `busy` never reaches the store
+                calls -= row["refusals"].get("busy", 0)
             seen.add(", ".join(f"{k} {v / calls:g}" for k, v in sorted(got.items())))
         want = ", ".join(f"{k} {v}" for k, v in sorted(predicted.items()))
         lines.append(f"| {op} | {want} | {' / '.join(sorted(seen))} | "
@@ -61,29 +75,32 @@ def agreement(sweep: list[dict[str, Any]]) -> list[str]:
 
 def sweep_table(rows: list[dict[str, Any]], server: str) -> list[str]:
     head = " | ".join(f"{op} p50/p99" for op in OPS)
-    lines = [f"| N | runs | runs/s | S3 req/s | {head} (ms) | errors | client CPU | "
-             "server CPU | client peak MB | server peak MB | load avg |",
-             "|" + "---|" * (11 + len(OPS) - 1)]  # fmt: skip
+    lines = [f"| N | runs | runs/s | S3 req/s | {head} (ms) | errors | retryable refusals | "
+             "client CPU | server CPU | client peak MB | server peak MB | connections | "
+             "load avg |",
+             "|" + "---|" * (12 + len(OPS))]  # fmt: skip
     for r in (r for r in rows if r["server"] == server):
         lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in OPS)
         lines.append(
             f"| {r['workers']:,} | {r['runs']:,} | {r['runs_per_s']:.1f} | "
-            f"{r['requests_per_s']:.0f} | {lat} | {_errors(r)} | "
+            f"{r['requests_per_s']:.0f} | {lat} | {_errors(r)} | {_retryable(r)} | "
             f"{r['client_cpu'] / r['wall']:.2f} | {r['server_cpu'] / r['wall']:.2f} | "
             f"{r['client_peak_rss_mb']:.0f} | {r['server_peak_rss_mb']:.0f} | "
-            f"{r['load_average']:.1f} |"
+            f"{r['connections']:,} | {r['load_average']:.1f} |"
         )
     return lines
 
 
 def pool_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| max_pool_connections | runs/s | S3 requests | connections opened | "
-             "thrown away (pool full) | journal_save p99 (ms) | errors |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| pool | past the pool | runs/s | S3 requests | connections opened | "
+             "thrown away | journal_save p99 (ms) | runs failed | errors |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
-        lines.append(f"| {r['pool']} | {r['runs_per_s']:.1f} | {r['requests']:,} | "
+        past = "waits (s3claim)" if r.get("queues") else "opens one more (botocore)"
+        lines.append(f"| {r['pool']} | {past} | {r['runs_per_s']:.1f} | {r['requests']:,} | "
                      f"{r['connections']:,} | {r['discarded']:,} | "
-                     f"{_ms(r['p99']['journal_save'])} | {_errors(r)} |")  # fmt: skip
+                     f"{_ms(r['p99']['journal_save'])} | {r['failed']} | "
+                     f"{_errors(r)} |")  # fmt: skip
     return lines
 
 
@@ -104,24 +121,37 @@ def fleet_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _said(refusals: dict[str, int]) -> str:
+    if not refusals:
+        return "nothing"
+    kinds = ", ".join(f"{n} `{k}`" for k, n in sorted(refusals.items()))
+    retryable = set(refusals) <= RETRYABLE
+    return f"{kinds} ({'all retryable' if retryable else '**not all retryable**'})"
+
+
 def chaos_lines(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
     injected = sum(runs["relay"]["injected"].values())
     total = sum(runs["relay"]["requests"].values())
     f_injected = sum(fleet["injected"].values())
+    killed = fleet["killed"]
     return [
-        f"- In-process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
-        f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}). "
-        f"Runs that failed: {runs['failed']}; journals or claims lost: {runs['lost']} (every "
-        f"journal of the first 256 runs read back `answered`, every claim fetched); what the "
-        f"model read as an error: {runs['refusals'] or 'nothing'}.",
-        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; proxy 1 SIGKILLed "
-        f"{3:.0f} s in and restarted on its port "
-        f"{fleet['killed'].get('restarted_after_s', 0):.1f} s later; {f_injected} S3 requests "
-        f"answered SlowDown. Calls moved to the other instance: {fleet['failovers']}; errors "
-        f"the agents read: {fleet['refusals'] or 'none'}; claims lost: {fleet['lost']} (128 "
-        f"read back through the last instance). S3 requests per run: "
+        f"- In one process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
+        f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}), "
+        f"each retried by the store. Runs that failed: {runs['failed']}; journals or claims "
+        f"lost: {runs['lost']} (the journals of the first 256 runs read back `answered` and "
+        f"each of their claims fetched); what the model read as an error: "
+        f"{_said(runs['refusals'])}.",
+        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; {f_injected} S3 requests answered "
+        f"SlowDown; proxy 1 SIGKILLed 3 s in (at {killed.get('peak_rss_mb', 0):.0f} MB) and "
+        f"restarted on its port {killed.get('restarted_after_s', 0):.1f} s later. The agents "
+        f"saw {fleet['failovers']} transport errors "
+        f"({dict(fleet.get('transport_errors', {})) or 'none'}): each a retryable failure of "
+        f"the call, sent again to the next instance. Errors the agents' model read: "
+        f"{_said(fleet['refusals'])}; claims lost: {fleet['lost']} (of {fleet.get('verified', 0)} "
+        "read back whole through the last instance). S3 requests per run: "
         + ", ".join(f"{k} {v / fleet['runs']:.2f}" for k, v in sorted(fleet["s3_requests"].items()))
-        + " (above 1 PUT: check-ins sent again after the kill, each a 412 and a refresh).",
+        + " (above the model's 1 PUT and 3 GETs: the requests answered SlowDown and sent "
+        "again, and the calls the kill cut, sent again to the other instance).",
     ]
 
 
@@ -135,26 +165,30 @@ def model_lines(bytes_per: dict[str, float]) -> list[str]:
              "|---|---|---|---|"]  # fmt: skip
     for b in OPERATIONS.values():
         reqs = " + ".join(f"{n} {k}" for k, n in b.requests.items()) or "0"
-        if b.at_most:
-            reqs = f"at most {reqs}"
-        where = (
-            "yes (make bench-load, tests)"
-            if b.name in SIMULATED_RUN.operations
-            else ("tests/test_budgets.py, test_s3_store.py" if b.measured else "no: specified")
-        )
+        if b.name in SIMULATED_RUN.operations:
+            where = "make bench-load, tests/test_capacity_model.py"
+        elif b.name.startswith("proxy_call_large") or b.name in PROXY_OPS:
+            where = "make bench-load (the fleet, counted at the relay)"
+        else:
+            where = "tests/test_budgets.py, tests/test_s3_store.py"
         lines.append(f"| {b.name} | {reqs} | {where} | {b.note} |")
     lines += ["", "| run | operations | S3 requests per run | runs/s one partition holds "
               "(writes / reads) | " + " | ".join(f"$ per 1,000 runs, {p.name}" for p in PRICES)
               + " |", "|---|---|---|---|" + "---|" * len(PRICES)]  # fmt: skip
     for scenario in (SIMULATED_RUN, COUNSEL_RUN, CODING_RUN):
         lines.append(_scenario_row(scenario, bytes_per))
-    lines += ["", "Request prices (us-east-1, per 1,000): "
+    lines += ["", f"List prices read {PRICES_READ}, us-east-1, per 1,000 requests: "
               + "; ".join(f"{p.name}: PUT/COPY/POST/LIST ${p.tier1}, GET/HEAD ${p.tier2}"
                           + (f", ${p.upload_gb}/GB uploaded, ${p.retrieval_gb}/GB retrieved"
-                             if p.upload_gb else "") + f" ({p.source})" for p in PRICES)
-              + ". DELETE requests are free. Upload bytes per operation for the per-GB "
-              "charges are this sweep's measured means: "
-              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items())) + ".",
+                             if p.upload_gb else "")
+                          + f", storage ${p.storage_gb_month}/GB-month ({p.source})"
+                          for p in PRICES)
+              + ". DELETE requests are free. Each run's objects are kept one day. Upload "
+              "bytes per operation are the sweep's measured means: "
+              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items()))
+              + "; the coding run's operations are assumed to be the same sizes. Retrieval: "
+              "a 4,096-character window per fetch, three per read by path, a whole text "
+              "claim per search.",
               "", MODEL_END]  # fmt: skip
     return lines
 
@@ -166,9 +200,19 @@ def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
     rate_w = WRITES_PER_PARTITION / writes if writes else float("inf")
     rate_r = READS_PER_PARTITION / reads if reads else float("inf")
     upload = sum(bytes_per.get(op, 0) * n for op, n in scenario.operations.items())
-    retrieval = 4096 * (scenario.operations.get("fetch", 0) + scenario.operations.get("search", 0))
-    dollars = [cost_per_thousand(reqs, p, upload_bytes=int(upload), retrieval_bytes=retrieval)
-               for p in PRICES]  # fmt: skip
+    # What stays: the claims, and one journal (each save replaces the one before).
+    stored = upload - bytes_per.get("journal_save", 0) * (
+        scenario.operations.get("journal_save", 1) - 1
+    )
+    # A window per fetch (three reads per path), and the whole claim per search: it streams.
+    ops_of = scenario.operations
+    retrieval = int(4096 * (ops_of.get("fetch", 0) + 3 * ops_of.get("fetch_path", 0))
+                    + bytes_per.get("check_in", 0) * ops_of.get("search", 0))  # fmt: skip
+    dollars = [
+        cost_per_thousand(reqs, p, upload_bytes=int(upload), retrieval_bytes=retrieval,
+                          stored_bytes=int(stored), stored_days=1.0)
+        for p in PRICES
+    ]  # fmt: skip
     ops = ", ".join(f"{n} {op}" for op, n in scenario.operations.items())
     total = ", ".join(f"{n} {k}" for k, n in sorted(reqs.items()))
     return (
@@ -197,7 +241,8 @@ def plot(results: dict[str, Any]) -> None:
         axis.set_xscale("log", base=4)
         axis.set_xlabel("concurrent runs in one process (N)")
         axis.legend(fontsize=8)
-    left.set_ylabel("runs per second (11 S3 requests each)")
+    left.set_ylim(bottom=0)
+    left.set_ylabel(f"runs per second ({sum(SIMULATED_RUN.requests.values())} S3 requests each)")
     right.set_ylabel("p99 latency (ms)")
     right.set_yscale("log")
     sizes = [r["size"] for r in results["fleet"]]

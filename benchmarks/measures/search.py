@@ -300,7 +300,7 @@ def run(bench: Bench) -> Section:
         title="Search inside a claim",
         intro=(
             "`search_result` streams the claim from the store in 1 MiB reads and matches "
-            "beside it; only the matches (offset and a 200-character snippet) reach the "
+            "beside it; only the matches (offset, line and a 200-character snippet) reach the "
             "conversation. Peak memory is tracemalloc's, in this process (the server is a "
             "child process)."
         ),

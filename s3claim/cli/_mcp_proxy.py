@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from s3claim._extras import require_extra
-from s3claim.claimcheck import ClaimCheck
+from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.events import ClaimEvicted
@@ -145,6 +145,22 @@ def mcp_proxy(
             show_default="256 MiB",
         ),
     ] = None,
+    references: Annotated[
+        bool,
+        typer.Option(
+            help='Resolve claim references ({"$claim": handle}) in tool arguments before a '
+            "call is forwarded, and say so in each tool's description.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = False,
+    max_reference_chars: Annotated[
+        int,
+        typer.Option(
+            help="The most characters one call's references may resolve to.",
+            min=1,
+            rich_help_panel=_PANEL,
+        ),
+    ] = DEFAULT_MAX_REFERENCE_CHARS,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
     ] = False,
@@ -200,7 +216,12 @@ def mcp_proxy(
                 listen=address,
                 tenant=tenant,
                 tenant_header=tenant_header,
-                claim_check=ClaimCheck(claims, policy=policy),
+                claim_check=ClaimCheck(
+                    claims,
+                    policy=policy,
+                    references=references,
+                    max_reference_chars=max_reference_chars,
+                ),
                 store_name=str(kind),
                 upstream_timeout=upstream_timeout,
                 startup_timeout=startup_timeout,

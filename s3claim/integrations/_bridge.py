@@ -9,6 +9,7 @@ The async variants do the same work on a worker thread: serialising and neutrali
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -16,6 +17,8 @@ from pydantic import ValidationError
 
 from s3claim._admission import admit
 from s3claim._boundary import neutralise, text_of
+from s3claim._json import loads
+from s3claim._references import described, has_references, resolve_arguments
 from s3claim._workers import Workers
 from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
@@ -98,6 +101,59 @@ class Bridge:
             context=self._context(scope, agent),
             claim_check=self.claim_check,
             searchable=self._searchable,
+        )
+
+    @property
+    def references(self) -> bool:
+        """Whether tool arguments may be claim references, resolved before the tool runs."""
+        return self.claim_check.references
+
+    def described(self, description: str | None) -> str:
+        """A framework tool's description as the model reads it (a line more with references)."""
+        return described(description or "", self.claim_check)
+
+    def resolve(
+        self, arguments: Mapping[str, Any], *, tool: str, scope: Scope, agent: str
+    ) -> Mapping[str, Any]:
+        """The arguments a framework tool gets, references resolved (`ToolError` if one fails:
+        the tool then does not run, and the host answers with `refusal`)."""
+        return resolve_arguments(
+            arguments, claim_check=self.claim_check, tool=tool, context=self._context(scope, agent)
+        )
+
+    def resolve_json(self, arguments: str, *, tool: str, scope: Scope, agent: str) -> str:
+        """`resolve` for arguments as JSON text; text that holds no reference (or is not a
+        JSON object: the framework says what is wrong with it) passes as it came."""
+        if not self.references:
+            return arguments
+        try:
+            parsed = loads(arguments)
+        except ValueError:
+            return arguments
+        if not isinstance(parsed, dict) or not has_references(parsed):
+            return arguments
+        resolved = self.resolve(parsed, tool=tool, scope=scope, agent=agent)
+        return json.dumps(resolved, ensure_ascii=False)
+
+    @staticmethod
+    def refusal(error: ToolError) -> str:
+        """What the model reads when a reference could not be resolved."""
+        return neutralise(error.render())
+
+    async def resolve_async(
+        self, arguments: Mapping[str, Any], *, tool: str, scope: Scope, agent: str
+    ) -> Mapping[str, Any]:
+        if not self.references or not has_references(arguments):
+            return arguments
+        return await self._workers.run(self.resolve, arguments, tool=tool, scope=scope, agent=agent)
+
+    async def resolve_json_async(
+        self, arguments: str, *, tool: str, scope: Scope, agent: str
+    ) -> str:
+        if not self.references:
+            return arguments
+        return await self._workers.run(
+            self.resolve_json, arguments, tool=tool, scope=scope, agent=agent
         )
 
     def call(

@@ -25,7 +25,7 @@ from typing import Any, TypeGuard
 from s3claim._extras import reraise_missing
 
 try:
-    from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest
     from langchain.tools import ToolRuntime
     from langchain_core.messages import ToolMessage
     from langchain_core.tools import BaseTool, StructuredTool
@@ -35,6 +35,7 @@ except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("langchain", exc)
 
 from s3claim.claimcheck import ClaimCheck
+from s3claim.errors import ToolError
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 from s3claim.scope import Scope
@@ -78,6 +79,28 @@ class ClaimCheckMiddleware(AgentMiddleware):
         self._scope = scope or default_scope
         self.tools: list[BaseTool] = [_described(t) for t in self._bridge.tools.values()]
 
+    def _described(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """With claim references on, each of the agent's own tools says an argument may be one."""
+        if not self._bridge.references:
+            return request
+        tools = [
+            t.model_copy(update={"description": self._bridge.described(t.description)})
+            if isinstance(t, BaseTool) and t.name not in self._bridge.tools
+            else t
+            for t in request.tools
+        ]
+        return request.override(tools=tools)
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
+    ) -> Any:
+        return handler(self._described(request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
+    ) -> Any:
+        return await handler(self._described(request))
+
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _Result]
     ) -> _Result:
@@ -85,6 +108,14 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if call["name"] in self._bridge.tools:
             text = self._bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT)
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        if self._bridge.references:
+            try:
+                args = self._bridge.resolve(
+                    call["args"], tool=call["name"], scope=scope, agent=_AGENT
+                )
+            except ToolError as error:  # the tool does not run
+                return _refused(call, self._bridge.refusal(error))
+            request = request.override(tool_call={**call, "args": dict(args)})
         result = handler(request)
         if not _is_text(result):
             return result
@@ -99,6 +130,14 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if call["name"] in bridge.tools:
             text = await bridge.call_async(call["name"], call["args"], scope=scope, agent=_AGENT)
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        if bridge.references:
+            try:
+                args = await bridge.resolve_async(
+                    call["args"], tool=call["name"], scope=scope, agent=_AGENT
+                )
+            except ToolError as error:  # the tool does not run
+                return _refused(call, bridge.refusal(error))
+            request = request.override(tool_call={**call, "args": dict(args)})
         result = await handler(request)
         if not _is_text(result):
             return result
@@ -106,6 +145,10 @@ class ClaimCheckMiddleware(AgentMiddleware):
             result.content, tool=call["name"], scope=scope, agent=_AGENT
         )
         return result.model_copy(update={"content": text})
+
+
+def _refused(call: Any, text: str) -> ToolMessage:
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
 
 
 def _is_text(result: object) -> TypeGuard[ToolMessage]:

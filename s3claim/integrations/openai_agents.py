@@ -37,7 +37,7 @@ except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("openai-agents", exc)
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError
+from s3claim.errors import ConfigurationError, ToolError
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 from s3claim.scope import Scope
@@ -96,9 +96,16 @@ def _agent(context: ToolContext[Any]) -> str:
 def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     twin = copy.copy(tool)  # the SDK's copy rebinds its failure handling to the twin
     inner = twin.on_invoke_tool
+    twin.description = bridge.described(tool.description)
 
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         scope = scope_for(context)  # before the tool runs: a missing tenant is found first
+        try:  # references resolved here; the SDK then validates the arguments as usual
+            arguments = await bridge.resolve_json_async(
+                arguments, tool=tool.name, scope=scope, agent=_agent(context)
+            )
+        except ToolError as error:  # the tool does not run
+            return bridge.refusal(error)
         output = await inner(context, arguments)
         value = _checkable(output)
         if value is None:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import ValidationError
 from pydantic_core import SchemaValidator, core_schema
 
 from s3claim._extras import reraise_missing
 
 try:
-    from pydantic_ai import RunContext
+    from pydantic_ai import ModelRetry, RunContext
     from pydantic_ai.messages import ToolReturn, is_multi_modal_content
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import WrapperToolset
@@ -35,9 +36,11 @@ except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("pydantic-ai", exc)
 
 from s3claim.claimcheck import ClaimCheck
+from s3claim.errors import ToolError
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 from s3claim.scope import Scope
+from s3claim.tools import describe_validation_error
 
 __all__ = ["ClaimCheckToolset", "default_scope"]
 
@@ -86,6 +89,8 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await super().get_tools(ctx)
         self.bridge.refuse_collisions(tools)
+        if self.bridge.references:
+            tools = {name: self._referable(tool) for name, tool in tools.items()}
         for name, tool in self.bridge.tools.items():
             definition = ToolDefinition(
                 name=name,
@@ -97,6 +102,15 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
             )
         return tools
 
+    def _referable(self, tool: ToolsetTool[AgentDepsT]) -> ToolsetTool[AgentDepsT]:
+        """A wrapped tool that takes references: described so, and validated after they
+        are resolved (pydantic-ai validates before `call_tool`, where a reference is not yet
+        the string or object the tool declares)."""
+        definition = replace(
+            tool.tool_def, description=self.bridge.described(tool.tool_def.description)
+        )
+        return replace(tool, tool_def=definition, args_validator=_Deferred(tool.args_validator))
+
     async def call_tool(
         self,
         name: str,
@@ -107,6 +121,19 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         scope, agent = self._scope(ctx), self._agent(ctx)
         if name in self.bridge.tools:
             return await self.bridge.call_async(name, tool_args, scope=scope, agent=agent)
+        if isinstance(tool.args_validator, _Deferred):
+            try:
+                resolved = await self.bridge.resolve_async(
+                    tool_args, tool=name, scope=scope, agent=agent
+                )
+            except ToolError as error:  # the tool does not run
+                return self.bridge.refusal(error)
+            validator = tool.args_validator.validator
+            try:
+                tool_args = validator.validate_python(dict(resolved))
+            except ValidationError as exc:  # as pydantic-ai answers invalid arguments
+                raise ModelRetry(describe_validation_error(exc)) from None
+            tool = replace(tool, args_validator=validator)
         result = await super().call_tool(name, tool_args, ctx, tool)
         if isinstance(result, ToolReturn):
             if _untouched(result.return_value):
@@ -118,6 +145,31 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         if _untouched(result):
             return result
         return await self.bridge.admit_async(result, tool=name, scope=scope, agent=agent)
+
+
+class _Deferred:
+    """Any JSON object now; the tool's own validator once references are resolved."""
+
+    def __init__(self, validator: Any) -> None:
+        self.validator = validator
+
+    def validate_json(
+        self,
+        input: str | bytes | bytearray,
+        *,
+        allow_partial: bool | Literal["off", "on", "trailing-strings"] = False,
+        **kwargs: Any,
+    ) -> Any:
+        return _ARGUMENTS.validate_json(input, allow_partial=allow_partial)
+
+    def validate_python(
+        self,
+        input: Any,
+        *,
+        allow_partial: bool | Literal["off", "on", "trailing-strings"] = False,
+        **kwargs: Any,
+    ) -> Any:
+        return _ARGUMENTS.validate_python(input, allow_partial=allow_partial)
 
 
 def _untouched(value: object) -> bool:

@@ -27,6 +27,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Te
 from mcp_types import Tool as McpTool
 
 from s3claim._boundary import neutralise
+from s3claim._references import described, has_references, resolve_arguments
 from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
@@ -187,7 +188,11 @@ class ClaimCheckProxy:
             if tool.name in self.claim_tools:  # appeared after start: the claim tool wins
                 _log.warning("tools/list: hiding upstream tool %r (a claim tool's name)", tool.name)
                 continue
-            served.append(advertised(tool))
+            listed = advertised(tool)
+            if self.claim_check.references:  # one line more: an argument may be a reference
+                text = described(listed.description or "", self.claim_check)
+                listed = listed.model_copy(update={"description": text})
+            served.append(listed)
         return served + [_listing(t) for t in self.claim_tools.values()]
 
     async def _call_tool(
@@ -202,6 +207,14 @@ class ClaimCheckProxy:
             return await anyio.to_thread.run_sync(
                 self._run_claim_tool, claim_tool, params.arguments or {}, scope
             )
+        if self.claim_check.references and has_references(params.arguments or {}):
+            try:  # resolved here, so any upstream takes a claim as an argument unawares
+                arguments = await anyio.to_thread.run_sync(
+                    self._resolve, params.name, params.arguments or {}, scope
+                )
+            except ToolError as error:  # the call is not forwarded
+                return error_result(neutralise(error.render()))
+            params = params.model_copy(update={"arguments": arguments})
         request = types.CallToolRequest(
             params=params.model_copy(update={"meta": upstream_meta(params.meta)})
         )
@@ -228,6 +241,12 @@ class ClaimCheckProxy:
         _log.info("event %s", event.model_dump_json())
         if self._on_event is not None:
             self._on_event(event)
+
+    def _resolve(self, tool: str, arguments: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
+        resolved = resolve_arguments(
+            arguments, claim_check=self.claim_check, tool=tool, context=self.context(scope)
+        )
+        return dict(resolved)
 
     def _run_claim_tool(
         self, tool: Tool, arguments: Mapping[str, Any], scope: Scope

@@ -171,6 +171,35 @@ class MemoryClaimCheckStore:
                 self._on_evict(event)
         return handle
 
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`): a new entry
+        sharing the text (no copy), with its own expiry; `forget` of either run leaves the
+        other's. Refuses exactly as `fetch` does; never across tenants."""
+        check_ttl(ttl_seconds)
+        if to.tenant != scope.tenant:
+            raise ValueError("a claim is handed off within its tenant only")
+        content = self._content(scope, handle)
+        child = self._key.handed_off(handle, to)
+        with self._lock:
+            parent = self._entries.get(handle)
+            index = parent.index if parent is not None else None
+            size = parent.size if parent is not None else 0
+            now = self._clock.now()
+            entry = self._entries.get(child)
+            if entry is not None and entry.expires_at > now:
+                entry.expires_at = max(entry.expires_at, now + ttl_seconds)
+                return child
+            if entry is not None:
+                self._drop(child)
+            evicted = self._make_room(to.tenant, size)
+            self._entries[child] = _Entry(to, content, now + ttl_seconds, size, index)
+            self._bytes += size
+            self._tenant_bytes[to.tenant] = self._tenant_bytes.get(to.tenant, 0) + size
+        for event in evicted:
+            if self._on_evict is not None:
+                self._on_evict(event)
+        return child
+
     def _make_room(self, tenant: str, size: int) -> list[ClaimEvicted]:
         evicted: list[ClaimEvicted] = []
         reason: Literal["store_full", "tenant_full"] = "tenant_full"

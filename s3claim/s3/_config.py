@@ -12,7 +12,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import boto3
 from botocore.config import Config
@@ -46,9 +46,11 @@ SSE_ALGORITHMS = ("AES256", "aws:kms")
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 15.0
 MAX_POOL_CONNECTIONS = 64
-"""Connections a client keeps for reuse. botocore's default (10) is below what one process
-serves at once (the MCP proxy's 40 worker threads, a runner per thread): every request past
-the tenth opened a connection and threw it away afterwards (docs/capacity.md, measured)."""
+"""Connections a client keeps for reuse, and at most opens. botocore's default (10) is below
+what one process serves at once (the MCP proxy's 40 worker threads, a runner per thread):
+every request past the tenth opened a connection and threw it away afterwards. Past the pool,
+requests wait for a connection (`queue_past_pool`): 1,024 runs in one process otherwise
+opened one connection each and drowned the server in timeouts (docs/capacity.md, measured)."""
 _KEY_MISSING = (
     "{name} is not set: every process sharing the bucket needs the same key (make one with "
     "`s3claim keygen`)"
@@ -238,6 +240,7 @@ def make_client(
     region: str | None = None,
     credentials: tuple[str, str] | None = None,
     max_pool_connections: int = MAX_POOL_CONNECTIONS,
+    queue_past_pool: bool = True,
 ) -> S3Client:
     """A client that makes one attempt per call: our tenacity policy owns the retries.
 
@@ -246,7 +249,9 @@ def make_client(
     60 s): the retry policy's time bound is checked between attempts, so a hung attempt can
     overrun it by at most one timeout. Credentials come from the usual chain unless given
     (an access key id and secret, for a local server of one's own). The client is safe to
-    share across threads, and its pool keeps `max_pool_connections` connections for reuse.
+    share across threads, and its pool keeps `max_pool_connections` connections for reuse;
+    with `queue_past_pool` a request that finds them all busy waits for one instead of opening
+    a connection of its own (botocore's behaviour, kept for comparison).
     """
     check_endpoint_url(endpoint_url)
     config = Config(
@@ -258,9 +263,39 @@ def make_client(
     )
     try:
         if credentials is None:
-            return boto3.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
-        key, secret = credentials
-        session = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret)
-        return session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+            client = boto3.client(
+                "s3", endpoint_url=endpoint_url, region_name=region, config=config
+            )
+        else:
+            key, secret = credentials
+            session = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret)
+            client = session.client(
+                "s3", endpoint_url=endpoint_url, region_name=region, config=config
+            )
     except ProfileNotFound as exc:
         raise ConfigurationError(f"AWS profile not found: {exc.kwargs.get('profile')!r}") from None
+    if queue_past_pool:
+        _queue_past_pool(client)
+    return client
+
+
+def _queue_past_pool(client: S3Client) -> None:
+    """Make the client's connection pools block when full (urllib3's `block=True`).
+
+    botocore builds its urllib3 pools non-blocking and offers no setting for it: a request
+    that finds every pooled connection busy opens one more and discards it afterwards, so N
+    threads open N connections at once. The pools are made lazily from the manager's
+    `connection_pool_kw` (proxy managers from `_get_pool_manager_kwargs`), so both are set
+    before the first request. Without those attributes (another botocore), nothing changes.
+    """
+    http = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    manager_kwargs = getattr(getattr(http, "_manager", None), "connection_pool_kw", None)
+    if isinstance(manager_kwargs, dict):
+        manager_kwargs["block"] = True
+    pool_kwargs = getattr(http, "_get_pool_manager_kwargs", None)
+    if callable(pool_kwargs):
+
+        def blocking(**extra: Any) -> dict[str, Any]:
+            return {**pool_kwargs(**extra), "block": True}
+
+        http._get_pool_manager_kwargs = blocking  # type: ignore[union-attr]

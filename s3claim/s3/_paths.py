@@ -111,6 +111,18 @@ class JsonIndexes:
         except ClaimStoreError as exc:
             _log.warning("JSON index not refreshed for %s (%s)", handle, exc.reason)
 
+    def hand_off(
+        self, scope: Scope, handle: str, to: Scope, child: str, *, expires_at: int, days: int
+    ) -> None:
+        """Copy a handed-off claim's index beside the copy (server-side), sealed for `to`."""
+        store, layout = self._store, self._store.layout
+        meta = self._meta(to, child, expires_at)
+        source, key = layout.index_key(scope, handle), layout.index_key(to, child)
+        try:
+            store._hand_offs.copy(source, key, _CONTENT_TYPE, meta, days)  # False: no index to copy
+        except ClaimStoreError as exc:  # the copy reads by offset without it
+            _log.warning("JSON index not handed off for %s (%s)", child, exc.reason)
+
     def read(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead:
         """The value at `pointer` (`PathReadableStore.read_path`)."""
         check_window(0, limit)

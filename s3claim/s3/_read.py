@@ -41,6 +41,12 @@ class WindowRead:
     limit: int
     """Characters to read; 0 when `offset` lies past what any object can hold."""
     seal: Seal = field(repr=False, compare=False)
+    layout: Layout = field(repr=False, compare=False)
+
+    def blocks_seal(self, meta: _format.ClaimMeta) -> Seal:
+        """The seal of the body's blocks: the object's own, or (a claim handed off by copy)
+        the one of the key its sealed metadata names."""
+        return self.seal if meta.blocks_key is None else self.layout.seal(meta.blocks_key)
 
     @property
     def past_any_object(self) -> bool:
@@ -86,6 +92,7 @@ def plan_read(layout: Layout, scope: Scope, handle: str, offset: int, limit: int
         # 10**30 from a model's offset) is a header S3 need not parse as meant.
         limit=max(0, min(limit, _format.max_chars(width) - offset)),
         seal=layout.seal(key),
+        layout=layout,
     )
 
 
@@ -135,7 +142,7 @@ def window_of(
         raise ClaimStoreError(
             "GetObject: stored length disagrees with the object's size", reason="damaged"
         )
-    content = read.seal.open_blocks(data, first=block, operation="GetObject")
+    content = read.blocks_seal(meta).open_blocks(data, first=block, operation="GetObject")
     start = read.width * read.offset - block * BLOCK_BYTES
     text = _format.decode(
         content[start : start + read.width * read.limit], read.width, operation="GetObject"

@@ -13,6 +13,8 @@ Request budgets (each a single HTTP request unless retried):
   response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
   is a window at or past the end of the last block (or an empty claim): S3 answers 416
   without metadata, so one HeadObject checks the claim still stands.
+- hand_off: one HeadObject, one server-side CopyObject, one more for the JSON index
+  (`_hand_off`); no byte of the body passes through the process.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
   version and delete marker under the prefix goes (`_erase`, also for servers that have no
   versioning API).
@@ -49,6 +51,7 @@ from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
+from s3claim.s3._hand_off import HandOffs, HandsOff
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._lines import LineIndexes, LineReads
 from s3claim.s3._paths import JsonIndexes, PathReads
@@ -83,7 +86,7 @@ class ClaimInfo:
     no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
-class S3ClaimCheckStore(InBucket, PathReads, LineReads):
+class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -119,6 +122,7 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads):
         self._written: OrderedDict[str, int] = OrderedDict()
         self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
         self._lines = LineIndexes(self)
+        self._hand_offs = HandOffs(self)
         self._lock = threading.Lock()
 
     @classmethod
@@ -313,6 +317,8 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads):
         except BaseException:
             response["Body"].close()
             raise
+        if meta.blocks_key is not None:  # handed off by copy: the tags are the original's
+            seal = self._layout.seal(meta.blocks_key)
         return pieces(
             response["Body"],
             width=width,

@@ -17,7 +17,7 @@ from typing import Any
 
 from s3claim.telemetry._names import AUDIT_LOGGER
 
-__all__ = ["AuditRecord", "emit_audit"]
+__all__ = ["AuditRecord", "audit_enabled", "emit_audit"]
 
 _log = logging.getLogger(AUDIT_LOGGER)
 
@@ -53,6 +53,11 @@ class AuditRecord:
             raise ValueError("not an audit record") from None
 
 
+def audit_enabled() -> bool:
+    """Whether a record would go anywhere: checked before one is built, since its tags cost
+    two HMACs (most of a no-SDK fetch's telemetry, in `make bench`)."""
+    return _log.isEnabledFor(logging.INFO)
+
+
 def emit_audit(record: AuditRecord) -> None:
-    if _log.isEnabledFor(logging.INFO):
-        _log.info("%s", record.to_json(), extra={"audit": record})
+    _log.info("%s", record.to_json(), extra={"audit": record})

@@ -69,7 +69,8 @@ def fetch_operation(
 def search_operation(
     owner: object, scope: Scope, *, handle: str | None, pattern_chars: int
 ) -> Operation:
-    """A search: outcome `ok`, `unavailable`, `failed`, `busy`, `pattern_too_costly`; audited."""
+    """A search: outcome `ok`, `unavailable`, `failed`, `busy`, `pattern_too_costly`,
+    `match_too_long`; audited."""
     return Operation(
         n.SEARCH,
         duration="search",

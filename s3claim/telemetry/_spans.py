@@ -26,7 +26,7 @@ import s3claim.telemetry._names as n
 from s3claim._version import __version__
 from s3claim.handles import HandleKey
 from s3claim.scope import Scope
-from s3claim.telemetry._audit import AuditRecord, emit_audit
+from s3claim.telemetry._audit import AuditRecord, audit_enabled, emit_audit
 
 __all__ = [
     "Operation",
@@ -212,7 +212,7 @@ class Operation:
             span.set_attributes(attributes)
         span.end()
         self._metrics(elapsed)
-        if self.audit and self.scope is not None:
+        if self.audit and self.scope is not None and audit_enabled():
             emit_audit(self._audit_record())
 
     def _metrics(self, elapsed: float) -> None:

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from typer.testing import CliRunner
 
-from s3claim._wording import UNAVAILABLE_MESSAGE, strip_notes
+from s3claim._wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
 from s3claim.cli import app
 from s3claim.mcp import RUN_META_KEY
 from tests.mcp_proxy._support import (
@@ -53,6 +53,28 @@ def test_stdio_a_client_launches_the_proxy_and_reads_a_large_result_back() -> No
             crashed = await client.call_tool("crash", {})
             assert crashed.is_error and "upstream_unavailable" in text_of(crashed)
             assert text_of(await client.call_tool("echo", {"text": "back"})) == "back"
+
+    anyio.run(scenario)
+
+
+def test_stdio_with_references_the_upstream_takes_a_claim_as_an_argument_unawares() -> None:
+    expected = document(30_000, seed=4)
+    options = ("--tenant", "acme", "--threshold-chars", "2000", "--references")
+
+    async def scenario() -> None:
+        async with stdio_proxy(*options, "--max-reference-chars", "20000") as client:
+            echo = next(t for t in (await client.list_tools()).tools if t.name == "echo")
+            assert '{"$claim": handle}' in (echo.description or "")
+            head = text_of(await client.call_tool("big", {"chars": 30_000, "seed": 4}))
+            found = HANDLE_SEEN.search(head)  # the marker says how to pass it, too
+            assert found is not None and '{"$claim": "' in head
+            handle = found.group(1)
+            sliced = {"$claim": handle, "offset": 100, "length": 50}
+            assert text_of(await client.call_tool("echo", {"text": sliced})) == expected[100:150]
+            whole = await client.call_tool("echo", {"text": {"$claim": handle}})
+            assert whole.is_error and "reference_too_large" in text_of(whole)
+            theirs = await client.call_tool("echo", {"text": {"$claim": "claim:1" + "0" * 32}})
+            assert theirs.is_error and "claim_unavailable" in text_of(theirs)
 
     anyio.run(scenario)
 

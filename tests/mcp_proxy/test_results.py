@@ -107,7 +107,11 @@ def test_structured_content_serialised_in_the_text_counts_as_a_repeat() -> None:
 
 def test_structured_content_that_repeats_nothing_is_checked_in_after_the_text() -> None:
     rows = {"rows": [{"row": i, "city": "Zürich"} for i in range(400)]}
-    as_json = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    records = ",\n".join(
+        json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in rows["rows"]
+    )
+    as_json = '{\n"rows":[\n' + records + "\n]\n}"  # one record to a line, valid JSON
+    assert json.loads(as_json) == rows
     for text in ("Found 400 rows.", document(3_000)):  # small or large, the JSON is not lost
         result = CallToolResult(content=[TextContent(text=text)], structured_content=rows)
         out, _, store = admit(result)
@@ -121,7 +125,12 @@ def test_structured_content_alone_is_checked_in_as_json() -> None:
     assert out.structured_content is None
     block, link = out.content
     assert isinstance(block, TextContent) and isinstance(link, ResourceLink)
-    assert stored(store, block.text).startswith('{"rows":[{"row":0,"city":"Zürich"}')
+    assert stored(store, block.text).startswith('{\n"rows":[\n{"row":0,"city":"Zürich"},\n')
+    assert json.loads(stored(store, block.text)) == {"rows": rows}
+    head = block.text.split("\n\n[")[0]  # cut at a line: whole records only
+    assert [json.loads(line.rstrip(",")) for line in head.split("\n")[2:]] == rows[
+        : head.count("\n") - 1
+    ]
 
 
 def test_other_blocks_stay_untouched_and_in_place_and_text_blocks_are_joined() -> None:

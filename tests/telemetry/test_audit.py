@@ -25,6 +25,7 @@ from s3claim import (
 )
 from s3claim.cli import app
 from s3claim.s3._provision import provision_bucket
+from s3claim.telemetry import Operation
 from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 
@@ -99,10 +100,17 @@ def test_reads_by_line_and_from_the_end_record_the_window_they_read(
     assert shapes == [("fetch", "ok", e.offset, e.chars) for e in events]
 
 
-def test_nothing_is_built_while_the_audit_logger_is_off(telemetry: Telemetry) -> None:
+def test_nothing_is_built_while_the_audit_logger_is_off(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Operation] = []
+    build = Operation._audit_record
+    monkeypatch.setattr(Operation, "_audit_record", lambda op: built.append(op) or build(op))
     logging.getLogger("s3claim.audit").setLevel(logging.WARNING)
     _redeem(MemoryClaimCheckStore())
     assert telemetry.audit_records == []
+    assert built == []  # its tags cost two HMACs a redemption
+    assert len(telemetry.spans("s3claim.fetch")) == 3  # the redemptions ran, unaudited
 
 
 @pytest.fixture
@@ -207,3 +215,39 @@ def test_s3claim_audit_lists_a_tenants_trail(
     assert "Clause" not in table.stdout
     empty = runner.invoke(app, ["audit", "--tenant", "globex"])
     assert empty.exit_code == 0 and "0 audit record(s) of tenant 'globex'" in empty.stdout
+
+
+@pytest.mark.parametrize("kind", ["memory", "s3"])
+def test_a_read_by_path_is_a_fetch_span_and_record_without_its_pointer(
+    telemetry: Telemetry, kind: str, request: pytest.FixtureRequest
+) -> None:
+    if kind == "memory":
+        store: Any = MemoryClaimCheckStore()
+    else:
+        s3, bucket = request.getfixturevalue("s3"), request.getfixturevalue("bucket")
+        store = S3ClaimCheckStore(
+            bucket, handle_key=KEY, client=s3, retry=RetryPolicy(initial_wait=0, max_wait=0)
+        )
+    document = json.dumps({"Osprey-clause": [{"term": n} for n in range(2000)]})
+    handle = store.put(SCOPE, document, ttl_seconds=600)
+    (fetch_result,) = [t for t in claim_tools(store) if t.name == "fetch_result"]
+    context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
+    read = run_claim_tool(fetch_result, {"handle": handle, "path": "/Osprey-clause/7"}, context)
+    missing = run_claim_tool(fetch_result, {"handle": handle, "path": "/Osprey-x"}, context)
+    assert not read.is_error and missing.is_error
+
+    ok, refused = telemetry.spans("s3claim.fetch")
+    assert ok.attributes is not None and refused.attributes is not None
+    assert ok.attributes["s3claim.outcome"] == "ok"
+    assert ok.attributes["s3claim.handle"] == handle
+    assert ok.attributes["s3claim.window.offset"] == document.index('{"term": 7}')
+    assert ok.attributes["s3claim.window.chars"] == len('{"term": 7}')
+    assert refused.attributes["s3claim.outcome"] == "no_such_path"
+    if kind == "s3":
+        assert ok.attributes["s3claim.s3.requests"] >= 1  # the index and the value's range
+    assert [(r.operation, r.outcome, r.offset) for r in telemetry.audit_records] == [
+        ("fetch", "ok", document.index('{"term": 7}')),
+        ("fetch", "no_such_path", 0),
+    ]
+    assert "Osprey" not in telemetry.everything()  # the pointer is the model's: never kept
+    assert telemetry.total("s3claim.fetches", outcome="ok") == 1

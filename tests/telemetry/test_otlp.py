@@ -11,6 +11,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def receiver() -> Iterator[_Receiver]:
+@contextmanager
+def receiving() -> Iterator[_Receiver]:
+    """An OTLP/HTTP receiver on 127.0.0.1, serving until the block ends."""
     server = _Receiver()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -67,6 +69,12 @@ def receiver() -> Iterator[_Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[_Receiver]:
+    with receiving() as server:
+        yield server
 
 
 def _value(any_value: Any) -> Any:

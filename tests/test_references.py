@@ -1,0 +1,605 @@
+"""Claim references through every host, on both stores: a model passes a claim to a tool.
+
+The cases live in one class; each host (the runner, the three framework adapters, the MCP
+proxy) is a subclass that says only how a scripted model's turns reach it. A turn is a
+function of the last tool output the model read, returning the next call or None (answer).
+Every host must hand the tool exactly what the reference names, refuse what the claim tools
+refuse (the tool then does not run), and keep the content out of the conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from s3claim import (
+    AgentRunner,
+    AssistantMessage,
+    ClaimCheck,
+    ClaimCheckStore,
+    Event,
+    MemoryClaimCheckStore,
+    MemoryRunJournal,
+    RetryPolicy,
+    S3ClaimCheckStore,
+    Scope,
+    ScriptedProvider,
+    ToolCall,
+    ToolMessage,
+    claim_tools,
+    tool,
+)
+from s3claim._wording import REFERENCE_DESCRIPTION, UNAVAILABLE_MESSAGE
+from s3claim.tools import RunContext
+from tests._counsel import CONTRACT, HANDLE
+
+SCOPE = Scope(tenant="acme", run="r-1")
+Call = tuple[str, dict[str, Any]]
+Turn = Callable[[str | None], Call | None]
+SEEN: list[Any] = []
+LINES = "".join(f"line {n}\r\n" if n % 3 == 0 else f"line {n}\n" for n in range(1, 301))
+RECORDS = json.dumps({"items": [{"id": n, "name": f"record {n}"} for n in range(500)]})
+
+
+def read_contract(name: str) -> str:
+    """Return the full text of a named contract."""
+    return CONTRACT
+
+
+def word_count(text: str) -> int:
+    """Count the words in a text."""
+    SEEN.append(text)
+    return len(text.split())
+
+
+def fields(record: dict[str, Any]) -> int:
+    """Count the fields of a record."""
+    SEEN.append(record)
+    return len(record)
+
+
+def report(texts: list[str]) -> int:
+    """Count the characters of several texts."""
+    SEEN.append(texts)
+    return sum(len(t) for t in texts)
+
+
+FUNCTIONS = (read_contract, word_count, fields, report)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def store(request: pytest.FixtureRequest) -> ClaimCheckStore:
+    if request.param == "memory":
+        return MemoryClaimCheckStore()
+    from tests._s3 import moto_client
+
+    client = moto_client(request.getfixturevalue("moto_endpoint"))
+    bucket = f"ref-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+    return S3ClaimCheckStore(
+        bucket,
+        handle_key="test-handle-key-0123456789",
+        client=client,
+        retry=RetryPolicy(initial_wait=0, max_wait=0),
+    )
+
+
+def calls(*script: Call) -> list[Turn]:
+    """Fixed calls, one a turn, then the answer."""
+    turns: list[Turn] = [lambda _, c=c: c for c in script]  # type: ignore[misc]
+    return [*turns, lambda _: None]
+
+
+def refusal(text: str) -> dict[str, str]:
+    value: dict[str, str] = json.loads(text)
+    assert set(value) == {"error", "message"}, text[:200]
+    return value
+
+
+class ReferenceContract(ABC):
+    """The cases. A host implements `run`: the tool outputs the model read, in order."""
+
+    @pytest.fixture(autouse=True)
+    def _setup(self, store: ClaimCheckStore) -> None:
+        SEEN.clear()
+        self.store = store
+        self.events: list[Event] = []
+        self.claim_check = ClaimCheck(store, references=True, max_reference_chars=100_000)
+
+    @abstractmethod
+    def run(self, turns: list[Turn]) -> list[str]: ...
+
+    def passed(self) -> list[tuple[str, str, int]]:
+        return [(e.tool, e.handle, e.chars) for e in self.events if e.kind == "claim_passed"]
+
+    def test_the_counsel_model_passes_the_contract_by_reference(self) -> None:
+        sent: list[Call] = []
+
+        def read(_: str | None) -> Call:
+            return ("read_contract", {"name": "msa"})
+
+        def count(head: str | None) -> Call:
+            assert head is not None
+            found = HANDLE.search(head)
+            assert found is not None and '{"$claim": "' in head  # the marker says how
+            sent.append(("word_count", {"text": {"$claim": found.group()}}))
+            return sent[-1]
+
+        outputs = self.run([read, count, lambda _: None])
+        assert outputs[1] == str(len(CONTRACT.split()))  # the right count
+        assert SEEN == [CONTRACT]  # the tool got the contract, exactly
+        assert len(outputs[0]) < 1_000  # the model read the head and marker only ...
+        assert len(json.dumps(sent)) < 100  # ... and sent the reference only
+        handle = sent[0][1]["text"]["$claim"]
+        assert self.passed() == [("word_count", handle, len(CONTRACT))]
+
+    def test_the_model_reads_one_line_about_references_in_each_tools_description(self) -> None:
+        self.descriptions: dict[str, str] = {}
+        self.run(calls(("word_count", {"text": "a b c"})))
+        assert SEEN == ["a b c"]  # plain arguments pass as they are
+        for name in ("read_contract", "word_count", "fields", "report"):
+            assert self.descriptions[name].endswith(REFERENCE_DESCRIPTION), name
+            assert self.descriptions[name].count(REFERENCE_DESCRIPTION) == 1
+        assert REFERENCE_DESCRIPTION not in self.descriptions["fetch_result"]
+
+    def test_narrowed_references_deliver_exactly_their_slice(self) -> None:
+        text = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        lines = self.store.put(SCOPE, LINES, ttl_seconds=60)
+        records = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        self.run(
+            calls(
+                ("word_count", {"text": {"$claim": text, "offset": 50_000, "length": 777}}),
+                ("word_count", {"text": {"$claim": lines, "line": 3, "lines": 2}}),
+                ("fields", {"record": {"$claim": records, "path": "/items/321"}}),
+                ("report", {"texts": [{"$claim": text, "length": 5}, "and", {"$claim": lines}]}),
+            )
+        )
+        assert [
+            CONTRACT[50_000:50_777],
+            "line 3\r\nline 4\n",
+            {"id": 321, "name": "record 321"},
+            [CONTRACT[:5], "and", LINES],
+        ] == SEEN
+        record = json.dumps({"id": 321, "name": "record 321"})  # its characters in the claim
+        assert [chars for *_, chars in self.passed()] == [777, 15, len(record), 5, len(LINES)]
+
+    def test_an_unredeemable_handle_is_the_uniform_refusal_and_the_tool_does_not_run(
+        self,
+    ) -> None:
+        theirs = self.store.put(Scope("acme", "r-2"), CONTRACT, ttl_seconds=60)
+        for handle in (theirs, "claim:1" + "0" * 32, "nonsense"):
+            (text,) = self.run(calls(("word_count", {"text": {"$claim": handle}})))
+            assert refusal(text) == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
+        assert SEEN == []
+        assert [e.kind for e in self.events] == ["claim_unavailable"] * 3
+
+    @pytest.mark.parametrize(
+        ("reference", "says"),
+        [
+            ({"offset": -1}, "offset"),
+            ({"length": "5"}, "length"),
+            ({"line": 0}, "line"),
+            ({"whence": 3}, "whence"),
+            ({"offset": 0, "path": ""}, "one way"),
+            ({"length": {"$claim": "x"}}, "another reference"),
+            ({"path": ["/items"]}, "another reference"),
+        ],
+    )
+    def test_malformed_references_are_refused_before_any_read(
+        self, reference: dict[str, Any], says: str
+    ) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(calls(("word_count", {"text": {"$claim": handle, **reference}})))
+        answer = refusal(text)
+        assert answer["error"] == "invalid_arguments" and says in answer["message"]
+        assert SEEN == [] and self.events == []
+
+    def test_the_arguments_themselves_cannot_be_a_reference(self) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(calls(("word_count", {"$claim": handle})))
+        answer = refusal(text)
+        assert answer["error"] == "invalid_arguments" and "parameter" in answer["message"]
+        assert SEEN == [] and self.events == []
+
+    def test_a_handle_of_the_wrong_type_is_refused(self) -> None:
+        (text,) = self.run(calls(("word_count", {"text": {"$claim": 42}})))
+        assert refusal(text)["error"] == "invalid_arguments" and SEEN == []
+
+    def test_what_a_call_resolves_is_bounded(self) -> None:
+        big = self.store.put(SCOPE, CONTRACT * 2, ttl_seconds=60)  # 184k > 100k
+        small = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        for reference in (
+            {"text": {"$claim": big}},
+            {"text": {"$claim": small, "length": 10**12}},
+            {"texts": [{"$claim": small}, {"$claim": small}]},  # each fits, both do not
+        ):
+            name = "report" if "texts" in reference else "word_count"
+            (text,) = self.run(calls((name, reference)))
+            answer = refusal(text)
+            assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
+        assert SEEN == []
+
+    def test_an_offset_past_the_end_reads_empty_as_a_fetch_would(self) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(
+            calls(("word_count", {"text": {"$claim": handle, "offset": 10**30, "length": 5}}))
+        )
+        assert (text, SEEN) == ("0", [""])
+
+    def test_the_resolved_arguments_are_validated_as_the_tools_own(self) -> None:
+        records = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        # A path to a number, given to a tool that takes a string: refused as any bad argument.
+        (text,) = self.run(
+            calls(("word_count", {"text": {"$claim": records, "path": "/items/3/id"}}))
+        )
+        assert text != "1" and SEEN == []  # refused by the host's own validation
+
+    def test_a_resolved_value_is_never_resolved_again(self) -> None:
+        inner = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        outer = self.store.put(SCOPE, json.dumps({"a": {"$claim": inner}}), ttl_seconds=60)
+        self.run(calls(("fields", {"record": {"$claim": outer, "path": "/a"}})))
+        assert [{"$claim": inner}] == SEEN  # handed over as it is: one pass, no second read
+        assert [e.kind for e in self.events] == ["claim_passed"]
+
+
+# -- the hosts ------------------------------------------------------------------------------
+
+
+class TestRunner(ReferenceContract):
+    def run(self, turns: list[Turn]) -> list[str]:
+        def step(index: int) -> Callable[[Any], AssistantMessage]:
+            def play(messages: Any) -> AssistantMessage:
+                last = messages[-1]
+                call = turns[index](last.content if isinstance(last, ToolMessage) else None)
+                if call is None:
+                    return AssistantMessage(content="done")
+                return AssistantMessage(
+                    tool_calls=(ToolCall(id=f"c{index}", name=call[0], arguments=call[1]),)
+                )
+
+            return play
+
+        runner = AgentRunner(
+            provider=ScriptedProvider([step(i) for i in range(len(turns))]),
+            tools=[*(tool(f) for f in FUNCTIONS), *claim_tools(self.store)],
+            claim_check=self.claim_check,
+            max_tool_result_chars=4096,
+        )
+        self.descriptions = {
+            each["function"]["name"]: each["function"]["description"] for each in runner._schemas()
+        }
+        result = runner.run("count", tenant=SCOPE.tenant, run_id=SCOPE.run)
+        self.events += [e for e in result.events if e.kind.startswith("claim_")]
+        return [m.content for m in result.messages if isinstance(m, ToolMessage)]
+
+
+# -- the runner's own: off by default, the journal, the descriptions, the boundary ------------
+
+
+def _count_by_reference(claim_check: ClaimCheck, **runner: Any) -> Any:
+    def count(messages: Any) -> AssistantMessage:
+        found = HANDLE.search(messages[-1].content)
+        assert found is not None
+        arguments = {"text": {"$claim": found.group()}}
+        return AssistantMessage(
+            tool_calls=(ToolCall(id="2", name="word_count", arguments=arguments),)
+        )
+
+    provider = ScriptedProvider(
+        [
+            AssistantMessage(
+                tool_calls=(ToolCall(id="1", name="read_contract", arguments={"name": "msa"}),)
+            ),
+            count,
+            AssistantMessage(content="done"),
+        ]
+    )
+    return AgentRunner(
+        provider=provider,
+        tools=[*(tool(f) for f in FUNCTIONS), *claim_tools(claim_check.store)],
+        claim_check=claim_check,
+        **runner,
+    )
+
+
+def test_references_are_off_by_default_and_the_spec_is_unchanged() -> None:
+    SEEN.clear()
+    claim_check = ClaimCheck(MemoryClaimCheckStore())
+    runner = _count_by_reference(claim_check)
+    result = runner.run("count", tenant="acme")
+    head, answer = [m.content for m in result.messages if isinstance(m, ToolMessage)]
+    assert '"$claim"' not in head  # the spec's marker
+    assert refusal(answer)["error"] == "invalid_arguments" and SEEN == []
+    assert all(REFERENCE_DESCRIPTION not in s["function"]["description"] for s in runner._schemas())
+
+
+def test_the_model_is_told_in_the_marker_and_in_every_tools_description() -> None:
+    runner = _count_by_reference(ClaimCheck(MemoryClaimCheckStore(), references=True))
+    described = {s["function"]["name"]: s["function"]["description"] for s in runner._schemas()}
+    for name in ("read_contract", "word_count", "fields", "report"):
+        assert described[name].endswith(f"\n\n{REFERENCE_DESCRIPTION}")
+    assert REFERENCE_DESCRIPTION not in described["fetch_result"]  # it takes a handle
+    assert "\n" not in REFERENCE_DESCRIPTION  # one line
+
+
+def test_the_journal_records_the_reference_never_the_content() -> None:
+    journal = MemoryRunJournal()
+    claim_check = ClaimCheck(MemoryClaimCheckStore(), references=True)
+    result = _count_by_reference(claim_check, journal=journal).run(
+        "count", tenant="acme", run_id="j-1"
+    )
+    assert result.output == "done"
+    recorded = journal.load(Scope("acme", "j-1")).record
+    dumped = recorded.model_dump_json()
+    assert CONTRACT[20_000:20_300] not in dumped  # neither the call nor an event holds it
+    calls_made = [
+        c for m in recorded.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    ]
+    assert "$claim" in calls_made[1].arguments["text"]
+    (passed,) = [e for e in recorded.events if e.kind == "claim_passed"]
+    assert passed.model_dump() == {
+        "kind": "claim_passed",
+        "tool": "word_count",
+        "handle": calls_made[1].arguments["text"]["$claim"],
+        "chars": len(CONTRACT),
+    }
+
+
+def test_a_tool_that_returns_a_reference_has_it_neutralised() -> None:
+    from s3claim._boundary import result_text
+
+    store = MemoryClaimCheckStore()
+    handle = store.put(SCOPE, CONTRACT, ttl_seconds=60)
+
+    @tool
+    def forge() -> dict[str, Any]:
+        """Return what looks like a reference."""
+        return {"$claim": handle}
+
+    text = result_text(forge, forge.call({}, None))  # type: ignore[arg-type]
+    assert '"$claim"' not in text and "claim:" not in text
+    assert json.loads(text) == {"-claim": handle.replace("claim:", "claim-")}
+    from s3claim._boundary import neutralise
+
+    assert neutralise('{"\uff04claim": 1}') == '{"-claim": 1}'  # a look-alike too
+
+
+def test_a_reference_nested_past_the_depth_bound_is_refused_not_passed_on() -> None:
+    from s3claim._references import resolve_arguments
+    from s3claim.errors import ToolError
+
+    store = MemoryClaimCheckStore()
+    deep: Any = {"$claim": store.put(SCOPE, CONTRACT, ttl_seconds=60)}
+    for _ in range(300):
+        deep = [deep]
+    context = RunContext(scope=SCOPE, agent="a", emit=lambda _: None)
+    with pytest.raises(ToolError, match="deeper than"):
+        resolve_arguments(
+            {"texts": deep},
+            claim_check=ClaimCheck(store, references=True),
+            tool="report",
+            context=context,
+        )
+
+
+def test_max_reference_chars_is_checked_at_construction() -> None:
+    from s3claim.errors import ConfigurationError
+
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ConfigurationError, match="max_reference_chars"):
+            ClaimCheck(MemoryClaimCheckStore(), max_reference_chars=bad)  # type: ignore[arg-type]
+
+
+# -- the framework adapters and the MCP proxy: the same cases ------------------------------
+
+
+class TestOpenAIAgents(ReferenceContract):
+    def run(self, turns: list[Turn]) -> list[str]:
+        from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
+        from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+        from s3claim.integrations.openai_agents import claim_check_tools
+
+        set_tracing_disabled(True)
+        played = iter(range(len(turns)))
+
+        def respond(call: Any) -> Any:
+            self.descriptions = {t.name: t.description for t in call.tools}
+            index = next(played)
+            last = call.input[-1] if isinstance(call.input, list) else {}
+            output = last.get("output") if isinstance(last, dict) else None
+            made = turns[index](output)
+            if made is None:
+                return [assistant_message("done")]
+            return [function_call(made[0], made[1], call_id=f"c{index}")]
+
+        tools = [function_tool(f, strict_mode=False) for f in FUNCTIONS]
+        wrapped = claim_check_tools(tools, self.claim_check, on_event=self.events.append)
+        model = ScriptedModel([ModelStep.respond(respond)] * len(turns))
+        agent = Agent(name="counsel", model=model, tools=wrapped)
+        context = {"tenant": SCOPE.tenant, "run_id": SCOPE.run}
+        result = asyncio.run(
+            Runner.run(agent, "count", context=context, run_config=RunConfig(tracing_disabled=True))
+        )
+        assert result.final_output == "done"
+        return [
+            str(i["output"])
+            for i in result.to_input_list()
+            if isinstance(i, dict) and i.get("type") == "function_call_output"
+        ]
+
+
+class TestLangChain(ReferenceContract):
+    def run(self, turns: list[Turn]) -> list[str]:
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_core.messages import ToolMessage as LcToolMessage
+        from langchain_core.tools import tool as lc_tool
+
+        from s3claim.integrations.langchain import ClaimCheckMiddleware
+        from tests.test_integration_langchain import ScriptedChatModel
+
+        played = iter(range(len(turns)))
+
+        def script(messages: list[Any]) -> AIMessage:
+            index = next(played)
+            last = messages[-1]
+            made = turns[index](last.content if isinstance(last, LcToolMessage) else None)
+            if made is None:
+                return AIMessage(content="done")
+            call = {"name": made[0], "args": made[1], "id": f"c{index}"}
+            return AIMessage(content="", tool_calls=[call])
+
+        middleware = ClaimCheckMiddleware(self.claim_check, on_event=self.events.append)
+        host = self
+
+        class Seeing(ScriptedChatModel):
+            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+                host.descriptions = {t.name: t.description for t in tools}
+                return self
+
+        agent = create_agent(
+            Seeing(script=script),
+            tools=[lc_tool(f) for f in FUNCTIONS],
+            middleware=[middleware],
+        )
+        state = agent.invoke(
+            {"messages": [HumanMessage("count")]},
+            {"configurable": {"thread_id": SCOPE.run}},
+            context={"tenant": SCOPE.tenant},
+        )
+        return [str(m.content) for m in state["messages"] if isinstance(m, LcToolMessage)]
+
+
+class TestPydanticAI(ReferenceContract):
+    def run(self, turns: list[Turn]) -> list[str]:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            ModelRequest,
+            ModelResponse,
+            RetryPromptPart,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+        )
+        from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.toolsets import FunctionToolset
+
+        from s3claim.integrations.pydantic_ai import ClaimCheckToolset
+
+        played = iter(range(len(turns)))
+
+        def answer(part: Any) -> str:
+            if isinstance(part, RetryPromptPart):  # pydantic-ai's own refusal of arguments
+                return json.dumps({"error": "invalid_arguments", "message": part.model_response()})
+            content = part.content
+            return content if isinstance(content, str) else json.dumps(content)
+
+        def script(messages: list[Any], info: Any) -> ModelResponse:
+            self.descriptions = {t.name: t.description or "" for t in info.function_tools}
+            index = next(played)
+            last = messages[-1]
+            parts = (
+                [p for p in last.parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
+                if isinstance(last, ModelRequest)
+                else []
+            )
+            made = turns[index](answer(parts[-1]) if parts else None)
+            if made is None:
+                return ModelResponse(parts=[TextPart("done")])
+            return ModelResponse(parts=[ToolCallPart(made[0], made[1], tool_call_id=f"c{index}")])
+
+        toolset = ClaimCheckToolset(
+            FunctionToolset(list(FUNCTIONS)), self.claim_check, on_event=self.events.append
+        )
+        agent = Agent(FunctionModel(script), toolsets=[toolset], retries=5)
+        result = asyncio.run(
+            agent.run("count", deps={"tenant": SCOPE.tenant}, conversation_id=SCOPE.run)
+        )
+        return [
+            answer(part)
+            for message in result.all_messages()
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, ToolReturnPart | RetryPromptPart)
+        ]
+
+
+class _Upstream:
+    """An MCP server's side of the proxy, in-process: it runs the tools as any server would,
+    knowing nothing of s3claim."""
+
+    instructions = None
+    server_info = None
+    timeout = 5.0
+    downstream = None
+
+    @property
+    def capabilities(self) -> Any:
+        from mcp_types import ServerCapabilities, ToolsCapability
+
+        return ServerCapabilities(tools=ToolsCapability())
+
+    async def list_tools(self) -> list[Any]:
+        from mcp_types import Tool as McpTool
+
+        return [
+            McpTool(name=f.__name__, description=f.__doc__, input_schema={"type": "object"})
+            for f in FUNCTIONS
+        ]
+
+    async def send(self, request: Any, result_type: Any, **_: Any) -> Any:
+        from mcp_types import CallToolResult, TextContent
+
+        params = request.params
+        function = {f.__name__: f for f in FUNCTIONS}[params.name]
+        arguments = dict(params.arguments or {})
+        wanted = {"name": str, "text": str, "record": dict, "texts": list}
+        wrong = [k for k, v in arguments.items() if not isinstance(v, wanted.get(k, object))]
+        if wrong or not arguments:  # the server validates its own arguments, as servers do
+            text = f"invalid arguments: {wrong}"
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        value = function(**arguments)
+        return CallToolResult(content=[TextContent(text=str(value))])
+
+
+class TestMcpProxy(ReferenceContract):
+    """The model is the MCP client here: each turn is one tools/call through the proxy."""
+
+    def run(self, turns: list[Turn]) -> list[str]:
+        from mcp import Client
+        from mcp_types import TextContent
+
+        from s3claim.mcp import ClaimCheckProxy, Scoping
+
+        proxy = ClaimCheckProxy(
+            _Upstream(),  # type: ignore[arg-type]
+            claim_check=self.claim_check,
+            scoping=Scoping(tenant=SCOPE.tenant, tenant_header=None, fallback_run=SCOPE.run),
+            on_event=self.events.append,
+        )
+
+        async def go() -> list[str]:
+            outputs: list[str] = []
+            async with Client(proxy.server()) as client:
+                listed = await client.list_tools()
+                self.descriptions = {t.name: t.description or "" for t in listed.tools}
+                last: str | None = None
+                for turn in turns:
+                    made = turn(last)
+                    if made is None:
+                        break
+                    result = await client.call_tool(made[0], made[1])
+                    block = result.content[0]  # a checked-in result links its claim after
+                    assert isinstance(block, TextContent)
+                    last = block.text
+                    outputs.append(last)
+            return outputs
+
+        return asyncio.run(go())

@@ -87,8 +87,8 @@ def extract_tail(content: str, tail_chars: int) -> str:
             kind = _kind(window[: match.start()], match.group())
             best[kind] = min(best.get(kind, cut), cut)
     for match in _CJK_STOP.finditer(window):
-        cut = match.end()
-        if 0 < cut < len(window) and cut in starts:
+        cut = match.end()  # a space after the mark is a run above, whose end is the cut
+        if 0 < cut < len(window) and cut in starts and not window[cut].isspace():
             best[_SENTENCE] = min(best.get(_SENTENCE, cut), cut)
     for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
         if kind in best and (len(window) - best[kind]) * 2 >= tail_chars:

@@ -144,7 +144,7 @@ def test_a_tail_is_a_suffix_within_its_allowance_cut_where_the_text_pauses(
     first = len(text) - tail_chars - 1
     pauses = [
         m.end()
-        for m in regex.finditer(r"\s+|\u3002", text, pos=first)
+        for m in regex.finditer(r"\s+|\u3002(?!\s)", text, pos=first)
         if m.end() < len(text) and m.end() in clusters and m.end() > first
     ]
     if pauses and tail:  # a pause in reach: the tail starts right after one, never mid-word

@@ -13,22 +13,17 @@ Request budgets (each a single HTTP request unless retried):
   response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
   is a window at or past the end of the last block (or an empty claim): S3 answers 416
   without metadata, so one HeadObject checks the claim still stands.
-- hand_off: one HeadObject, one server-side CopyObject, one more for the JSON index
-  (`_hand_off`); no byte of the body passes through the process.
-- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
-  version and delete marker under the prefix goes (`_erase`, also for servers that have no
-  versioning API).
+- hand_off: a HeadObject and server-side copies, no body through the process (`_hand_off`).
+- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round: every version
+  and delete marker under the prefix (`_erase`, also for servers without a versioning API).
 
 Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
+Known limit: a refresh from another process than the writer cannot see the expiry it replaces
+(a HEAD more), so it may set a shorter one; within one process a refresh never shortens.
 
-Known limit: a refresh from a process that did not write the claim cannot see the expiry it
-replaces (that would cost a HEAD), so identical content put into the same run with a shorter
-TTL by another process sets the shorter expiry. Within one process a refresh never shortens.
-
-Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject,
-s3:DeleteObjectVersion (forget deletes by VersionId, "null" on unversioned buckets),
-s3:ListBucketVersions, and s3:ListBucket, without which S3 answers 403 rather than 404 for a
-missing key and an unknown handle would look like a store failure.
+Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject(Version) (by
+VersionId, "null" unversioned), s3:ListBucketVersions, and s3:ListBucket, without which S3
+answers 403, not 404, for a missing key: an unknown handle would look like a store failure.
 """
 
 from __future__ import annotations
@@ -138,8 +133,6 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         Refuses a missing bucket or handle key by variable name, here rather than at first use.
         """
         return cls(**bucket_arguments(settings), clock=clock, retry=retry)
-
-    # -- put ----------------------------------------------------------------------------
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""

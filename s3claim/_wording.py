@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ADDRESSES",
     "CONTINUE_SEEN",
+    "END_SEEN",
     "FETCH_DESCRIPTION",
     "HANDLE_SEEN",
+    "LINE_SEEN",
     "MARKER_SEEN",
     "NOT_JSON_MESSAGE",
-    "PATH_AND_OFFSET_MESSAGE",
+    "NO_LINE_INDEX_MESSAGE",
     "REFERENCE_DESCRIPTION",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
@@ -25,14 +28,20 @@ __all__ = [
     "STORE_REFUSED_MESSAGE",
     "STORE_UNAVAILABLE_MESSAGE",
     "UNAVAILABLE_MESSAGE",
+    "addresses_message",
     "claim_link_name",
+    "end_note",
     "footer",
+    "line_footer",
+    "long_line_footer",
     "marker",
     "match_too_long_message",
+    "past_end_note",
     "path_footer",
     "path_members",
     "pattern_too_costly_message",
     "split_head",
+    "strip_notes",
     "tool_failed_message",
     "truncation",
     "unknown_tool_message",
@@ -127,14 +136,109 @@ def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> s
     )
 
 
+def _span(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def _lines_of(total_lines: int | None) -> str:
+    if total_lines is None:
+        return ""
+    return f", {total_lines:,} line{'' if total_lines == 1 else 's'}"
+
+
+def line_footer(
+    *,
+    first_line: int,
+    last_line: int,
+    total_lines: int | None,
+    offset: int,
+    end: int,
+    total_chars: int,
+    next_line: int,
+    handle: str,
+) -> str:
+    """The line after a window read by line when more lines remain."""
+    of = f" of {total_lines:,}" if total_lines is not None else ""
+    return (
+        f"[{_span(first_line, last_line)}{of} (characters {offset}-{end} of {total_chars}). "
+        f"Call fetch_result with handle='{handle}' and line={next_line} to continue.]"
+    )
+
+
+def long_line_footer(
+    *, line: int, total_lines: int | None, offset: int, end: int, total_chars: int, handle: str
+) -> str:
+    """The line after a window that ends inside one line longer than a window."""
+    of = f" of {total_lines:,}" if total_lines is not None else ""
+    return (
+        f"[line {line}{of} goes on past this window (characters {offset}-{end} of "
+        f"{total_chars}). Call fetch_result with handle='{handle}' and offset={end} to continue.]"
+    )
+
+
+def end_note(
+    *,
+    offset: int,
+    end: int,
+    total_chars: int,
+    total_lines: int | None,
+    first_line: int | None = None,
+    last_line: int | None = None,
+) -> str:
+    """The paragraph after the last window of any read: nothing follows it. It names the
+    tool, as footers do, so the boundary's rewrite of that name unmasks a forged one."""
+    if first_line is not None and last_line is not None and total_lines is not None:
+        lines = f", {_span(first_line, last_line)} of {total_lines:,}"
+    else:
+        lines = _lines_of(total_lines)
+    return f"[end of the result (fetch_result): characters {offset}-{end} of {total_chars}{lines}.]"
+
+
+def past_end_note(
+    *, total_chars: int, total_lines: int | None, offset: int | None = None, line: int | None = None
+) -> str:
+    """What a read past the end says instead of nothing: how long the result is."""
+    if total_chars == 0:
+        return "[fetch_result: the result is empty, 0 characters.]"
+    asked = f"no line {line}" if line is not None else f"nothing at offset {offset}"
+    return (
+        f"[fetch_result: {asked}; the result is {total_chars} characters"
+        f"{_lines_of(total_lines)}. Read its last window with from_end=true.]"
+    )
+
+
+NO_LINE_INDEX_MESSAGE = (
+    "this claim cannot be read by line: it was checked in without a line index and the line "
+    "is too far in to find by scanning; read it by offset (from_end=true reads its end), or "
+    "find text with search_result"
+)
 NOT_JSON_MESSAGE = (
     "this claim cannot be read by path: it is not a JSON object or array (or it was checked "
     "in before reading by path existed); read it by offset, or find text with search_result"
 )
-PATH_AND_OFFSET_MESSAGE = (
-    "give either offset or path, not both: drop offset to read the value at path, or drop "
-    "path to read characters from offset"
-)
+ADDRESSES = ("offset", "line", "from_end", "path")
+"""The ways `fetch_result` addresses a window, in the order its messages name them."""
+_READS_BY = {
+    "offset": "characters from offset",
+    "line": "whole lines from line",
+    "from_end": "the last window",
+    "path": "the value at path",
+}
+
+
+def addresses_message(given: set[str]) -> str:
+    """A call that gave several ways to a window: which it gave, and which to drop."""
+    named = [a for a in ADDRESSES if a in given]
+    listed = ", ".join(named[:-1]) + f" and {named[-1]}"
+    drops = "; ".join(
+        f"keep {keep} (for {_READS_BY[keep]}) and drop "
+        + " and ".join(n for n in named if n != keep)
+        for keep in named
+    )
+    return (
+        f"give one of offset, line, from_end or path, not several: this call gives {listed}. "
+        f"To read one way, {drops}"
+    )
 
 
 def path_members(
@@ -197,11 +301,15 @@ def tool_failed_message(error: str) -> str:
 
 
 FETCH_DESCRIPTION = (
-    "Read a tool result that was checked in: returns up to {window} characters starting at "
-    "`offset` (characters, from 0), exactly as the tool returned them. Use the handle from "
-    "the result's marker; a footer gives the offset to continue from. For a result that is "
-    "JSON, `path` (a JSON Pointer such as '/items/3', instead of `offset`) reads one value: "
-    "its exact characters and, for an object or array, its members with their types."
+    "Read a tool result that was checked in, one window at a time: up to `limit` characters "
+    "(1 to {window}; {window} by default), exactly as the tool returned them. Use the handle "
+    "from the result's marker and at most one way to the window: `offset` (characters, from "
+    "0; the default), `line` (lines count from 1; the window starts at that line and holds "
+    "whole lines; a line ends at \\n, and \\r\\n is one break), `from_end=true` (the last "
+    "window, without knowing the length), or, for a result that is JSON, `path` (a JSON "
+    "Pointer such as '/items/3': one value's exact characters and, for an object or array, "
+    "its members with their types). A footer says where the window is and how to go on; "
+    "the last window ends with an end note."
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "
@@ -221,6 +329,19 @@ MARKER_SEEN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
 """A marker: total characters and characters not shown."""
 CONTINUE_SEEN = re.compile(r"and offset=(\d+) to continue\.\]\Z")
 """A footer: the offset to fetch next."""
+LINE_SEEN = re.compile(r"and line=(\d+) to continue\.\]\Z")
+"""A line footer: the line to fetch next."""
+END_SEEN = re.compile(
+    r"\n\n\[end of the result \(fetch_result\): [^\n]*\]\Z|\A\[fetch_result: [^\n]*\]\Z"
+)
+"""An end note (after the last window), or the note of a read past the end (alone)."""
+_FOOTER_SEEN = re.compile(r"\n\n\[(?:characters|lines?) \d[^\n]* to continue\.\]\Z")
+
+
+def strip_notes(answer: str) -> str:
+    """A window as `fetch_result` answered it, without its footer or end note: the claim's
+    own characters (for scripted readers that rebuild a result from its windows)."""
+    return _FOOTER_SEEN.sub("", END_SEEN.sub("", answer, count=1), count=1)
 
 
 def split_head(text: str) -> tuple[str, str] | None:

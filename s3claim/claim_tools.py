@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import regex
-from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
 from s3claim._boundary import neutralise
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim._json_path import NoIndexError, PathError, PathRead, escape
+from s3claim._json_path import NoIndexError, PathError
+from s3claim._lines import LineWindow, NoLineIndexError
 from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
@@ -36,6 +36,7 @@ from s3claim._search import (
     search_slot,
     search_text,
 )
+from s3claim._windows import one_address, render_lines, render_offset, render_path
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.events import (
     ClaimFetched,
@@ -46,7 +47,14 @@ from s3claim.events import (
     ToolFailed,
 )
 from s3claim.handles import is_handle
-from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, PathReadableStore, SearchableStore
+from s3claim.store import (
+    DEFAULT_FETCH_CHARS,
+    ClaimCheckStore,
+    LineReadableStore,
+    PathReadableStore,
+    SearchableStore,
+    Window,
+)
 from s3claim.telemetry import Operation, fetch_operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
 
@@ -63,9 +71,8 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
-# The ways to a window `fetch_result` takes; a call names one of them (or none: offset 0).
-_ADDRESSES = frozenset({"offset", "path"})
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
+_LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})
 
 
 def _schema_default(value: object) -> Any:
@@ -76,6 +83,9 @@ def _schema_default(value: object) -> Any:
             schema["default"] = value
 
     return Field(json_schema_extra=edit)
+
+
+_no_default = _schema_default(None)
 
 
 def _unavailable(context: RunContext, handle: str | None) -> ToolError:
@@ -110,65 +120,94 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         context: RunContext,
         handle: str,
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
-        path: Annotated[str | None, _PATH_SCHEMA, _schema_default(None)] = None,
+        line: Annotated[int | None, Field(ge=1, strict=True), _LINE_SCHEMA, _no_default] = None,
+        from_end: Annotated[bool, Field(strict=True)] = False,
+        path: Annotated[str | None, _PATH_SCHEMA, _no_default] = None,
+        limit: Annotated[int, Field(ge=1, le=DEFAULT_FETCH_CHARS, strict=True)] = (
+            DEFAULT_FETCH_CHARS
+        ),
     ) -> str:
         if path is not None:
-            return _read_path(store, context, handle, path)
-        known = handle if is_handle(handle) else None
-        with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
-            try:
-                if known is None:  # malformed: refused here, it never reaches the store
-                    raise ClaimUnavailableError
-                window = store.fetch(context.scope, handle, offset, DEFAULT_FETCH_CHARS)
-            except ClaimUnavailableError:
-                op.outcome = "unavailable"
-                raise _unavailable(context, known) from None
-            except Exception as exc:  # a store fault is told to the model, never the run's end
-                op.outcome = "failed"
-                _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-                context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-                raise _store_failed(exc) from None
-            op.set(window_chars=len(window.text))
-        context.emit(
-            ClaimFetched(
-                handle=handle,
-                offset=offset,
-                chars=len(window.text),
-                total_chars=window.total_chars,
-            )
+            return _read_path(store, context, handle, path, limit)
+        if line is not None or from_end:
+            return _read_lines(store, context, handle, line, limit)
+        window = _redeem(
+            store,
+            context,
+            handle,
+            offset,
+            lambda: store.fetch(context.scope, handle, offset, limit),
         )
-        if window.next_offset is None:
-            return window.text
-        more = _wording.footer(
-            offset=offset,
-            next_offset=window.next_offset,
-            total_chars=window.total_chars,
-            handle=handle,
-        )
-        return f"{window.text}\n\n{more}"
+        return render_offset(window, handle)
 
     fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
     built = tool(fetch_result)
-    return replace(built, arguments=_one_address(built.arguments), check_in=False, redeems=store)
+    return replace(built, arguments=one_address(built.arguments), check_in=False, redeems=store)
 
 
-def _one_address(arguments: type[BaseModel]) -> type[BaseModel]:
-    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window.
+_W = TypeVar("_W", Window, LineWindow)
 
-    Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
-    so the check sits on the validated model, where pydantic records the fields set.
+
+def _redeem(
+    store: ClaimCheckStore,
+    context: RunContext,
+    handle: str,
+    offset: int | None,
+    read: Callable[[], _W],
+) -> _W:
+    """One read of a window, its failures rendered for the model, its event emitted.
+
+    `offset` is None when the mode finds the window's start (a line, the end): the
+    telemetry then records where the window turned out to start, as it does the offset.
     """
+    known = handle if is_handle(handle) else None
+    with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
+        try:
+            if known is None:  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
+            window = read()
+        except ClaimUnavailableError:
+            op.outcome = "unavailable"
+            raise _unavailable(context, known) from None
+        except NoLineIndexError:
+            op.outcome = "failed"
+            raise ToolError("cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE) from None
+        except Exception as exc:  # a store fault is told to the model, never the run's end
+            op.outcome = "failed"
+            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+            raise _store_failed(exc) from None
+        op.set(window_offset=window.offset, window_chars=len(window.text))
+    context.emit(
+        ClaimFetched(
+            handle=handle,
+            offset=window.offset,
+            chars=len(window.text),
+            total_chars=window.total_chars,
+        )
+    )
+    return window
 
-    def one_address(model: BaseModel) -> BaseModel:
-        if len(model.model_fields_set & _ADDRESSES) > 1:
-            raise PydanticCustomError("addresses", _wording.PATH_AND_OFFSET_MESSAGE)
-        return model
 
-    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(one_address)}
-    return create_model(arguments.__name__, __base__=arguments, __validators__=validators)
+def _read_lines(
+    store: ClaimCheckStore, context: RunContext, handle: str, line: int | None, limit: int
+) -> str:
+    """`fetch_result(handle, line=N)` or `fetch_result(handle, from_end=True)`."""
+
+    def read() -> LineWindow:
+        if not isinstance(store, LineReadableStore):
+            raise NoLineIndexError
+        if line is None:
+            return store.read_end(context.scope, handle, limit=limit)
+        return store.read_line(context.scope, handle, line, limit=limit)
+
+    window = _redeem(store, context, handle, None, read)
+    return render_lines(window, handle, line=line)
 
 
-def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: str) -> str:
+def _read_path(
+    store: ClaimCheckStore, context: RunContext, handle: str, path: str, limit: int
+) -> str:
     """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
     known = handle if is_handle(handle) else None
     # A read by path is a fetch like any other: one span, one audit record (never the path).
@@ -176,7 +215,7 @@ def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: s
         try:
             if known is None or not isinstance(store, PathReadableStore):
                 raise ClaimUnavailableError if known is None else NoIndexError
-            answer = store.read_path(context.scope, handle, path, limit=DEFAULT_FETCH_CHARS)
+            answer = store.read_path(context.scope, handle, path, limit=limit)
         except ClaimUnavailableError:
             op.outcome = "unavailable"
             raise _unavailable(context, known) from None
@@ -201,41 +240,6 @@ def _read_path(store: ClaimCheckStore, context: RunContext, handle: str, path: s
         )
     )
     return render_path(answer, handle)
-
-
-def render_path(answer: PathRead, handle: str) -> str:
-    """What the model reads of a value read by path: its text, its members, where it goes on."""
-    parts = [answer.text]
-    if answer.kind in ("object", "array"):
-        rows = [
-            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
-            for m in answer.members
-        ]
-        parts.append(
-            _wording.path_members(
-                pointer=answer.pointer,
-                kind=answer.kind,
-                count=answer.member_count,
-                start=answer.start,
-                end=answer.end,
-                rows=rows,
-            )
-        )
-    if answer.next_offset is not None:
-        parts.append(
-            _wording.path_footer(
-                pointer=answer.pointer,
-                shown_end=answer.next_offset,
-                end=answer.end,
-                handle=handle,
-            )
-        )
-    return "\n\n".join(parts)
-
-
-def _token(key: str | None, index: int, cut: bool) -> str:
-    """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
-    return str(index) if key is None else escape(key) + ("…" if cut else "")
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:

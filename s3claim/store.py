@@ -16,12 +16,14 @@ from s3claim.scope import Scope
 
 if TYPE_CHECKING:
     from s3claim._json_path import PathRead
+    from s3claim._lines import LineWindow
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
     "AsyncClaimCheckStore",
     "ClaimCheckStore",
     "HandOffStore",
+    "LineReadableStore",
     "PathReadableStore",
     "SearchableStore",
     "Window",
@@ -33,17 +35,24 @@ DEFAULT_FETCH_CHARS = 4096
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """`text` is content[offset:offset + limit], in characters; `next_offset` is None at the end."""
+    """`text` is content[offset:offset + limit], in characters; `next_offset` is None at the end.
+
+    `total_lines` is the claim's line count (`s3claim._lines`) when the store knows it: an S3
+    claim checked in before lines were counted does not.
+    """
 
     text: str
     offset: int
     total_chars: int
     next_offset: int | None
+    total_lines: int | None = None
 
     @classmethod
-    def of(cls, text: str, *, offset: int, total_chars: int) -> Window:
+    def of(
+        cls, text: str, *, offset: int, total_chars: int, total_lines: int | None = None
+    ) -> Window:
         end = offset + len(text)
-        return cls(text, offset, total_chars, end if end < total_chars else None)
+        return cls(text, offset, total_chars, end if end < total_chars else None, total_lines)
 
     def __repr__(self) -> str:  # the text is tool content: never in a repr
         return (
@@ -94,6 +103,22 @@ class SearchableStore(Protocol):
 
 
 @runtime_checkable
+class LineReadableStore(Protocol):
+    """A store that reads a claim by line and from its end (`s3claim._lines`).
+
+    Both check the handle, scope and expiry exactly as `fetch` does. `read_line` starts at
+    the beginning of line `line` (1-based) and holds whole lines, up to `limit` characters;
+    `read_end` is the claim's last `limit` characters at most, from a line start when they
+    hold one. A line past the last reads empty; `NoLineIndexError` when the store cannot
+    find the line (an S3 claim checked in before line indexes, past the bounded scan).
+    """
+
+    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> LineWindow: ...
+
+    def read_end(self, scope: Scope, handle: str, *, limit: int) -> LineWindow: ...
+
+
+@runtime_checkable
 class HandOffStore(Protocol):
     """A store that can make a claim readable in another run of the same tenant.
 
@@ -122,6 +147,13 @@ def check_window(offset: int, limit: int) -> None:
         raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive integer, got {limit!r}")
+
+
+def check_line(line: int, limit: int) -> None:
+    """Refuse line arguments no store can serve (a developer mistake, so it raises)."""
+    if isinstance(line, bool) or not isinstance(line, int) or line < 1:
+        raise ValueError(f"line must be a positive integer (lines count from 1), got {line!r}")
+    check_window(0, limit)
 
 
 def check_ttl(ttl_seconds: int) -> None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from s3claim._wording import strip_notes
 from s3claim.claim_tools import claim_tools
 from s3claim.cli.demo import contract
 from s3claim.memory import MemoryClaimCheckStore
@@ -68,8 +69,8 @@ assert all(  # each clause lies within one window
 
 
 def window_body(output: str) -> str:
-    """A fetch_result output without its footer: exactly the window's text."""
-    return _FOOTER.sub("", output)
+    """A fetch_result output without its footer or end note: exactly the window's text."""
+    return strip_notes(_FOOTER.sub("", output))
 
 
 def reassemble(outputs: Iterable[str]) -> str:

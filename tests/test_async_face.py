@@ -229,3 +229,61 @@ def test_the_s3_async_face_retries_by_the_store_policy_then_fails_as_a_store_err
         return sent
 
     assert len(asyncio.run(main())) == 3
+
+
+# -- reading by line, from the end and by path, through both async faces --------------------
+
+LOG = "".join(f"line {n}: ok\n" for n in range(1, 3000)) + "ERROR: the end\r\n"
+JSON_TEXT = '{"items": [' + ", ".join(f'{{"id": {n}}}' for n in range(500)) + "]}"
+
+
+def test_the_s3_async_face_reads_the_end_from_the_loop_and_lines_and_paths_on_workers(
+    s3: Any, bucket: str
+) -> None:
+    from s3claim import AsyncS3ClaimCheckStore
+
+    sync_sends: list[str] = []
+    s3.meta.events.register(
+        "before-send.s3.*", lambda event_name, **_: sync_sends.append(event_name.rsplit(".")[-1])
+    )
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    handle = store.put(SCOPE, LOG, ttl_seconds=TTL)
+    json_handle = store.put(SCOPE, JSON_TEXT, ttl_seconds=TTL)
+    empty = store.put(SCOPE, "", ttl_seconds=TTL)
+    sync_sends.clear()
+
+    async def main() -> tuple[Any, ...]:
+        async with AsyncS3ClaimCheckStore(store) as astore:
+            end = await astore.read_end(SCOPE, handle, limit=100)
+            nothing = await astore.read_end(SCOPE, empty, limit=100)
+            ends_sent = list(sync_sends)
+            line = await astore.read_line(SCOPE, handle, 2000, limit=100)
+            value = await astore.read_path(SCOPE, json_handle, "/items/400", limit=100)
+            return end, nothing, ends_sent, line, value
+
+    end, nothing, ends_sent, line, value = asyncio.run(main())
+    assert ends_sent == []  # the last window came from aiobotocore, on the loop
+    assert (end.text, end.next_offset) == (store.read_end(SCOPE, handle, limit=100).text, None)
+    assert LOG.endswith(end.text) and end.text.startswith("line ") and end.last_line == 3000
+    assert (nothing.text, nothing.total_chars) == ("", 0)
+    assert line.text.startswith("line 2000: ok\n") and line.first_line == 2000
+    assert value.text == '{"id": 400}'
+
+
+def test_the_threaded_async_face_reads_by_line_from_the_end_and_by_path() -> None:
+    store = MemoryClaimCheckStore()
+    astore = ThreadedAsyncStore(store)
+    handle = store.put(SCOPE, LOG, ttl_seconds=TTL)
+    json_handle = store.put(SCOPE, JSON_TEXT, ttl_seconds=TTL)
+
+    async def main() -> tuple[Any, ...]:
+        return (
+            await astore.read_line(SCOPE, handle, 3000, limit=50),
+            await astore.read_end(SCOPE, handle, limit=30),
+            await astore.read_path(SCOPE, json_handle, "/items/1", limit=50),
+        )
+
+    line, end, value = asyncio.run(main())
+    assert line.text == "ERROR: the end\r\n" and line.next_offset is None
+    assert end.text == "line 2999: ok\nERROR: the end\r\n" and end.first_line == 2999
+    assert value.text == '{"id": 1}'

@@ -29,7 +29,7 @@ def test_a_simulated_run_sends_exactly_what_the_model_says(s3: Any, bucket: str)
     wire: Counter[str] = Counter()
     for (_, s3_op), n in counting.requests.items():
         wire[s3_op] += n
-    assert wire == SIMULATED_RUN.requests == Counter({"PutObject": 10, "GetObject": 7})
+    assert wire == SIMULATED_RUN.requests == Counter({"PutObject": 12, "GetObject": 7})
 
 
 def test_cost_counts_tier_one_and_tier_two_requests_and_not_deletes() -> None:

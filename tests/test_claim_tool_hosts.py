@@ -30,7 +30,8 @@ from s3claim import (
     Window,
     claim_tools,
 )
-from s3claim._wording import UNAVAILABLE_MESSAGE, footer
+from s3claim._lines import LineWindow
+from s3claim._wording import UNAVAILABLE_MESSAGE, end_note, footer, past_end_note
 from s3claim.integrations._bridge import Bridge
 
 SCOPE = Scope(tenant="acme", run="r-1")
@@ -47,6 +48,16 @@ class FlakyStore(MemoryClaimCheckStore):
         if self.failing:
             raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
         return super().fetch(scope, handle, offset, limit)
+
+    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int = 4096) -> LineWindow:
+        if self.failing:
+            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
+        return super().read_line(scope, handle, line, limit=limit)
+
+    def read_end(self, scope: Scope, handle: str, *, limit: int = 4096) -> LineWindow:
+        if self.failing:
+            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
+        return super().read_end(scope, handle, limit=limit)
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]:
         if self.failing:
@@ -82,13 +93,119 @@ class ClaimToolContract(ABC):
         assert (text, is_error) == (f"{TEXT[:4096]}\n\n{more}", False)
         assert self.kinds() == ["claim_fetched"]
 
-    def test_the_last_window_has_no_footer_and_past_the_end_reads_empty(self) -> None:
+    def test_the_last_window_ends_with_a_note_and_past_the_end_says_how_long(self) -> None:
         last = len(TEXT) - 100
+        note = end_note(offset=last, end=len(TEXT), total_chars=len(TEXT), total_lines=399)
         assert self.call("fetch_result", {"handle": self.handle, "offset": last}) == (
-            TEXT[last:],
+            f"{TEXT[last:]}\n\n{note}",
             False,
         )
-        assert self.call("fetch_result", {"handle": self.handle, "offset": 10**9}) == ("", False)
+        past = past_end_note(total_chars=len(TEXT), total_lines=399, offset=10**9)
+        assert self.call("fetch_result", {"handle": self.handle, "offset": 10**9}) == (past, False)
+        assert f"{len(TEXT)} characters, 399 lines" in past
+
+    def test_a_line_is_read_whole_with_the_line_range_and_the_next_line(self) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle, "line": 300})
+        window, note = text.rsplit("\n\n", 1)
+        start = TEXT.index("Clause 300.")
+        assert not is_error and window.startswith("Clause 300.") and window.endswith("\n")
+        assert TEXT[start : start + len(window)] == window and len(window) <= 4096
+        last = 299 + window.count("\n")
+        assert note == (
+            f"[lines 300-{last} of 399 (characters {start}-{start + len(window)} of "
+            f"{len(TEXT)}). Call fetch_result with handle='{self.handle}' and line={last + 1} "
+            "to continue.]"
+        )
+        assert self.kinds() == ["claim_fetched"]
+        assert self.events[0].offset == start  # type: ignore[attr-defined]
+
+    def test_the_last_lines_and_a_line_past_the_last(self) -> None:
+        text, _ = self.call("fetch_result", {"handle": self.handle, "line": 399})
+        assert text == "Clause 399. The parties agree to term 399.\n\n\n" + end_note(
+            offset=TEXT.index("Clause 399."),
+            end=len(TEXT),
+            total_chars=len(TEXT),
+            total_lines=399,
+            first_line=399,
+            last_line=399,
+        )
+        text, is_error = self.call("fetch_result", {"handle": self.handle, "line": 400})
+        assert not is_error
+        assert text == past_end_note(total_chars=len(TEXT), total_lines=399, line=400)
+
+    def test_from_end_reads_the_last_window_from_a_line_start(self) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle, "from_end": True})
+        window, note = text.rsplit("\n\n", 1)
+        assert not is_error and TEXT.endswith(window) and len(window) <= 4096
+        assert TEXT[len(TEXT) - len(window) - 1] == "\n"  # it starts a line
+        assert note.startswith("[end of the result (fetch_result): characters ")
+        assert note.endswith(f"of {len(TEXT)}, lines {400 - window.count(chr(10))}-399 of 399.]")
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [{"limit": 50}, {"line": 2, "limit": 50}, {"from_end": True, "limit": 50}],
+    )
+    def test_limit_bounds_every_mode(self, arguments: dict[str, Any]) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle, **arguments})
+        window = text.rsplit("\n\n", 1)[0]
+        assert not is_error and 0 < len(window) <= 50 and window in TEXT
+
+    def test_limit_bounds_a_path_read(self) -> None:
+        handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        text, is_error = self.call("fetch_result", {"handle": handle, "path": "", "limit": 10})
+        assert not is_error and text.startswith(RECORDS[:10] + "\n\n[the document: object")
+
+    @pytest.mark.parametrize(
+        ("arguments", "named"),
+        [
+            ({"line": 0}, "line"),
+            ({"line": -3}, "line"),
+            ({"line": True}, "line"),
+            ({"line": "3"}, "line"),
+            ({"line": 1.5}, "line"),
+            ({"limit": 0}, "limit"),
+            ({"limit": 4097}, "limit"),
+            ({"limit": None}, "limit"),
+            ({"limit": True}, "limit"),
+            ({"from_end": "true"}, "from_end"),
+            ({"from_end": 1}, "from_end"),
+        ],
+    )
+    def test_bad_line_limit_and_from_end_are_refused(
+        self, arguments: dict[str, Any], named: str
+    ) -> None:
+        refusal = self.error("fetch_result", {"handle": self.handle, **arguments})
+        assert refusal["error"] == "invalid_arguments" and named in refusal["message"]
+        assert self.kinds() == []
+
+    @pytest.mark.parametrize(
+        "given",
+        [
+            {"offset": 0, "line": 2},
+            {"line": 2, "from_end": True},
+            {"offset": 5, "from_end": True},
+            {"path": "", "line": 1},
+            {"offset": 0, "line": 1, "from_end": True, "path": ""},
+        ],
+    )
+    def test_two_ways_to_a_window_are_refused_saying_which_to_drop(
+        self, given: dict[str, Any]
+    ) -> None:
+        refusal = self.error("fetch_result", {"handle": self.handle, **given})
+        assert refusal["error"] == "invalid_arguments"
+        for name in given:
+            assert f"drop {name}" in refusal["message"] or f"and {name}" in refusal["message"]
+        assert self.kinds() == []
+
+    def test_from_end_false_is_no_way_at_all(self) -> None:
+        text, is_error = self.call(
+            "fetch_result", {"handle": self.handle, "line": 2, "from_end": False, "limit": 9}
+        )
+        assert (text.split("\n")[0], is_error) == ("Clause 2.", False)
+
+    def test_a_huge_line_reads_past_the_end(self) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle, "line": 10**30})
+        assert not is_error and text.startswith(f"[fetch_result: no line {10**30};")
 
     def test_a_negative_offset_is_refused(self) -> None:
         refusal = self.error("fetch_result", {"handle": self.handle, "offset": -1})
@@ -113,11 +230,16 @@ class ClaimToolContract(ABC):
 
     def test_a_store_fault_is_the_models_to_retry(self) -> None:
         self.store.failing = True
-        for tool, extra in (("fetch_result", {}), ("search_result", {"pattern": "Clause"})):
+        for tool, extra in (
+            ("fetch_result", {}),
+            ("fetch_result", {"line": 3}),
+            ("fetch_result", {"from_end": True}),
+            ("search_result", {"pattern": "Clause"}),
+        ):
             assert self.error(tool, {"handle": self.handle, **extra})["error"] == (
                 "store_unavailable"
             )
-        assert self.kinds() == ["claim_fetch_failed", "claim_search_failed"]
+        assert self.kinds() == ["claim_fetch_failed"] * 3 + ["claim_search_failed"]
 
     def test_a_json_value_is_read_by_path(self) -> None:
         handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
@@ -134,7 +256,7 @@ class ClaimToolContract(ABC):
     def test_path_reads_refuse_what_they_cannot_read(self) -> None:
         handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
         both = self.error("fetch_result", {"handle": handle, "path": "", "offset": 0})
-        assert both["error"] == "invalid_arguments" and "not both" in both["message"]
+        assert both["error"] == "invalid_arguments" and "gives offset and path" in both["message"]
         nothing = self.error("fetch_result", {"handle": handle, "path": "/items/2000"})
         assert nothing["error"] == "no_such_path" and "2000 elements" in nothing["message"]
         escape = self.error("fetch_result", {"handle": handle, "path": "/items~2"})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
+from s3claim._wording import end_note
 from s3claim.errors import ConfigurationError
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 
@@ -64,7 +65,9 @@ def test_a_claim_tool_reads_what_the_bridge_checked_in() -> None:
     head = asyncio.run(bridge.admit_async(content, tool="read", scope=SCOPE, agent="a"))
     handle = head.split("handle='", 1)[1].split("'", 1)[0]
     window = bridge.call("fetch_result", {"handle": handle, "offset": 8192}, scope=SCOPE, agent="a")
-    assert window == "x" * (10_000 - 8192)
+    assert window == "x" * (10_000 - 8192) + "\n\n" + end_note(
+        offset=8192, end=10_000, total_chars=10_000, total_lines=1
+    )
 
 
 def test_only_a_claim_check_is_accepted() -> None:

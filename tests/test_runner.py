@@ -28,6 +28,8 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
+from s3claim._lines import count_lines
+from s3claim._wording import end_note, past_end_note
 from tests.conftest import StoreUnderTest
 
 CANARY = "CANARY-7f3a9"
@@ -164,18 +166,28 @@ def test_windows_read_back_exactly_what_was_stored_with_footers(
             )
             assert text.endswith("\n\n" + footer)
             text = text[: -len(footer) - 2]
+        else:  # the last window ends with an end note, never a footer
+            note = end_note(
+                offset=offset, end=end, total_chars=len(BIG), total_lines=count_lines(BIG)
+            )
+            assert text.endswith("\n\n" + note)
+            text = text[: -len(note) - 2]
         rebuilt += text
     assert rebuilt == BIG  # nothing summarised, nothing lost
     fetched = [e for e in result.events if e.kind == "claim_fetched"]
     assert [e.offset for e in fetched] == list(range(0, len(BIG), 4096))
 
 
-def test_offset_past_the_end_reads_empty(store_under_test: StoreUnderTest) -> None:
+def test_offset_past_the_end_reads_no_text_and_says_how_long(
+    store_under_test: StoreUnderTest,
+) -> None:
     rig = Rig(store_under_test)
     result = rig.runner([call("read_contract", name="big"), fetch_step(len(BIG) + 10), done()]).run(
         "q", tenant="t"
     )
-    assert tool_texts(result.messages)[1] == ""
+    assert tool_texts(result.messages)[1] == past_end_note(
+        total_chars=len(BIG), total_lines=count_lines(BIG), offset=len(BIG) + 10
+    )
 
 
 @pytest.mark.parametrize("offset", [-1, 1.5, "10", None, True, [0]])

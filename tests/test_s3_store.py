@@ -175,6 +175,7 @@ def test_metadata_carries_expiry_size_encoding_format_and_run(
         "s3claim-chars": str(len(content)),
         "s3claim-encoding": encoding,
         "s3claim-run": key.run_tag(SCOPE),
+        "s3claim-lines": "1",  # lines in the claim (s3claim._lines)
     }
     assert head["ContentLength"] == width * len(content) + 16  # one block, one 16-byte tag
     assert head["ContentType"] == f"application/vnd.s3claim.v3; charset={charset}"

@@ -91,8 +91,19 @@ def test_claim_check_tool_is_fetch_result_and_is_never_checked_in() -> None:
     assert fetch.check_in is False
     assert fetch.redeems is store
     params = fetch.schema["function"]["parameters"]
-    assert set(params["properties"]) == {"handle", "offset", "path"}  # no scope: from the run
+    assert set(params["properties"]) == {  # no scope: from the run
+        "handle",
+        "offset",
+        "line",
+        "from_end",
+        "path",
+        "limit",
+    }
     assert params["properties"]["offset"]["minimum"] == 0
+    assert params["properties"]["line"] == {"minimum": 1, "title": "Line", "type": "integer"}
+    limit = params["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 4096, 4096)
+    assert "\\r\\n is one break" in fetch.description
 
 
 def test_boundary_serialises_strings_as_is_and_values_as_json() -> None:

@@ -41,7 +41,12 @@ class Budget:
 OPERATIONS: dict[str, Budget] = {
     b.name: b
     for b in (
-        Budget("check_in", {"PutObject": 1}, "new content: one conditional PUT"),
+        Budget(
+            "check_in",
+            {"PutObject": 2},
+            "new text of two lines or more: the claim (one conditional PUT) and its line "
+            "index (`.lines`); a one-line text is the claim's PUT alone",
+        ),
         Budget(
             "check_in_again",
             {"PutObject": 1, "CopyObject": 1},
@@ -64,6 +69,17 @@ OPERATIONS: dict[str, Budget] = {
             {"GetObject": 3},
             "path=: the index's head, one entry or listing of it, then the value's window; "
             "at most 3 ranged GETs on any document (tests/test_json_path_budgets.py)",
+        ),
+        Budget(
+            "fetch_line",
+            {"GetObject": 2},
+            "line=N: the index block holding line N's start, then the window (line 1: the "
+            "window alone); tests/test_line_budgets.py",
+        ),
+        Budget(
+            "fetch_end",
+            {"GetObject": 1},
+            "from_end=true: one suffix range, no length needed first; tests/test_line_budgets.py",
         ),
         Budget("search", {"GetObject": 1}, "one streaming GET per claim (+1 per cut stream)"),
         Budget("journal_save", {"PutObject": 1}, "one conditional PUT per model turn"),

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from s3claim._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, ClaimCheckStore, Window
+from s3claim.store import (
+    DEFAULT_FETCH_CHARS,
+    ClaimCheckStore,
+    LineReadableStore,
+    PathReadableStore,
+    Window,
+)
+
+if TYPE_CHECKING:
+    from s3claim._json_path import PathRead
+    from s3claim._lines import LineWindow
 
 __all__ = ["ThreadedAsyncStore"]
 
@@ -34,6 +46,34 @@ class ThreadedAsyncStore:
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         return await self._workers.run(self.store.fetch, scope, handle, offset, limit)
+
+    async def read_line(
+        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """`LineReadableStore.read_line` of the wrapped store, on a worker."""
+        store = self._lines()
+        return await self._workers.run(store.read_line, scope, handle, line, limit=limit)
+
+    async def read_end(
+        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """`LineReadableStore.read_end` of the wrapped store, on a worker."""
+        store = self._lines()
+        return await self._workers.run(store.read_end, scope, handle, limit=limit)
+
+    async def read_path(
+        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> PathRead:
+        """`PathReadableStore.read_path` of the wrapped store, on a worker."""
+        if not isinstance(self.store, PathReadableStore):
+            raise TypeError(f"{type(self.store).__name__} cannot read by path")
+        store: PathReadableStore = self.store
+        return await self._workers.run(store.read_path, scope, handle, pointer, limit=limit)
+
+    def _lines(self) -> LineReadableStore:
+        if not isinstance(self.store, LineReadableStore):
+            raise TypeError(f"{type(self.store).__name__} cannot read by line")
+        return self.store
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._workers.run(self.store.forget, tenant=tenant, run=run)

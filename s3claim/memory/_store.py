@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import threading
 import weakref
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from s3claim._json_index import build_index
 from s3claim._json_path import NoIndexError, PathRead, read_path
+from s3claim._lines import LineWindow, at_end, at_line, count_lines, line_starts, past_last_line
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl, check_window
+from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_line, check_ttl, check_window
 from s3claim.telemetry import traced_fetch, traced_forget
 
 if TYPE_CHECKING:
@@ -40,6 +42,20 @@ class _Entry:
     expires_at: float
     size: int = 0
     index: bytes | None = None
+    starts: array[int] | None = None
+    """Line starts (`s3claim._lines.line_starts`), built at the first read by line."""
+    lines: int | None = None
+
+    def line_starts(self) -> array[int]:
+        # Built outside any lock: two readers racing build the same array, one is kept.
+        if self.starts is None:
+            self.starts = line_starts(self.content)
+        return self.starts
+
+    def total_lines(self) -> int:
+        if self.lines is None:  # counted once, at the first read (a C scan of the text)
+            self.lines = count_lines(self.content)
+        return self.lines
 
 
 def _index_of(content: str) -> bytes | None:
@@ -218,8 +234,46 @@ class MemoryClaimCheckStore:
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
         check_window(offset, limit)
-        content = self._content(scope, handle)
-        return Window.of(content[offset : offset + limit], offset=offset, total_chars=len(content))
+        entry = self._entry(scope, handle)
+        content = entry.content
+        return Window.of(
+            content[offset : offset + limit],
+            offset=offset,
+            total_chars=len(content),
+            total_lines=entry.total_lines(),
+        )
+
+    def read_line(
+        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """Whole lines from the start of `line` (`LineReadableStore`); refuses as `fetch` does."""
+        check_line(line, limit)
+        entry = self._entry(scope, handle)
+        content, starts = entry.content, entry.line_starts()
+        lines = entry.total_lines()
+        if line > lines:
+            return past_last_line(len(content), lines)
+        start = 0 if line == 1 else starts[line - 2]
+        window = Window.of(
+            content[start : start + limit],
+            offset=start,
+            total_chars=len(content),
+            total_lines=lines,
+        )
+        return at_line(window, line)
+
+    def read_end(
+        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """The last window (`LineReadableStore`); refuses exactly as `fetch` does."""
+        check_window(0, limit)
+        entry = self._entry(scope, handle)
+        content = entry.content
+        start = max(0, len(content) - limit - 1)
+        window = Window.of(
+            content[start:], offset=start, total_chars=len(content), total_lines=entry.total_lines()
+        )
+        return at_end(window, limit)
 
     def read_path(
         self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
@@ -238,6 +292,9 @@ class MemoryClaimCheckStore:
         return (content[i : i + _SCAN_CHARS] for i in range(0, len(content), _SCAN_CHARS))
 
     def _content(self, scope: Scope, handle: str) -> str:
+        return self._entry(scope, handle).content
+
+    def _entry(self, scope: Scope, handle: str) -> _Entry:
         if not is_handle(handle):
             raise ClaimUnavailableError
         with self._lock:
@@ -247,7 +304,7 @@ class MemoryClaimCheckStore:
                 entry = None
         if entry is None or entry.scope != scope:
             raise ClaimUnavailableError
-        return entry.content
+        return entry
 
     @traced_forget
     def forget(self, *, tenant: str, run: str | None = None) -> int:

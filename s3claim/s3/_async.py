@@ -4,7 +4,9 @@ A fetch is the one request an agent repeats at a model turn's pace, so it is sen
 event loop on an async client, with at most `max_in_flight` at once: no thread competes with
 the loop for the GIL, and no more requests than that parse their answers on it. Everything
 else about a fetch is shared with the sync store (`s3claim.s3._read`: the range, the expiry
-and scope checks, the format), and so is the retry policy (`request_async`). `put` and
+and scope checks, the format), and so is the retry policy (`request_async`). The last window
+(`read_end`, one suffix-range GET) is sent from the loop the same way; reads by line and by
+path, a few ranged GETs each, run through the sync store on worker threads. `put` and
 `forget` run on worker threads through the sync store: a check-in serialises and hashes the
 whole result (milliseconds of CPU that must stay off the loop), and erasure is rare.
 
@@ -25,12 +27,21 @@ from typing import Any
 from botocore.config import Config
 
 from s3claim._extras import require_extra
+from s3claim._json_path import PathRead
+from s3claim._lines import LineWindow, at_end
 from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.aio import ThreadedAsyncStore
 from s3claim.errors import ClaimUnavailableError
 from s3claim.s3._counting import count_requests
 from s3claim.s3._errors import MISSING
-from s3claim.s3._read import WindowRead, empty_window_of, plan_read, window_of
+from s3claim.s3._read import (
+    WindowRead,
+    empty_window_of,
+    plan_read,
+    plan_tail,
+    tail_window_of,
+    window_of,
+)
 from s3claim.s3._retry import Refused, request_async
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.scope import Scope
@@ -113,6 +124,52 @@ class AsyncS3ClaimCheckStore:
                     return await self._empty_window(client, read)
                 raise ClaimUnavailableError from None
         return window_of(read, *answer, now=store.clock.now())
+
+    async def read_end(
+        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """The last window: the sync store's one suffix-range GET, sent from the loop."""
+        store = self.store
+        read = plan_tail(store.layout, scope, handle, limit + 1)
+        client = await self._open()
+
+        async def get(byte_range: str = read.byte_range) -> tuple[Any, str | None, bytes]:
+            response = await client.get_object(Bucket=store.bucket, Key=read.key, Range=byte_range)
+            content_range = response.get("ContentRange")
+            async with response["Body"] as body:
+                data = await body.read() if WindowRead.has_body(content_range) else b""
+            return response["Metadata"], content_range, data
+
+        async with self._bound:
+            try:
+                answer = await request_async(
+                    "GetObject", get, policy=store.retry, expect=MISSING | {"InvalidRange"}
+                )
+                again = read.missed_end(answer[1])
+                if again is not None:  # a server without suffix ranges
+                    answer = await request_async(
+                        "GetObject", lambda: get(again), policy=store.retry, expect=MISSING
+                    )
+            except Refused as refused:
+                if refused.code != "InvalidRange":
+                    raise ClaimUnavailableError from None
+                empty = await self._empty_window(
+                    client, plan_read(store.layout, scope, handle, 0, 1)
+                )
+                return at_end(empty, limit)
+        return at_end(tail_window_of(read, *answer, now=store.clock.now()), limit)
+
+    async def read_line(
+        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """Whole lines from `line`: the sync store's reads (index block, window), on a worker."""
+        return await self._threads.read_line(scope, handle, line, limit=limit)
+
+    async def read_path(
+        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> PathRead:
+        """The value at a JSON Pointer: the sync store's ranged reads, on a worker."""
+        return await self._threads.read_path(scope, handle, pointer, limit=limit)
 
     async def _empty_window(self, client: Any, read: WindowRead) -> Window:
         async def head() -> Any:

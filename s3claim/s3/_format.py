@@ -71,6 +71,7 @@ _META_EXPIRES = "s3claim-expires-at"
 _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
+_META_LINES = "s3claim-lines"
 _META_BLOCKS = "s3claim-blocks"
 """On a claim handed off by server-side copy: the key its block tags are bound to (the
 original's). Sealed with the rest, so only a holder of the handle key can name one."""
@@ -85,6 +86,9 @@ class ClaimMeta:
     chars: int
     run_tag: str
     width: int
+    lines: int | None = None
+    """Lines in the claim (`s3claim._lines`); None in a claim written before they were
+    counted, which still reads by offset."""
     blocks_key: str | None = None
     """The key the body's block tags are bound to, when it is not the object's own."""
 
@@ -143,7 +147,13 @@ def check_metadata_size(meta: Mapping[str, str]) -> None:
 
 
 def metadata(
-    *, expires_at: int, chars: int, run_tag: str, width: int, blocks_key: str | None = None
+    *,
+    expires_at: int,
+    chars: int,
+    run_tag: str,
+    width: int,
+    lines: int | None = None,
+    blocks_key: str | None = None,
 ) -> dict[str, str]:
     meta = {
         _META_FORMAT: FORMAT_VERSION,
@@ -152,6 +162,8 @@ def metadata(
         _META_ENCODING: ENCODINGS[width],
         _META_RUN: run_tag,
     }
+    if lines is not None:
+        meta[_META_LINES] = str(lines)
     if blocks_key is not None:
         meta[_META_BLOCKS] = blocks_key
     check_metadata_size(meta)
@@ -174,6 +186,7 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
             chars=int(meta[_META_CHARS]),
             run_tag=meta[_META_RUN],
             width=width,
+            lines=int(meta[_META_LINES]) if _META_LINES in meta else None,
             blocks_key=meta.get(_META_BLOCKS),
         )
     except (KeyError, ValueError):

@@ -79,6 +79,7 @@ class HandOffs:
             chars=meta.chars,
             run_tag=store._layout.run_tag(to),
             width=width,
+            lines=meta.lines,
             blocks_key=meta.blocks_key or key,  # a hand-off of a hand-off: still the original
         )
         sealed = store._layout.seal(child_key).metadata(fields)

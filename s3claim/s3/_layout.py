@@ -9,6 +9,8 @@ store (`HandleKey.handle`).
 A JSON claim's structure index lives beside it, at `{claim key}.index` (`s3claim._json_index`):
 the same prefix, so `forget` erases it with its claim, and never 33 hex digits, so never a claim.
 
+Its line index (`s3claim._lines`) lives at `{claim key}.lines`, for the same reasons.
+
 A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
 erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
 its audit trail, when the bucket keeps one (`S3AuditTrail`): `{run prefix}audit/{record}`.
@@ -25,6 +27,7 @@ __all__ = [
     "AUDIT_FOLDER",
     "INDEX_SUFFIX",
     "JOURNAL_NAME",
+    "LINES_SUFFIX",
     "Layout",
     "is_audit_key",
     "is_claim_key",
@@ -33,6 +36,7 @@ __all__ = [
 
 JOURNAL_NAME = "journal"
 INDEX_SUFFIX = ".index"
+LINES_SUFFIX = ".lines"
 AUDIT_FOLDER = names.AUDIT_FOLDER
 
 
@@ -42,7 +46,12 @@ def is_journal_key(key: str) -> bool:
 
 def is_claim_key(key: str) -> bool:
     """A claim's own object: not a journal, an audit record or an index beside a claim."""
-    return not (is_journal_key(key) or is_audit_key(key) or key.endswith(INDEX_SUFFIX))
+    return not (
+        is_journal_key(key)
+        or is_audit_key(key)
+        or key.endswith(INDEX_SUFFIX)
+        or key.endswith(LINES_SUFFIX)
+    )
 
 
 def is_audit_key(key: str) -> bool:
@@ -73,6 +82,10 @@ class Layout:
     def index_key(self, scope: Scope, handle: str) -> str:
         """Where a JSON claim's structure index lives: beside the claim."""
         return self.object_key(scope, handle) + INDEX_SUFFIX
+
+    def lines_key(self, scope: Scope, handle: str) -> str:
+        """Where a claim's line index lives: beside the claim."""
+        return self.object_key(scope, handle) + LINES_SUFFIX
 
     def journal_key(self, scope: Scope) -> str:
         return self.run_prefix(scope) + JOURNAL_NAME

@@ -14,11 +14,20 @@ import s3claim.s3._format as _format
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import handle_width, is_handle
 from s3claim.s3._layout import Layout
-from s3claim.s3._seal import BLOCK_BYTES, Seal, block_span, sealed_size
+from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, Seal, block_span, sealed_size
 from s3claim.scope import Scope
 from s3claim.store import Window, check_window
 
-__all__ = ["WindowRead", "checked_meta", "empty_window_of", "plan_read", "window_of"]
+__all__ = [
+    "TailRead",
+    "WindowRead",
+    "checked_meta",
+    "empty_window_of",
+    "plan_read",
+    "plan_tail",
+    "tail_window_of",
+    "window_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +151,7 @@ def window_of(
         raise ClaimStoreError(
             "GetObject: window length disagrees with the object's size", reason="damaged"
         )
-    return Window.of(text, offset=read.offset, total_chars=meta.chars)
+    return Window.of(text, offset=read.offset, total_chars=meta.chars, total_lines=meta.lines)
 
 
 def empty_window_of(read: WindowRead, raw_meta: Mapping[str, str], *, now: float) -> Window:
@@ -157,4 +166,87 @@ def empty_window_of(read: WindowRead, raw_meta: Mapping[str, str], *, now: float
     )
     if read.offset < meta.chars:
         raise ClaimStoreError("GetObject: range refused inside the object's size", reason="damaged")
-    return Window.of("", offset=read.offset, total_chars=meta.chars)
+    return Window.of("", offset=read.offset, total_chars=meta.chars, total_lines=meta.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class TailRead:
+    """The last `chars` characters of a claim whose length is not known: one suffix range.
+
+    The range is wide enough that, once the partial block at its start is dropped, the whole
+    blocks left hold those characters (or the claim starts inside it); S3 answers a suffix
+    longer than the object with the whole object.
+    """
+
+    key: str
+    run_tag: str
+    width: int
+    chars: int
+    seal: Seal = field(repr=False, compare=False)
+
+    @property
+    def suffix_bytes(self) -> int:
+        return (-(-self.width * self.chars // BLOCK_BYTES) + 2) * UNIT_BYTES
+
+    @property
+    def byte_range(self) -> str:
+        return f"bytes=-{self.suffix_bytes}"
+
+    def missed_end(self, content_range: str | None) -> str | None:
+        """The same bytes as an explicit range when the server answered the suffix range
+        with bytes that stop short of the end (s3rver reads `bytes=-n` as `bytes=0-n`)."""
+        answered = _format.content_range(content_range)
+        if answered is None or not answered[2] or answered[1] + 1 >= answered[2]:
+            return None
+        total = answered[2]
+        return f"bytes={max(0, total - self.suffix_bytes)}-{total - 1}"
+
+
+def plan_tail(layout: Layout, scope: Scope, handle: str, chars: int) -> TailRead:
+    """What a read from the end asks S3 for; refuses bad arguments and malformed handles."""
+    check_window(0, chars)
+    if not is_handle(handle):
+        raise ClaimUnavailableError
+    key = layout.object_key(scope, handle)
+    width = handle_width(handle)
+    return TailRead(key, layout.run_tag(scope), width, chars, layout.seal(key))
+
+
+def tail_window_of(
+    read: TailRead,
+    raw_meta: Mapping[str, str],
+    content_range: str | None,
+    data: bytes,
+    *,
+    now: float,
+) -> Window:
+    """The last characters a suffix GetObject answer holds, once every check has passed."""
+    meta = checked_meta(
+        raw_meta,
+        seal=read.seal,
+        run_tag=read.run_tag,
+        width=read.width,
+        now=now,
+        operation="GetObject",
+    )
+    stored = sealed_size(meta.chars * read.width)
+    answered = _format.content_range(content_range)
+    first = answered[0] if answered is not None and answered[2] else 0
+    if (answered is not None and answered[2] != stored) or first + len(data) != stored:
+        raise ClaimStoreError(
+            "GetObject: stored length disagrees with the object's size", reason="damaged"
+        )
+    block = -(-first // UNIT_BYTES)  # the first whole block in the answer
+    content = read.seal.open_blocks(
+        data[block * UNIT_BYTES - first :], first=block, operation="GetObject"
+    )
+    start_char = block * BLOCK_BYTES // read.width
+    offset = max(start_char, meta.chars - read.chars)
+    text = _format.decode(
+        content[(offset - start_char) * read.width :], read.width, operation="GetObject"
+    )
+    if offset + len(text) != meta.chars or (offset > 0 and len(text) != read.chars):
+        raise ClaimStoreError(
+            "GetObject: window length disagrees with the object's size", reason="damaged"
+        )
+    return Window.of(text, offset=offset, total_chars=meta.chars, total_lines=meta.lines)

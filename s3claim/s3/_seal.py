@@ -42,6 +42,7 @@ __all__ = [
     "BLOCK_BYTES",
     "MAC_FIELD",
     "TAG_BYTES",
+    "UNIT_BYTES",
     "BlockStream",
     "Seal",
     "block_span",
@@ -57,7 +58,9 @@ TAG_BYTES = 16
 MAC_FIELD = "s3claim-mac"
 BODY_FIELD = "s3claim-body"
 _SEALED_PREFIX = "s3claim-"
-_UNIT = BLOCK_BYTES + TAG_BYTES
+UNIT_BYTES = BLOCK_BYTES + TAG_BYTES
+"""A block and its tag, as stored."""
+_UNIT = UNIT_BYTES
 _SEAL_FAILED = "the object's seal does not hold (rewritten, moved, or not written with this key)"
 
 

@@ -5,29 +5,25 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing. A JSON claim's index goes beside it: one request more for each (`_paths`).
+  nothing. Indexes go beside it, one request more each: a JSON claim's (`_paths`), and the
+  line index of a claim of two lines or more (`_lines`, which also reads by line and end).
 - fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
   a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
   the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that
   response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
   is a window at or past the end of the last block (or an empty claim): S3 answers 416
   without metadata, so one HeadObject checks the claim still stands.
-- hand_off: one HeadObject, one server-side CopyObject, one more for the JSON index
-  (`_hand_off`); no byte of the body passes through the process.
-- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round, so every
-  version and delete marker under the prefix goes (`_erase`, also for servers that have no
-  versioning API).
+- hand_off: a HeadObject and server-side copies, no body through the process (`_hand_off`).
+- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round: every version
+  and delete marker under the prefix (`_erase`, also for servers without a versioning API).
 
 Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
+Known limit: a refresh from another process than the writer cannot see the expiry it replaces
+(a HEAD more), so it may set a shorter one; within one process a refresh never shortens.
 
-Known limit: a refresh from a process that did not write the claim cannot see the expiry it
-replaces (that would cost a HEAD), so identical content put into the same run with a shorter
-TTL by another process sets the shorter expiry. Within one process a refresh never shortens.
-
-Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject,
-s3:DeleteObjectVersion (forget deletes by VersionId, "null" on unversioned buckets),
-s3:ListBucketVersions, and s3:ListBucket, without which S3 answers 403 rather than 404 for a
-missing key and an unknown handle would look like a store failure.
+Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject(Version) (by
+VersionId, "null" unversioned), s3:ListBucketVersions, and s3:ListBucket, without which S3
+answers 403, not 404, for a missing key: an unknown handle would look like a store failure.
 """
 
 from __future__ import annotations
@@ -42,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import SecretStr
 
 import s3claim.s3._format as _format
+from s3claim._lines import count_lines, line_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
@@ -51,6 +48,7 @@ from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._hand_off import HandOffs, HandsOff
 from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._lines import LineIndexes, LineReads
 from s3claim.s3._paths import JsonIndexes, PathReads
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
@@ -83,7 +81,7 @@ class ClaimInfo:
     no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
-class S3ClaimCheckStore(InBucket, PathReads, HandsOff):
+class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
     `handle_key` is the shared secret behind handles and key tags: every process that must
@@ -118,6 +116,7 @@ class S3ClaimCheckStore(InBucket, PathReads, HandsOff):
         )
         self._written: OrderedDict[str, int] = OrderedDict()
         self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
+        self._lines = LineIndexes(self)
         self._hand_offs = HandOffs(self)
         self._lock = threading.Lock()
 
@@ -134,8 +133,6 @@ class S3ClaimCheckStore(InBucket, PathReads, HandsOff):
         Refuses a missing bucket or handle key by variable name, here rather than at first use.
         """
         return cls(**bucket_arguments(settings), clock=clock, retry=retry)
-
-    # -- put ----------------------------------------------------------------------------
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
@@ -159,24 +156,26 @@ class S3ClaimCheckStore(InBucket, PathReads, HandsOff):
         if known is not None and known >= expires_at:
             return handle
         seal = self._layout.seal(key)
+        lines = count_lines(content)  # in the sealed metadata, and the line index beside it
+        run_tag = self._layout.run_tag(scope)
         meta = seal.metadata(
             _format.metadata(
-                expires_at=expires_at,
-                chars=len(content),
-                run_tag=self._layout.run_tag(scope),
-                width=width,
+                expires_at=expires_at, chars=len(content), run_tag=run_tag, width=width, lines=lines
             )
         )
-        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh.
-        # A refresh that finds nothing (forgotten or collected meanwhile) writes again.
+        at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
+        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
+        # refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first = known is not None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
                 self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
+                self._lines.refresh(scope, handle, **at)
                 break
             raw = ascii_body if ascii_body is not None else _format.encode(content, width)
             if self._create(key, seal.blocks(raw), width, meta, days):
                 self._indexes.write(scope, handle, content, expires_at=expires_at, days=days)
+                self._lines.write(scope, handle, line_index(content), **at)
                 break
             refresh_first = True
         else:

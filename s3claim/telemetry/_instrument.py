@@ -52,7 +52,9 @@ def check_in_operation(owner: object, scope: Scope, *, tool: str) -> Operation:
     )
 
 
-def fetch_operation(owner: object, scope: Scope, *, handle: str | None, offset: int) -> Operation:
+def fetch_operation(
+    owner: object, scope: Scope, *, handle: str | None, offset: int | None
+) -> Operation:
     """A window read: outcome `ok`, `unavailable` or `failed`; audited."""
     return Operation(
         n.FETCH,

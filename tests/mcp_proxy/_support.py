@@ -31,6 +31,9 @@ FOOTER = re.compile(
     r"\n\n\[characters (\d+)-(\d+) of (\d+)\. Call fetch_result with "
     r"handle='(claim:[0-9a-z]+)' and offset=(\d+) to continue\.\]\Z"
 )
+END_NOTE = re.compile(
+    r"\n\n\[end of the result \(fetch_result\): characters \d+-\d+ of \d+[^\n]*\]\Z"
+)
 _START_SECONDS = 60.0
 
 
@@ -60,8 +63,10 @@ async def read_all(
         results.append(result)
         text = text_of(result)
         footer = FOOTER.search(text)
-        if footer is None:
-            parts.append(text)
+        if footer is None:  # the last window: its end note goes
+            note = END_NOTE.search(text)
+            assert note is not None, f"the last window has no end note: {text[-300:]!r}"
+            parts.append(text[: note.start()])
             offset = None
         else:
             parts.append(text[: footer.start()])

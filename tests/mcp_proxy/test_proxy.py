@@ -22,7 +22,7 @@ from s3claim import (
     ManualClock,
     MemoryClaimCheckStore,
 )
-from s3claim._wording import UNAVAILABLE_MESSAGE
+from s3claim._wording import UNAVAILABLE_MESSAGE, strip_notes
 from s3claim.claim_tools import claim_tools
 from s3claim.mcp import RUN_META_KEY, Scoping, StdioUpstream, Upstream, UpstreamError
 from tests.mcp_proxy._support import (
@@ -159,7 +159,7 @@ def test_a_50_mb_result_is_checked_in_quickly_and_read_anywhere() -> None:
             )
             assert text_of(last)[:4096] == expected_tail[:4096]
             end = await client.call_tool("fetch_result", {"handle": handle, "offset": chars - 904})
-            assert text_of(end) == expected_tail[-904:]
+            assert strip_notes(text_of(end)) == expected_tail[-904:]
 
     anyio.run(scenario)
 
@@ -282,7 +282,9 @@ def test_the_claim_tools_text_content_is_plain_text() -> None:
         async with in_process(policy=SMALL) as (client, _):
             handle = handle_of(text_of(await client.call_tool("big", {"chars": 3_000})))
             result = await client.call_tool("fetch_result", {"handle": handle})
-            assert result.content == [TextContent(text=document(3_000))]
+            (only,) = result.content
+            assert isinstance(only, TextContent) and only.text.startswith(document(3_000))
+            assert strip_notes(only.text) == document(3_000)  # and an end note after it
 
     anyio.run(scenario)
 
@@ -304,7 +306,7 @@ def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal(
             tool = await client.call_tool("fetch_result", {"handle": handle}, meta=mine)
             assert contents.text == text_of(tool)  # type: ignore[union-attr]
             later = await client.read_resource(f"{handle}?offset=8192", meta=mine)
-            assert later.contents[0].text == expected[8192:]  # type: ignore[union-attr]
+            assert strip_notes(later.contents[0].text) == expected[8192:]  # type: ignore[union-attr]
             refusal = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
             for uri, meta in (
                 (handle, {RUN_META_KEY: "run-b"}),  # another run

@@ -270,11 +270,20 @@ def reassemble(replies: dict[str, str], marker: Marker) -> str:
                 str(end),
             )
             text = text[: footer.start()]
-        else:
+        else:  # the last window: no footer, an end note (`s3claim._wording.end_note`)
             assert footer is None
+            note = END_NOTE.search(text)
+            assert note is not None, f"the last window at {offset} has no end note"
+            assert note.groups() == (str(offset), str(end), str(marker.total)), note.group()
+            text = text[: note.start()]
         assert len(text) == end - offset
         parts.append(text)
     return "".join(parts)
+
+
+END_NOTE = re.compile(
+    r"\n\n\[end of the result \(fetch_result\): characters (\d+)-(\d+) of (\d+)[^\n]*\]\Z"
+)
 
 
 def refusal(text: str) -> dict[str, str]:

@@ -202,8 +202,10 @@ def test_tool_content_reaches_no_log_event_exception_or_repr(
         surfaces.append("".join(traceback.format_exception(failed.value)))
     faults.outage = False
     context = RunContext(scope=scope, agent="a", emit=lambda _e: None)
+    faults.rate, rate = 0.0, faults.rate  # a precondition, not under test: no faults for it
     check_in = claim_check.check_in(big, tool="produce", scope=scope)
     window = rig.store.fetch(scope, check_in.handle or "", offset=10)
+    faults.rate = rate
     assert canary in window.text  # the content is really there to leak
     memory_store = make_rig("memory", clock, None).store
     memory_store.put(scope, big, ttl_seconds=60)

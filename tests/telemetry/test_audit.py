@@ -70,6 +70,36 @@ def test_each_redemption_and_refusal_is_one_record(telemetry: Telemetry) -> None
     assert all(AuditRecord.from_json(r.to_json()) == r for r in telemetry.audit_records)
 
 
+@pytest.mark.parametrize("kind", ["memory", "s3"])
+def test_reads_by_line_and_from_the_end_record_the_window_they_read(
+    telemetry: Telemetry, kind: str, request: pytest.FixtureRequest
+) -> None:
+    if kind == "memory":
+        store: Any = MemoryClaimCheckStore()
+    else:
+        s3, bucket = request.getfixturevalue("s3"), request.getfixturevalue("bucket")
+        store = S3ClaimCheckStore(bucket, handle_key=KEY, client=s3, retry=RetryPolicy())
+    handle = store.put(SCOPE, CONTENT, ttl_seconds=600)
+    (fetch,) = [t for t in claim_tools(store) if t.name == "fetch_result"]
+    events: list[Any] = []
+    context = RunContext(scope=SCOPE, agent="counsel", emit=events.append)
+    for arguments in ({"line": 599, "limit": 100}, {"from_end": True, "limit": 30}):
+        run_claim_tool(fetch, {"handle": handle, **arguments}, context)
+    run_claim_tool(fetch, {"handle": handle, "line": 10**9}, context)
+    shapes = [(r.operation, r.outcome, r.offset, r.chars) for r in telemetry.audit_records]
+    clause = "Clause 300. The parties agree to term 300.\n\n"  # lines 599 and 600
+    assert [e.kind for e in events] == ["claim_fetched"] * 3
+    assert (
+        [(e.offset, e.chars) for e in events]
+        == [
+            (CONTENT.index(clause), 2 * len(clause)),  # whole lines: two clauses fit in 100
+            (len(CONTENT) - len(CONTENT[-30:].split("\n", 1)[1]), 1),
+            (len(CONTENT), 0),
+        ]
+    )  # the last 30 characters hold a break before the last: the window is the blank line
+    assert shapes == [("fetch", "ok", e.offset, e.chars) for e in events]
+
+
 def test_nothing_is_built_while_the_audit_logger_is_off(
     telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +145,9 @@ def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
     _redeem(store)
     other = Scope("acme", "matter-8")
     _redeem(store, other)
-    assert wire.requests["PutObject"] == 2 + 10  # two claims, ten records
+    assert (
+        wire.requests["PutObject"] == 2 * 2 + 10
+    )  # two claims and their line indexes, ten records
     assert list(trail.records(tenant="acme")) == telemetry.audit_records
     mine = list(trail.records(tenant="acme", run="matter-7"))
     assert mine == telemetry.audit_records[:5]

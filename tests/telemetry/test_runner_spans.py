@@ -272,7 +272,7 @@ def test_s3_requests_and_bytes_are_the_wires(telemetry: Telemetry, s3: Any, buck
     _run(store, journal)
     check_in = telemetry.span("s3claim.check_in")
     assert check_in.attributes is not None
-    assert check_in.attributes["s3claim.s3.requests"] == 1  # one PutObject
+    assert check_in.attributes["s3claim.s3.requests"] == 2  # the claim's PutObject, its index
     (first_save, *_) = telemetry.spans("s3claim.journal.save")
     assert first_save.attributes is not None
     assert first_save.attributes["s3claim.s3.requests"] >= 1
@@ -307,7 +307,7 @@ def test_the_async_faces_have_the_same_spans(telemetry: Telemetry, s3: Any, buck
     check_in = telemetry.span("s3claim.check_in")
     assert check_in.attributes is not None
     assert check_in.attributes["s3claim.outcome"] == "stored"
-    assert check_in.attributes["s3claim.s3.requests"] == 1
+    assert check_in.attributes["s3claim.s3.requests"] == 2  # the claim, its line index
     fetches = telemetry.spans("s3claim.fetch")
     assert [(s.attributes or {}).get("s3claim.window.offset") for s in fetches] == [100, 200]
     assert all((s.attributes or {})["s3claim.s3.requests"] == 1 for s in fetches)

@@ -1,0 +1,141 @@
+"""What `fetch_result` answers, and how it is asked: one way to a window, and the text the
+model reads back (the window with its footer or end note, a value with its members).
+
+Pure: no store, no events. `s3claim.claim_tools` reads the window and hands it here, so the
+four ways to a window share one rendering of where the window sits and how to go on (every
+word of it in `s3claim._wording`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, create_model, model_validator
+from pydantic_core import PydanticCustomError
+
+import s3claim._wording as _wording
+from s3claim._json_path import PathRead, escape
+from s3claim._lines import LineWindow
+from s3claim.store import Window
+
+__all__ = ["one_address", "render_lines", "render_offset", "render_path"]
+
+_ADDRESSES = frozenset(_wording.ADDRESSES)
+
+
+def render_offset(window: Window, handle: str) -> str:
+    """A window read by offset: the spec's footer while more remains, else an end note."""
+    offset = window.offset
+    if window.next_offset is not None:  # the spec's footer, word for word
+        more = _wording.footer(
+            offset=offset,
+            next_offset=window.next_offset,
+            total_chars=window.total_chars,
+            handle=handle,
+        )
+        return f"{window.text}\n\n{more}"
+    if not window.text:
+        return _wording.past_end_note(
+            total_chars=window.total_chars, total_lines=window.total_lines, offset=offset
+        )
+    end = _wording.end_note(
+        offset=offset,
+        end=offset + len(window.text),
+        total_chars=window.total_chars,
+        total_lines=window.total_lines,
+    )
+    return f"{window.text}\n\n{end}"
+
+
+def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
+    """What the model reads of a window read by line or from the end, and where it goes on."""
+    if not window.text:
+        return _wording.past_end_note(
+            total_chars=window.total_chars, total_lines=window.total_lines, line=line
+        )
+    first, last = window.first_line, window.last_line
+    if window.next_offset is None:
+        note = _wording.end_note(
+            offset=window.offset,
+            end=window.end,
+            total_chars=window.total_chars,
+            total_lines=window.total_lines,
+            first_line=first,
+            last_line=last,
+        )
+    elif window.next_line is not None and first is not None and last is not None:
+        note = _wording.line_footer(
+            first_line=first,
+            last_line=last,
+            total_lines=window.total_lines,
+            offset=window.offset,
+            end=window.end,
+            total_chars=window.total_chars,
+            next_line=window.next_line,
+            handle=handle,
+        )
+    else:  # one line longer than the window: on by offset
+        note = _wording.long_line_footer(
+            line=first or 1,
+            total_lines=window.total_lines,
+            offset=window.offset,
+            end=window.end,
+            total_chars=window.total_chars,
+            handle=handle,
+        )
+    return f"{window.text}\n\n{note}"
+
+
+def render_path(answer: PathRead, handle: str) -> str:
+    """What the model reads of a value read by path: its text, its members, where it goes on."""
+    parts = [answer.text]
+    if answer.kind in ("object", "array"):
+        rows = [
+            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
+            for m in answer.members
+        ]
+        parts.append(
+            _wording.path_members(
+                pointer=answer.pointer,
+                kind=answer.kind,
+                count=answer.member_count,
+                start=answer.start,
+                end=answer.end,
+                rows=rows,
+            )
+        )
+    if answer.next_offset is not None:
+        parts.append(
+            _wording.path_footer(
+                pointer=answer.pointer,
+                shown_end=answer.next_offset,
+                end=answer.end,
+                handle=handle,
+            )
+        )
+    return "\n\n".join(parts)
+
+
+def _token(key: str | None, index: int, cut: bool) -> str:
+    """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
+    return str(index) if key is None else escape(key) + ("…" if cut else "")
+
+
+def one_address(arguments: type[BaseModel]) -> type[BaseModel]:
+    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window.
+
+    Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
+    so the check sits on the validated model, where pydantic records the fields set; only
+    `from_end=false` is no way at all (it says what the call does not want).
+    """
+
+    def check(model: BaseModel) -> BaseModel:
+        given = model.model_fields_set & _ADDRESSES
+        if getattr(model, "from_end", False) is False:
+            given = given - {"from_end"}
+        if len(given) > 1:
+            raise PydanticCustomError("addresses", _wording.addresses_message(set(given)))
+        return model
+
+    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(check)}
+    return create_model(arguments.__name__, __base__=arguments, __validators__=validators)

@@ -110,10 +110,10 @@ def marker(
     if tail_chars:
         hidden_end = total_chars - tail_chars
         return (
-            f"[{total_chars} characters, {hidden_end - shown_chars} not shown: characters "
-            f"{shown_chars}-{hidden_end}; the last {tail_chars} follow this line. Call "
-            f"fetch_result with handle='{handle}' and offset={shown_chars} to read the part "
-            f"not shown{search}.{passing}]"
+            f"[{total_chars} characters, {hidden_end - shown_chars} not shown. They are "
+            f"characters {shown_chars}-{hidden_end}; the last {tail_chars} follow this line. "
+            f"Call fetch_result with handle='{handle}' and offset={shown_chars} to read "
+            f"them{search}.{passing}]"
         )
     return (
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "

@@ -25,7 +25,7 @@ from s3claim import (
     tool,
 )
 from s3claim._head import extract_tail
-from s3claim._wording import marker
+from s3claim._wording import MARKER_SEEN, marker
 from tests.conftest import StoreUnderTest
 
 SCOPE = Scope(tenant="acme", run="build-7")
@@ -35,13 +35,15 @@ LOG = "".join(f"step {n}: compiled module_{n}.py ok\n" for n in range(3000)) + (
     "ValueError: the build failed at the last step\n"
 )
 GAP = re.compile(
-    r"\[(\d+) characters, (\d+) not shown: characters (\d+)-(\d+); the last (\d+) follow this "
-    r"line\. Call fetch_result with handle='(claim:[0-9a-z]+)' and offset=(\d+) to read the "
-    r"part not shown\.\]"
+    r"\[(\d+) characters, (\d+) not shown\. They are characters (\d+)-(\d+); the last (\d+) "
+    r"follow this line\. Call fetch_result with handle='(claim:[0-9a-z]+)' and offset=(\d+) to "
+    r"read them\.\]"
 )
 
 
 def test_the_default_preview_is_the_specs_head_and_marker() -> None:
+    """And a preview with a tail still reads as a marker to whatever recognises one."""
+    assert MARKER_SEEN.match(marker(total_chars=10, shown_chars=4, handle="claim:x", tail_chars=2))
     assert ClaimCheckPolicy().tail_chars == 0
     assert extract_tail(LOG, 0) == ""
     assert marker(total_chars=10, shown_chars=4, handle="claim:x") == (

@@ -171,7 +171,8 @@ def test_on_s3_the_body_never_passes_through_the_process(setup: Any) -> None:
     finally:
         client.meta.events.unregister("before-call.s3", before)
         client.meta.events.unregister("after-call.s3", after)
-    assert sent == ["HeadObject", "CopyObject", "CopyObject"]  # the claim, then its index
+    # the claim, then its line index (the contract is text, so no structure index to copy)
+    assert sent == ["HeadObject", "CopyObject", "CopyObject"]
     assert sum(received) < 2_000  # the copies' answers: XML, never the body
     assert read_all(claim_check, CHILD, child) == CONTRACT
 
@@ -198,3 +199,27 @@ def test_on_s3_a_forged_blocks_field_fails_the_seal(setup: Any) -> None:
     with pytest.raises(ClaimStoreError) as raised:
         store.fetch(CHILD, child)
     assert raised.value.reason == "damaged"
+
+
+def test_the_child_reads_by_line_from_its_own_copy_of_the_line_index(setup: Any) -> None:
+    """On S3 the line index is copied beside the claim (its blocks still bound to the
+    original's key), so line N is the parent's two ranged GETs, not a scan of the claim."""
+    claim_check, _, client = setup
+    handle = claim_check.store.put(PARENT, CONTRACT, ttl_seconds=60)
+    child = claim_check.hand_off(handle, scope=PARENT, to=CHILD)
+    grandchild_scope = Scope("acme", "checker-2")
+    grandchild = claim_check.hand_off(child, scope=CHILD, to=grandchild_scope)
+    lines = CONTRACT.split("\n")
+    sent: list[str] = []
+
+    def before(event_name: str, **_: Any) -> None:
+        sent.append(event_name.rsplit(".", 1)[-1])
+
+    if client is not None:
+        client.meta.events.register("before-call.s3", before)
+    for scope, h in ((CHILD, child), (grandchild_scope, grandchild)):
+        window = claim_check.store.read_line(scope, h, 120, limit=4096)  # type: ignore[attr-defined]
+        assert window.text.startswith(lines[119] + "\n")
+        assert CONTRACT[window.offset :].startswith(window.text)
+    if client is not None:
+        assert sent == ["GetObject", "GetObject"] * 2  # an index block, then the window

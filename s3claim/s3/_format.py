@@ -40,6 +40,7 @@ __all__ = [
     "ENCODINGS",
     "MAX_METADATA_BYTES",
     "MAX_OBJECT_BYTES",
+    "ClaimInfo",
     "ClaimMeta",
     "check_metadata_size",
     "content_range",
@@ -72,12 +73,28 @@ _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
 _META_LINES = "s3claim-lines"
+_META_JSON = "s3claim-json"
+"""Present when the text looked like JSON at check-in, so a structure index may sit beside
+it: a hand-off copies one only then."""
 _META_BLOCKS = "s3claim-blocks"
 """On a claim handed off by server-side copy: the key its block tags are bound to (the
 original's). Sealed with the rest, so only a holder of the handle key can name one."""
 _HEADER_PREFIX = "x-amz-meta-"
 _WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One claim as `S3ClaimCheckStore.claims` lists it: sizes and times, never content."""
+
+    handle: str
+    run_tag: str
+    chars: int
+    expires_at: int
+    damaged: bool = False
+    """The object's seal does not hold, or it is in a format this version does not read:
+    no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +108,7 @@ class ClaimMeta:
     counted, which still reads by offset."""
     blocks_key: str | None = None
     """The key the body's block tags are bound to, when it is not the object's own."""
+    json: bool = False
 
     def readable(self, *, run_tag: str, now: float) -> bool:
         """Readable while now < expires_at, and only from the run that stored it."""
@@ -154,6 +172,7 @@ def metadata(
     width: int,
     lines: int | None = None,
     blocks_key: str | None = None,
+    json: bool = False,
 ) -> dict[str, str]:
     meta = {
         _META_FORMAT: FORMAT_VERSION,
@@ -166,6 +185,8 @@ def metadata(
         meta[_META_LINES] = str(lines)
     if blocks_key is not None:
         meta[_META_BLOCKS] = blocks_key
+    if json:
+        meta[_META_JSON] = "1"
     check_metadata_size(meta)
     return meta
 
@@ -188,6 +209,7 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
             width=width,
             lines=int(meta[_META_LINES]) if _META_LINES in meta else None,
             blocks_key=meta.get(_META_BLOCKS),
+            json=_META_JSON in meta,
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(

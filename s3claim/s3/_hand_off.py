@@ -1,7 +1,8 @@
 """Hand-off on S3: a claim copied, server-side, under another run's prefix of its tenant.
 
 Measured against a sealed pointer object for a 64 MiB claim (docs/references.md): the copy
-costs one HeadObject and one CopyObject (one more for a JSON claim's index) and moves no
+costs one HeadObject and one CopyObject (one more for each index beside it: a JSON claim's
+structure, a claim of two lines or more its line index) and moves no
 byte of the body through the process; afterwards the child's fetch is any claim's one
 ranged GET, and the copy lives for the child's own TTL whatever becomes of the original.
 A pointer would cost a GET more on every read and die with its parent.
@@ -43,7 +44,7 @@ class HandOffs:
 
         One HeadObject checks the claim as a fetch would; one server-side CopyObject puts
         its body under `to`'s run prefix with new sealed metadata (`to`'s run, its own expiry,
-        and the key the block tags are bound to), and one more copies a JSON claim's index.
+        and the key the block tags are bound to), and one more copies each index beside it.
         No byte of the body passes through this process; the copy lives on whatever becomes
         of the original, until its own expiry or a `forget` of its tenant or run.
         """
@@ -80,12 +81,17 @@ class HandOffs:
             run_tag=store._layout.run_tag(to),
             width=width,
             lines=meta.lines,
-            blocks_key=meta.blocks_key or key,  # a hand-off of a hand-off: still the original
+            blocks_key=meta.blocks_key or key,
+            json=meta.json,  # a hand-off of a hand-off: still the original
         )
         sealed = store._layout.seal(child_key).metadata(fields)
         if not self.copy(key, child_key, _format.CONTENT_TYPES[width], sealed, days):
             raise ClaimUnavailableError  # gone between the HEAD and the copy
-        store._indexes.hand_off(scope, handle, to, child, expires_at=expires_at, days=days)
+        if meta.json:  # a structure index may sit beside it
+            store._indexes.hand_off(scope, handle, to, child, expires_at=expires_at, days=days)
+        store._lines.hand_off(
+            scope, handle, to, child, claim=meta, expires_at=expires_at, days=days
+        )
         store._remember(child_key, expires_at)
         return child
 

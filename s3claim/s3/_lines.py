@@ -42,6 +42,7 @@ from s3claim._lines import (
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import is_handle
 from s3claim.s3._errors import MISSING
+from s3claim.s3._layout import LINES_SUFFIX
 from s3claim.s3._lifecycle import tagging
 from s3claim.s3._read import WindowRead, empty_window_of, plan_read, plan_tail, tail_window_of
 from s3claim.s3._retry import Refused
@@ -70,13 +71,57 @@ class LineIndexes:
         self._store = store
 
     def _meta(
-        self, scope: Scope, handle: str, *, expires_at: int, chars: int, lines: int
+        self,
+        scope: Scope,
+        handle: str,
+        *,
+        expires_at: int,
+        chars: int,
+        lines: int,
+        blocks_key: str | None = None,
     ) -> dict[str, str]:
         layout = self._store.layout
         fields = _format.metadata(
-            expires_at=expires_at, chars=chars, run_tag=layout.run_tag(scope), width=1, lines=lines
+            expires_at=expires_at,
+            chars=chars,
+            run_tag=layout.run_tag(scope),
+            width=1,
+            lines=lines,
+            blocks_key=blocks_key,
         )
         return layout.seal(layout.lines_key(scope, handle)).metadata(fields)
+
+    def hand_off(
+        self,
+        scope: Scope,
+        handle: str,
+        to: Scope,
+        child: str,
+        *,
+        claim: _format.ClaimMeta,
+        expires_at: int,
+        days: int,
+    ) -> None:
+        """Copy a handed-off claim's line index beside the copy (server-side), sealed for `to`
+        and naming the key its block tags are bound to; never raises (without it, reads by
+        line fall back to a scan)."""
+        if (claim.lines or 0) < 2:
+            return
+        store, layout = self._store, self._store.layout
+        source = layout.lines_key(scope, handle)
+        meta = self._meta(
+            to,
+            child,
+            expires_at=expires_at,
+            chars=claim.chars,
+            lines=claim.lines or 0,
+            # the original's index, whose key is its claim's and the suffix, however deep
+            blocks_key=(claim.blocks_key + LINES_SUFFIX) if claim.blocks_key else source,
+        )
+        try:
+            store._hand_offs.copy(source, layout.lines_key(to, child), _CONTENT_TYPE, meta, days)
+        except ClaimStoreError as exc:
+            _log.warning("line index not handed off for %s (%s)", child, exc.reason)
 
     def write(
         self,
@@ -180,7 +225,8 @@ class LineIndexes:
             )
         if line > lines:
             return Window.of("", offset=meta.chars, total_chars=meta.chars, total_lines=lines)
-        content = store.layout.seal(key).open_blocks(data, first=block, operation="GetObject")
+        seal = store.layout.seal(meta.blocks_key or key)  # a hand-off's: the original's blocks
+        content = seal.open_blocks(data, first=block, operation="GetObject")
         within = at - block * BLOCK_BYTES
         if within + ENTRY_BYTES > len(content):
             raise ClaimStoreError("GetObject: line index ends early", reason="damaged")

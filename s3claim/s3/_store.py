@@ -32,7 +32,6 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import SecretStr
@@ -46,10 +45,11 @@ from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
+from s3claim.s3._format import ClaimInfo
 from s3claim.s3._hand_off import HandOffs, HandsOff
 from s3claim.s3._lifecycle import day_class, tagging
 from s3claim.s3._lines import LineIndexes, LineReads
-from s3claim.s3._paths import JsonIndexes, PathReads
+from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3._scan import pieces
@@ -66,19 +66,6 @@ __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimInfo:
-    """One claim as `S3ClaimCheckStore.claims` lists it: sizes and times, never content."""
-
-    handle: str
-    run_tag: str
-    chars: int
-    expires_at: int
-    damaged: bool = False
-    """The object's seal does not hold, or it is in a format this version does not read:
-    no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
 class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
@@ -158,9 +145,15 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         seal = self._layout.seal(key)
         lines = count_lines(content)  # in the sealed metadata, and the line index beside it
         run_tag = self._layout.run_tag(scope)
+        json, chars = looks_like_json(content), len(content)
         meta = seal.metadata(
             _format.metadata(
-                expires_at=expires_at, chars=len(content), run_tag=run_tag, width=width, lines=lines
+                expires_at=expires_at,
+                chars=chars,
+                run_tag=run_tag,
+                width=width,
+                lines=lines,
+                json=json,
             )
         )
         at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}

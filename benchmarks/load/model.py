@@ -95,7 +95,12 @@ OPERATIONS: dict[str, Budget] = {
             "per 1,000 versions under the tenant or run prefix",
         ),
         Budget("proxy_call_small", {}, "an upstream result under the threshold passes through"),
-        Budget("proxy_call_large", {"PutObject": 1}, "an upstream result checked in"),
+        Budget(
+            "proxy_call_large",
+            {"PutObject": 2},
+            "an upstream result checked in: the claim and, for text of two lines or more, its "
+            "line index",
+        ),
         Budget("proxy_fetch", {"GetObject": 1}, "fetch_result (or resources/read of a claim)"),
         Budget("proxy_search", {"GetObject": 1}, "search_result"),
     )

@@ -150,9 +150,17 @@ def chaos_lines(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
         f"{_said(fleet['refusals'])}; claims lost: {fleet['lost']} (of {fleet.get('verified', 0)} "
         "read back whole through the last instance). S3 requests per run: "
         + ", ".join(f"{k} {v / fleet['runs']:.2f}" for k, v in sorted(fleet["s3_requests"].items()))
-        + " (above the model's 1 PUT and 3 GETs: the requests answered SlowDown and sent "
-        "again, and the calls the kill cut, sent again to the other instance).",
+        + f" (above the model's {_fleet_run_model()}: the requests answered SlowDown and "
+        "sent again, and the calls the kill cut, sent again to the other instance).",
     ]
+
+
+def _fleet_run_model() -> str:
+    """What one MCP run of the fleet costs by the model: a large call, a fetch, a search."""
+    total: Counter[str] = Counter()
+    for op in PROXY_OPS:
+        total.update(OPERATIONS[op].requests)
+    return ", ".join(f"{n} {k}" for k, n in sorted(total.items()))
 
 
 def model_lines(bytes_per: dict[str, float]) -> list[str]:

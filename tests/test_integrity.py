@@ -344,7 +344,6 @@ def test_an_object_in_format_2_is_refused_as_damaged(bucket: Bucket) -> None:
 
 
 def test_the_async_face_refuses_a_rewritten_window_as_the_store_does(bucket: Bucket) -> None:
-    pytest.importorskip("aiobotocore")
     from s3claim import AsyncS3ClaimCheckStore
 
     handle = bucket.store.put(SCOPE, CONTRACT, ttl_seconds=TTL)

@@ -307,7 +307,7 @@ def test_a_failed_index_write_never_fails_the_check_in(
     def refuse(*_: Any, **__: Any) -> None:
         raise RuntimeError("index refused")
 
-    monkeypatch.setattr("s3claim.s3._lines.tagging", refuse)
+    monkeypatch.setattr(store, "_write", refuse)  # the objects beside a claim, not the claim
     handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
     monkeypatch.undo()
     got = store.read_line(SCOPE, handle, 1500, limit=100)  # no index: the bounded scan

@@ -26,6 +26,7 @@ from s3claim.s3._config import (
 from s3claim.s3._counting import count_requests
 from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
+from s3claim.s3._lifecycle import tagging
 from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
 from s3claim.scope import Scope
 
@@ -130,3 +131,47 @@ class InBucket:
             )
         except Refused:
             return None
+
+    def _copy(
+        self, source: str, key: str, content_type: str, meta: dict[str, str], days: int
+    ) -> bool:
+        """One server-side CopyObject with new metadata and tags (a refresh in place, a
+        hand-off, an index beside either); False when the source is gone."""
+
+        def call() -> None:
+            self._client.copy_object(
+                Bucket=self._bucket,
+                Key=key,
+                CopySource={"Bucket": self._bucket, "Key": source},
+                MetadataDirective="REPLACE",
+                ContentType=content_type,
+                Metadata=meta,
+                TaggingDirective="REPLACE",
+                Tagging=tagging(days),
+                **self._sse,  # type: ignore[arg-type]
+            )
+
+        try:
+            self._request("CopyObject", call, expect=MISSING)
+        except Refused:
+            return False
+        return True
+
+    def _write(
+        self, key: str, body: bytes, content_type: str, meta: dict[str, str], days: int
+    ) -> None:
+        """One unconditional PutObject of an object beside a claim (an index), tagged and
+        encrypted as the claim is."""
+
+        def call() -> None:
+            self._client.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=body,
+                ContentType=content_type,
+                Metadata=meta,
+                Tagging=tagging(days),
+                **self._sse,  # type: ignore[arg-type]
+            )
+
+        self._request("PutObject", call)

@@ -21,7 +21,7 @@ import s3claim.s3._format as _format
 from s3claim.errors import ClaimUnavailableError
 from s3claim.handles import handle_width, is_handle
 from s3claim.s3._errors import MISSING
-from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._lifecycle import day_class
 from s3claim.s3._read import checked_meta
 from s3claim.s3._retry import Refused
 from s3claim.scope import Scope
@@ -85,7 +85,7 @@ class HandOffs:
             json=meta.json,  # a hand-off of a hand-off: still the original
         )
         sealed = store._layout.seal(child_key).metadata(fields)
-        if not self.copy(key, child_key, _format.CONTENT_TYPES[width], sealed, days):
+        if not store._copy(key, child_key, _format.CONTENT_TYPES[width], sealed, days):
             raise ClaimUnavailableError  # gone between the HEAD and the copy
         if meta.json:  # a structure index may sit beside it
             store._indexes.hand_off(scope, handle, to, child, expires_at=expires_at, days=days)
@@ -94,36 +94,6 @@ class HandOffs:
         )
         store._remember(child_key, expires_at)
         return child
-
-    def copy(
-        self,
-        source: str,
-        key: str,
-        content_type: str,
-        meta: dict[str, str],
-        days: int,
-    ) -> bool:
-        """One server-side CopyObject with new metadata; False when the source is gone."""
-        store = self._store
-
-        def call() -> None:
-            store._client.copy_object(
-                Bucket=store._bucket,
-                Key=key,
-                CopySource={"Bucket": store._bucket, "Key": source},
-                MetadataDirective="REPLACE",
-                ContentType=content_type,
-                Metadata=meta,
-                TaggingDirective="REPLACE",
-                Tagging=tagging(days),
-                **store._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            store._request("CopyObject", call, expect=MISSING)
-        except Refused:
-            return False
-        return True
 
 
 class HandsOff:

@@ -43,7 +43,6 @@ from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import is_handle
 from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import LINES_SUFFIX
-from s3claim.s3._lifecycle import tagging
 from s3claim.s3._read import WindowRead, empty_window_of, plan_read, plan_tail, tail_window_of
 from s3claim.s3._retry import Refused
 from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, sealed_size
@@ -119,7 +118,7 @@ class LineIndexes:
             blocks_key=(claim.blocks_key + LINES_SUFFIX) if claim.blocks_key else source,
         )
         try:
-            store._hand_offs.copy(source, layout.lines_key(to, child), _CONTENT_TYPE, meta, days)
+            store._copy(source, layout.lines_key(to, child), _CONTENT_TYPE, meta, days)
         except ClaimStoreError as exc:
             _log.warning("line index not handed off for %s (%s)", child, exc.reason)
 
@@ -141,20 +140,7 @@ class LineIndexes:
         try:
             key = store.layout.lines_key(scope, handle)
             meta = self._meta(scope, handle, expires_at=expires_at, chars=chars, lines=lines)
-            body = store.layout.seal(key).blocks(index)
-
-            def call() -> None:
-                store.client.put_object(
-                    Bucket=store.bucket,
-                    Key=key,
-                    Body=body,
-                    ContentType=_CONTENT_TYPE,
-                    Metadata=meta,
-                    Tagging=tagging(days),
-                    **store._sse,  # type: ignore[arg-type]
-                )
-
-            store._request("PutObject", call)
+            store._write(key, store.layout.seal(key).blocks(index), _CONTENT_TYPE, meta, days)
         except Exception as exc:  # the claim is stored: it reads by offset without it
             _log.warning("line index not stored for %s (%s)", handle, type(exc).__name__)
 
@@ -167,24 +153,8 @@ class LineIndexes:
         store = self._store
         key = store.layout.lines_key(scope, handle)
         meta = self._meta(scope, handle, expires_at=expires_at, chars=chars, lines=lines)
-
-        def call() -> None:
-            store.client.copy_object(
-                Bucket=store.bucket,
-                Key=key,
-                CopySource={"Bucket": store.bucket, "Key": key},
-                MetadataDirective="REPLACE",
-                ContentType=_CONTENT_TYPE,
-                Metadata=meta,
-                TaggingDirective="REPLACE",
-                Tagging=tagging(days),
-                **store._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            store._request("CopyObject", call, expect=MISSING)
-        except Refused:
-            pass  # its write failed: reads by line fall back to a scan
+        try:  # False: its write failed, and reads by line fall back to a scan
+            store._copy(key, key, _CONTENT_TYPE, meta, days)
         except ClaimStoreError as exc:
             _log.warning("line index not refreshed for %s (%s)", handle, exc.reason)
 

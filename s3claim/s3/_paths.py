@@ -22,7 +22,6 @@ from s3claim._json_path import NoIndexError, PathRead, read_path
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import is_handle
 from s3claim.s3._errors import MISSING
-from s3claim.s3._lifecycle import tagging
 from s3claim.s3._retry import Refused
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, check_window
@@ -64,21 +63,11 @@ class JsonIndexes:
             index = build_index(content)
             if index is None:
                 return
-            store, key = self._store, self._store.layout.index_key(scope, handle)
-            meta = self._meta(scope, handle, expires_at)
-
-            def call() -> None:
-                store.client.put_object(
-                    Bucket=store.bucket,
-                    Key=key,
-                    Body=index,
-                    ContentType=_CONTENT_TYPE,
-                    Metadata=meta,
-                    Tagging=tagging(days),
-                    **store._sse,  # type: ignore[arg-type]
-                )
-
-            store._request("PutObject", call)
+            key, meta = (
+                self._store.layout.index_key(scope, handle),
+                self._meta(scope, handle, expires_at),
+            )
+            self._store._write(key, index, _CONTENT_TYPE, meta, days)
         except Exception as exc:  # the claim is stored: it reads by offset without it
             _log.warning("JSON index not stored for %s (%s)", handle, type(exc).__name__)
 
@@ -88,26 +77,12 @@ class JsonIndexes:
         """Give the index of a refreshed claim the claim's new expiry (if it has one)."""
         if not looks_like_json(content):
             return
-        store, key = self._store, self._store.layout.index_key(scope, handle)
-        meta = self._meta(scope, handle, expires_at)
-
-        def call() -> None:
-            store.client.copy_object(
-                Bucket=store.bucket,
-                Key=key,
-                CopySource={"Bucket": store.bucket, "Key": key},
-                MetadataDirective="REPLACE",
-                ContentType=_CONTENT_TYPE,
-                Metadata=meta,
-                TaggingDirective="REPLACE",
-                Tagging=tagging(days),
-                **store._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            store._request("CopyObject", call, expect=MISSING)
-        except Refused:
-            pass  # no index (text that only looks like JSON): nothing to refresh
+        key, meta = (
+            self._store.layout.index_key(scope, handle),
+            self._meta(scope, handle, expires_at),
+        )
+        try:  # False: no index (text that only looks like JSON), nothing to refresh
+            self._store._copy(key, key, _CONTENT_TYPE, meta, days)
         except ClaimStoreError as exc:
             _log.warning("JSON index not refreshed for %s (%s)", handle, exc.reason)
 
@@ -119,7 +94,7 @@ class JsonIndexes:
         meta = self._meta(to, child, expires_at)
         source, key = layout.index_key(scope, handle), layout.index_key(to, child)
         try:
-            store._hand_offs.copy(source, key, _CONTENT_TYPE, meta, days)  # False: no index to copy
+            store._copy(source, key, _CONTENT_TYPE, meta, days)  # False: no index to copy
         except ClaimStoreError as exc:  # the copy reads by offset without it
             _log.warning("JSON index not handed off for %s (%s)", child, exc.reason)
 

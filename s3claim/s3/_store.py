@@ -203,25 +203,7 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         The copy is a new object (lifecycle counts from now) whose metadata holds the new
         expiry, so the day class of this TTL covers it, as it does a first write.
         """
-
-        def call() -> None:
-            self._client.copy_object(
-                Bucket=self._bucket,
-                Key=key,
-                CopySource={"Bucket": self._bucket, "Key": key},
-                MetadataDirective="REPLACE",
-                ContentType=_format.CONTENT_TYPES[width],
-                Metadata=meta,
-                TaggingDirective="REPLACE",
-                Tagging=tagging(days),
-                **self._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            self._request("CopyObject", call, expect=MISSING)
-        except Refused:
-            return False
-        return True
+        return self._copy(key, key, _format.CONTENT_TYPES[width], meta, days)
 
     def _remember(self, key: str, expires_at: int) -> None:
         with self._lock:

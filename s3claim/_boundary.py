@@ -30,7 +30,7 @@ from s3claim._json_layout import records_on_lines
 from s3claim.errors import ToolError
 from s3claim.tools import Tool
 
-__all__ = ["neutralise", "result_text", "text_of"]
+__all__ = ["neutralise", "refusal_text", "result_text", "text_of"]
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -49,6 +49,12 @@ def result_text(tool: Tool, value: Any) -> str:
             f"({exc.error_count()} error(s): {', '.join(kinds)})",
         ) from None
     return _serialise(tool.returns, valid, tool=tool.name)
+
+
+def refusal_text(error: ToolError) -> str:
+    """What the model reads of a refusal: neutralised, unless the words are s3claim's own."""
+    text = error.render()
+    return text if error.own_words else neutralise(text)
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)

@@ -185,8 +185,37 @@ def from_end(text: str, handle: str, limit: int = DEFAULT_FETCH_CHARS) -> str:
 
 # -- the cases: (claim, arguments, what the model reads) ---------------------------------------
 
-Expect = Callable[[str, str], str]  # (claim text, handle) -> the exact answer
-Refusal = tuple[str, str]  # (error, a phrase its message holds)
+
+@dataclass(frozen=True)
+class Exactly:
+    """The whole answer, from (claim text, handle)."""
+
+    answer: Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Framed:
+    """An answer too long to write out: how it starts and how it ends."""
+
+    starts: Callable[[str, str], str]
+    ends: Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An error result: its kind, a phrase of its message, and whether it is decided from
+    the arguments alone (then an S3 store sees no request at all)."""
+
+    error: str
+    says: str
+    sends_nothing: bool = False
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search: where its first match starts in the claim (its line follows from that)."""
+
+    at: Callable[[str], int]
 
 
 @dataclass(frozen=True)
@@ -194,34 +223,43 @@ class Case:
     id: str
     claim: str
     arguments: dict[str, Any]
-    expect: Expect | Refusal
+    expect: Exactly | Framed | Refused | Found
     tool: str = "fetch_result"
-    sends_nothing: bool = False
-    """A refusal decided from the arguments alone: no store request at all."""
 
 
 def _cases() -> list[Case]:
     cases: list[Case] = []
 
-    def add(claim: str, arguments: dict[str, Any], expect: Expect | Refusal, **kw: Any) -> None:
+    def add(
+        claim: str, arguments: dict[str, Any], expect: Exactly | Framed | Refused | Found
+    ) -> None:
         name = ",".join(f"{k}={str(v)[:12]}" for k, v in arguments.items())
-        cases.append(Case(f"{claim}:{name}", claim, arguments, expect, **kw))
+        tool = "search_result" if isinstance(expect, Found) else "fetch_result"
+        cases.append(Case(f"{claim}:{name}", claim, arguments, expect, tool))
 
     gap = {name: len(extract_head(text, HEAD_CHARS)) for name, text in CLAIMS.items()}
     for name in CLAIMS:  # the marker's offset, then the footers on, then past the end
         for offset in (gap[name], gap[name] + DEFAULT_FETCH_CHARS, 10**30):
-            add(name, {"offset": offset}, lambda t, h, o=offset: by_offset(t, h, o))
-        add(name, {"from_end": True}, lambda t, h: from_end(t, h))
-        add(name, {"from_end": True, "limit": 7}, lambda t, h: from_end(t, h, 7))
+            add(name, {"offset": offset}, Exactly(lambda t, h, o=offset: by_offset(t, h, o)))
+        add(name, {"from_end": True}, Exactly(lambda t, h: from_end(t, h)))
+        add(name, {"from_end": True, "limit": 7}, Exactly(lambda t, h: from_end(t, h, 7)))
         last = lines_in(CLAIMS[name])
         huge = (last - 1, last, last + 1, 2**32, 2**32 + 2, 2**63, 10**30)
         for line in sorted({1, 2, *huge} - {0}):
-            add(name, {"line": line}, lambda t, h, n=line: by_line(t, h, n))
+            add(name, {"line": line}, Exactly(lambda t, h, n=line: by_line(t, h, n)))
     for line in (300, 598, 599):  # CRLF: `\r\n` is one break and its `\r` stays in the line
-        add("crlf", {"line": line, "limit": 100}, lambda t, h, n=line: by_line(t, h, n, 100))
-    add("no_newline", {"line": 999, "limit": 40}, lambda t, h: by_line(t, h, 999, 40))
-    add("one_line", {"line": 1, "limit": 9}, lambda t, h: by_line(t, h, 1, 9))
-    add("one_line", {"offset": len(ONE_LINE) - 4096}, lambda t, h: by_offset(t, h, len(t) - 4096))
+        add(
+            "crlf",
+            {"line": line, "limit": 100},
+            Exactly(lambda t, h, n=line: by_line(t, h, n, 100)),
+        )
+    add("no_newline", {"line": 999, "limit": 40}, Exactly(lambda t, h: by_line(t, h, 999, 40)))
+    add("one_line", {"line": 1, "limit": 9}, Exactly(lambda t, h: by_line(t, h, 1, 9)))
+    add(
+        "one_line",
+        {"offset": len(ONE_LINE) - 4096},
+        Exactly(lambda t, h: by_offset(t, h, len(t) - 4096)),
+    )
     for pointer, value in [
         ("/a~1b", "1"),
         ("/c~0d/1", "20"),
@@ -231,7 +269,31 @@ def _cases() -> list[Case]:
         ("/", '"the empty key"'),
         ("/items/199/name", '"record 199"'),
     ]:
-        add("keys", {"path": pointer}, lambda t, h, v=value: v)
+        add("keys", {"path": pointer}, Exactly(lambda t, h, v=value: v))
+    items = KEYS.index('"items": [') + len('"items": ')
+    add(  # the whole document: its first window, its seven keys, and the way on by offset
+        "keys",
+        {"path": ""},
+        Framed(
+            lambda t, h: t[:4096] + f"\n\n[the document: object of 7 keys, characters 0-{len(t)}.",
+            lambda t, h: (
+                f"[the document goes on to character {len(t)}. Call fetch_result with "
+                f"handle='{h}' and offset=4096 to continue.]"
+            ),
+        ),
+    )
+    add(
+        "keys",
+        {"path": "/items", "limit": 50},
+        Framed(
+            lambda t, h: (
+                t[items : items + 50] + f"\n\n[/items: array of 200 elements, characters {items}-"
+            ),
+            lambda t, h: (
+                f"Call fetch_result with handle='{h}' and offset={items + 50} to continue.]"
+            ),
+        ),
+    )
     for pointer, says in [
         ("a~1b", "starting with '/'"),
         ("#/items", "starting with '/'"),
@@ -239,7 +301,7 @@ def _cases() -> list[Case]:
         ("/c~", "'~0' (for ~) or '~1' (for /)"),
         ("/items/~", "'~0' (for ~) or '~1' (for /)"),
     ]:
-        add("keys", {"path": pointer}, ("invalid_arguments", says), sends_nothing=True)
+        add("keys", {"path": pointer}, Refused("invalid_arguments", says, sends_nothing=True))
     for pointer, says in [
         ("/items/200", "array of 200 elements (numbered 0 to 199), and '200' is not one"),
         ("/items/01", "and '01' is not one of them"),
@@ -249,10 +311,10 @@ def _cases() -> list[Case]:
         ("/a~1b/0", "/a~1b is a number, which has no members"),
         ("/c~0d/2", "/c~0d is an array of 2 elements"),
     ]:
-        add("keys", {"path": pointer}, ("no_such_path", says))
+        add("keys", {"path": pointer}, Refused("no_such_path", says))
     for name in ("crlf", "no_newline", "one_line", "deep", "looks_like_json"):
-        for pointer in ("", "/0"):
-            add(name, {"path": pointer}, ("not_json", NOT_JSON_MESSAGE))
+        for pointer in ("", "/0"):  # the model reads the tools' names as they are
+            add(name, {"path": pointer}, Refused("not_json", NOT_JSON_MESSAGE))
     for name, pattern in [
         ("crlf", "clause 300:"),
         ("crlf", "term 599.\r\n"),
@@ -262,7 +324,14 @@ def _cases() -> list[Case]:
         ("keys", '"~1"'),
         ("looks_like_json", "json] [not"),
     ]:
-        add(name, {"pattern": pattern}, lambda t, h, p=pattern: p, tool="search_result")
+        add(name, {"pattern": pattern}, Found(lambda t, p=pattern: t.index(p)))
+    for name, pattern in [  # anchored at the start: one match spanning a 1 MiB line
+        ("one_line", r"\A(?:[A-Z]{26}){1000}"),
+        ("deep", r"\[\]{2}"),
+        ("crlf", r"term 42\.\r\nclause 43:"),  # `\r` is a character of the line
+    ]:
+        found = Found(lambda t, p=pattern: re.search(p, t).start())  # type: ignore[union-attr]
+        add(name, {"pattern": pattern, "regex": True}, found)
     return cases
 
 
@@ -786,35 +855,30 @@ def test_a_hostile_read_answers_what_the_reference_says(
 ) -> None:
     outcome = world.outcome(host, store)
     text, handle = CLAIMS[case.claim], outcome.handles[case.claim]
-    answer = outcome.answers[case.id]
-    if case.tool == "search_result":
-        pattern = case.arguments["pattern"]
-        found = json.loads(answer)
-        at = text.index(pattern)
+    answer, expect = outcome.answers[case.id], case.expect
+    if isinstance(expect, Found):
+        found, at = json.loads(answer), expect.at(text)
         first = found["matches"][0]
         assert (first["offset"], first["line"]) == (at, text.count("\n", 0, at) + 1), answer
-        assert found["total_matches"] == text.count(pattern) or found["next_offset"] is not None
-        return
-    if isinstance(case.expect, tuple):
-        error, says = case.expect
+    elif isinstance(expect, Refused):
         refusal = json.loads(answer)
-        assert refusal["error"] == error and says in refusal["message"], answer
-        if case.sends_nothing:
+        assert refusal["error"] == expect.error and expect.says in refusal["message"], answer
+        if expect.sends_nothing and store == "s3":
             assert outcome.requests[case.id] == 0
-        return
-    assert answer == case.expect(text, handle)
+    elif isinstance(expect, Framed):
+        assert answer.startswith(expect.starts(text, handle)), answer[-400:]
+        assert answer.endswith(expect.ends(text, handle)), answer[-400:]
+    else:
+        assert answer == expect.answer(text, handle)
     if store == "s3" and "line" in case.arguments:  # any line: at most an index GET and a window
         assert outcome.requests[case.id] <= 2, case.id
 
 
-@EVERY_STORE
 @EVERY_HOST
-def test_a_huge_line_costs_what_a_line_past_the_end_costs(
-    world: World, host: str, store: str
-) -> None:
-    """A line past what any claim could hold is answered from the claim's length: on S3 one
+def test_a_huge_line_costs_one_head_on_s3(world: World, host: str) -> None:
+    """A line past what any claim could hold is answered from the claim's length alone: one
     HEAD, never a range past the index."""
-    outcome = world.outcome(host, store)
-    for case in CASES:
-        if case.arguments.get("line") in (2**63, 10**30):
-            assert outcome.requests[case.id] == (1 if store == "s3" else 0), case.id
+    outcome = world.outcome(host, "s3")
+    huge = [c for c in CASES if c.arguments.get("line") in (2**32 + 2, 2**63, 10**30)]
+    assert len(huge) == 3 * len(CLAIMS)
+    assert {c.id: outcome.requests[c.id] for c in huge} == {c.id: 1 for c in huge}

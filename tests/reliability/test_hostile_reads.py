@@ -882,3 +882,58 @@ def test_a_huge_line_costs_one_head_on_s3(world: World, host: str) -> None:
     huge = [c for c in CASES if c.arguments.get("line") in (2**32 + 2, 2**63, 10**30)]
     assert len(huge) == 3 * len(CLAIMS)
     assert {c.id: outcome.requests[c.id] for c in huge} == {c.id: 1 for c in huge}
+
+
+# -- a value nested 100,000 deep, returned as a structure ---------------------------------------
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("leaf", "says"),
+    [
+        (1, "returned a value nested too deep to serialise as JSON"),
+        ("\ud800", "returned a value holding text that is not valid Unicode (a lone surrogate)"),
+    ],
+    ids=["deep", "deep-lone-surrogate"],
+)
+def test_a_structure_nested_100_000_deep_is_a_clear_refusal_not_a_recursion_error(
+    leaf: Any, says: str
+) -> None:
+    """A tool's value, not its text: no serialiser carries 100,000 levels (pydantic stops at
+    a few hundred), so the model is told why, the run goes on and nothing is stored. The
+    adapters and the MCP proxy serialise through `text_of`, the runner through its tool."""
+    from s3claim._boundary import text_of
+    from s3claim.errors import ToolError
+
+    deep = _nested(100_000, leaf)
+
+    @tool
+    def nested() -> list[Any]:
+        """Return a structure nested 100,000 deep."""
+        return deep  # type: ignore[no-any-return]
+
+    store = MemoryClaimCheckStore()
+    runner = AgentRunner(
+        provider=ScriptedProvider(
+            [
+                AssistantMessage(tool_calls=(ToolCall(id="n", name="nested", arguments={}),)),
+                AssistantMessage(content="done"),
+            ]
+        ),
+        tools=(nested, *claim_tools(store)),
+        claim_check=ClaimCheck(store),
+    )
+    result = runner.run("read", tenant="acme", run_id="r")
+    (answer,) = [m.content for m in result.messages if isinstance(m, ToolMessage)]
+    assert json.loads(answer) == {"error": "invalid_result", "message": f"tool 'nested' {says}"}
+    assert result.output == "done" and len(store) == 0
+    assert "tool_failed" not in [e.kind for e in result.events]
+    with pytest.raises(ToolError) as refused:
+        text_of(deep, tool="nested")
+    assert refused.value.message == f"tool 'nested' {says}"

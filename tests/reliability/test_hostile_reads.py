@@ -233,7 +233,7 @@ def _cases() -> list[Case]:
     def add(
         claim: str, arguments: dict[str, Any], expect: Exactly | Framed | Refused | Found
     ) -> None:
-        name = ",".join(f"{k}={str(v)[:12]}" for k, v in arguments.items())
+        name = ",".join(f"{k}={v!r:.14}" for k, v in arguments.items())
         tool = "search_result" if isinstance(expect, Found) else "fetch_result"
         cases.append(Case(f"{claim}:{name}", claim, arguments, expect, tool))
 
@@ -302,6 +302,15 @@ def _cases() -> list[Case]:
         ("/items/~", "'~0' (for ~) or '~1' (for /)"),
     ]:
         add("keys", {"path": pointer}, Refused("invalid_arguments", says, sends_nothing=True))
+    for arguments, says in [  # refused before any store sees them, whoever hosts the call
+        ({"line": 0}, "line"),
+        ({"line": -(10**30)}, "line"),
+        ({"line": "2"}, "line"),
+        ({"line": 2, "from_end": True}, "drop line"),
+        ({"path": "/a~1b", "offset": 0}, "drop offset"),
+        ({"path": "/a~1b", "limit": 0}, "limit"),
+    ]:
+        add("keys", arguments, Refused("invalid_arguments", says, sends_nothing=True))
     for pointer, says in [
         ("/items/200", "array of 200 elements (numbered 0 to 199), and '200' is not one"),
         ("/items/01", "and '01' is not one of them"),
@@ -310,6 +319,7 @@ def _cases() -> list[Case]:
         ("/nope", "the document (an object) has no key 'nope'"),
         ("/a~1b/0", "/a~1b is a number, which has no members"),
         ("/c~0d/2", "/c~0d is an array of 2 elements"),
+        ("/items" + "/0" * 50_000, "/items/0 (an object) has no key '0'"),  # 100,000 characters
     ]:
         add("keys", {"path": pointer}, Refused("no_such_path", says))
     for name in ("crlf", "no_newline", "one_line", "deep", "looks_like_json"):
@@ -332,6 +342,7 @@ def _cases() -> list[Case]:
     ]:
         found = Found(lambda t, p=pattern: re.search(p, t).start())  # type: ignore[union-attr]
         add(name, {"pattern": pattern, "regex": True}, found)
+    assert len({c.id for c in cases}) == len(cases)  # an id names one call's answer
     return cases
 
 

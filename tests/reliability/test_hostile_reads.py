@@ -60,6 +60,8 @@ from s3claim._wording import (
     long_line_footer,
     marker,
     past_end_note,
+    path_footer,
+    path_members,
 )
 from s3claim.claim_tools import run_claim_tool
 from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
@@ -183,6 +185,31 @@ def from_end(text: str, handle: str, limit: int = DEFAULT_FETCH_CHARS) -> str:
     return f"{text[start:]}\n\n{note}"
 
 
+MEMBERS = [  # each key of KEYS_VALUE as a pointer names it, written out by hand
+    ("a/b", "/a~1b", "number"),
+    ("c~d", "/c~0d", "array"),
+    ("~1", "/~01", "string"),
+    ("/", "/~1", "string"),
+    ("m~n/o", "/m~0n~1o", "boolean"),
+    ("", "/", "string"),
+    ("items", "/items", "array"),
+]
+
+
+def document_members(text: str, handle: str, limit: int) -> str:
+    """A read of the whole KEYS document: its first window, every key with its span (found
+    here by decoding the value after the key), and the way on."""
+    decoder = json.JSONDecoder()
+    rows = []
+    for key, pointer, kind in MEMBERS:
+        start = text.index(json.dumps(key) + ": ") + len(json.dumps(key) + ": ")
+        _, end = decoder.raw_decode(text, start)
+        rows.append((pointer, kind, start, end))
+    members = path_members(pointer="", kind="object", count=7, start=0, end=len(text), rows=rows)
+    more = path_footer(pointer="", shown_end=limit, end=len(text), handle=handle)
+    return f"{text[:limit]}\n\n{members}\n\n{more}"
+
+
 # -- the cases: (claim, arguments, what the model reads) ---------------------------------------
 
 
@@ -271,6 +298,7 @@ def _cases() -> list[Case]:
     ]:
         add("keys", {"path": pointer}, Exactly(lambda t, h, v=value: v))
     items = KEYS.index('"items": [') + len('"items": ')
+    add("keys", {"path": "", "limit": 20}, Exactly(lambda t, h: document_members(t, h, 20)))
     add(  # the whole document: its first window, its seven keys, and the way on by offset
         "keys",
         {"path": ""},

@@ -5,13 +5,18 @@ Six claims built to break a reader (CRLF, no final newline, a single 1 MiB line,
 checked in by a tool of each host (the runner, LangChain, the OpenAI Agents SDK, pydantic-ai,
 the MCP proxy, the async face), with a tail in the preview, on the memory store and on S3
 over moto's HTTP server. Then each host's model reads them by offset, line, from the end and
-by path, with hostile arguments (a huge `line`, invalid pointers), and searches them.
+by path, with hostile arguments (a huge `line`, invalid pointers, addresses that cannot be
+served), and searches them. On S3, each call's requests are counted: an argument refused as
+such sends none, and a line past what any claim holds costs one HEAD.
 
 What the model reads back is compared with a reference written here from the definitions
 (a line ends at `\\n`; whole lines up to the window; the last window from a line start), not
 with what a store answers: the footers and notes are `s3claim._wording`'s, the numbers in
 them are this file's. Each host runs its whole script in two runs (the check-ins, then the
 reads, one tool call a turn), so the suite stays fast however many cases it has.
+
+Last, a tool's *value* nested 100,000 deep (a structure, not text): no serialiser carries it,
+and the model is told so.
 """
 
 from __future__ import annotations
@@ -363,7 +368,7 @@ def _cases() -> list[Case]:
         ("looks_like_json", "json] [not"),
     ]:
         add(name, {"pattern": pattern}, Found(lambda t, p=pattern: t.index(p)))
-    for name, pattern in [  # anchored at the start: one match spanning a 1 MiB line
+    for name, pattern in [  # one match anchored at the start and 26,000 characters long
         ("one_line", r"\A(?:[A-Z]{26}){1000}"),
         ("deep", r"\[\]{2}"),
         ("crlf", r"term 42\.\r\nclause 43:"),  # `\r` is a character of the line
@@ -663,7 +668,10 @@ class _Upstream:
         return ServerCapabilities()
 
     async def list_tools(self) -> list[Any]:
-        return []
+        from mcp_types import Tool
+
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return [Tool(name="give", description="Return a hostile claim.", input_schema=schema)]
 
     async def send(self, request: Any, result_type: Any, **_: Any) -> Any:
         from mcp_types import CallToolResult, TextContent

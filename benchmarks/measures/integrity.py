@@ -52,7 +52,7 @@ class _NoSeal:
     def metadata(self, fields: Mapping[str, str], *, body: bytes | None = None) -> dict[str, str]:
         return dict(fields)
 
-    def blocks(self, body: bytes) -> bytes:
+    def blocks(self, body: bytes, *, digests: object = None) -> bytes:
         return body
 
 

@@ -52,13 +52,13 @@ __all__ = [
     "parse_metadata",
 ]
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
 """Storage width (bytes a character) -> the codec that has exactly that width."""
 CONTENT_TYPES = {  # text at that width, with a 16-byte tag after every 4,096 bytes
-    1: "application/vnd.s3claim.v3; charset=iso-8859-1",
-    2: "application/vnd.s3claim.v3; charset=utf-16le",
-    4: "application/vnd.s3claim.v3; charset=utf-32le",
+    1: "application/vnd.s3claim.v4; charset=iso-8859-1",
+    2: "application/vnd.s3claim.v4; charset=utf-16le",
+    4: "application/vnd.s3claim.v4; charset=utf-32le",
 }
 
 MAX_METADATA_BYTES = 2048

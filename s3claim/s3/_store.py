@@ -5,8 +5,9 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing. Indexes go beside it, one request more each: a JSON claim's (`_paths`), and the
-  line index of a claim of two lines or more (`_lines`, which also reads by line and end).
+  nothing. Indexes go beside it, one request more each, sent while the claim's body is: a
+  JSON claim's (`_paths`), and the line index of a claim of two lines or more (`_lines`,
+  which also reads by line and end).
 - fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
   a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
   the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that

@@ -32,6 +32,7 @@ __all__ = [
     "content_width",
     "handle_width",
     "is_handle",
+    "utf8_of",
 ]
 
 HANDLE_PREFIX = "claim:"
@@ -59,20 +60,21 @@ def content_width(content: str) -> int:
     return 2 if _ASTRAL.search(content) is None else 4
 
 
+def utf8_of(content: str) -> bytes:
+    """The content's UTF-8; refuses text that UTF-8 cannot carry (a lone surrogate)."""
+    try:
+        return content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("content must be valid Unicode: it contains a lone surrogate") from None
+
+
 def content_digest(content: str, *, utf8: bytes | None = None) -> bytes:
     """The digest of the UTF-8 content's blocks; refuses text that UTF-8 cannot carry.
 
     `utf8`: the content's UTF-8 bytes, when the caller has them already (a store that keeps
     ASCII as it is need not encode a large result twice).
     """
-    if utf8 is None:
-        try:
-            utf8 = content.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(
-                "content must be valid Unicode: it contains a lone surrogate"
-            ) from None
-    return digest_of(block_digests(utf8))
+    return digest_of(block_digests(utf8_of(content) if utf8 is None else utf8))
 
 
 def _encode(*fields: str | bytes) -> bytes:

@@ -92,6 +92,12 @@ class Bench:
         return client, bucket, store, NaiveS3Store(bucket, client=client)
 
 
+def clear_bucket(client: Any, bucket: str) -> None:
+    """Delete every object (up to a listing page), so a server holds one document at a time."""
+    for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+        client.delete_object(Bucket=bucket, Key=item["Key"])
+
+
 def empty_bucket(client: Any, bucket: str) -> None:
     """Delete what a measure left, so the next one starts without it in memory or on disk."""
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):

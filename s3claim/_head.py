@@ -71,12 +71,13 @@ def extract_head(content: str, head_chars: int) -> str:
     return content[: max((end for end in ends if end <= head_chars), default=0)]
 
 
-def extract_tail(content: str, tail_chars: int) -> str:
-    """A suffix of `content`, at most `tail_chars` long, starting at the best natural boundary."""
+def extract_tail(content: str, tail_chars: int, *, after: int = 0) -> str:
+    """A suffix of `content[after:]` (no copy of it is made), at most `tail_chars` long,
+    starting at the best natural boundary."""
     if tail_chars <= 0:
         return ""
-    if len(content) <= tail_chars:
-        return content
+    if len(content) - after <= tail_chars:
+        return content[after:]
     # One character more than the tail: a cut at its start is valid only after a break.
     window = content[-(tail_chars + 1) :]
     starts = _cluster_ends(window)  # where a cluster ends, the next one starts

@@ -17,7 +17,6 @@ from the end starts after the first break in it, when it holds one.
 
 from __future__ import annotations
 
-import re
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
@@ -33,6 +32,7 @@ __all__ = [
     "at_end",
     "at_line",
     "count_lines",
+    "counted_index",
     "find_line",
     "line_index",
     "line_starts",
@@ -42,7 +42,6 @@ __all__ = [
 ENTRY_BYTES = 4
 """Bytes of one line start in an index: a claim indexed by line is under 2**32 characters."""
 MAX_INDEXED_CHARS = 2**32
-_BREAK = re.compile("\n")
 SCAN_CHARS = 64 * 1024 * 1024
 """How far a claim without a line index is scanned for a line before the read gives up."""
 
@@ -60,24 +59,37 @@ def count_lines(text: str) -> int:
 def line_starts(text: str, typecode: str = "Q") -> array[int]:
     """The start of every line after the first, in characters ("Q": any length).
 
-    The end of every break, found by the regex engine in C (twice as fast as a split and a
-    running sum of the lines' lengths on a log, and no string per line).
+    `str.find` from break to break (a memchr in C, and one small int a line): faster than
+    the regex engine's matches (a third on a log) and than a split with a running sum.
     """
-    starts = array(typecode, [found.end() for found in _BREAK.finditer(text)])
+    starts: list[int] = []
+    add, find = starts.append, text.find
+    at = find("\n") + 1
+    while at:
+        add(at)
+        at = find("\n", at) + 1
     if starts and starts[-1] >= len(text):  # a break at the very end starts no line
         starts.pop()
-    return starts
+    return array(typecode, starts)
+
+
+def counted_index(text: str) -> tuple[int, bytes | None]:
+    """`count_lines(text)` and `line_index(text)`, from one pass over the text."""
+    if len(text) >= MAX_INDEXED_CHARS:
+        return count_lines(text), None
+    starts = line_starts(text, "I")
+    lines = len(starts) + 1 if text else 0
+    if not starts:  # one line (it starts at 0) or none
+        return lines, None
+    if sys.byteorder == "big":  # the index is little-endian wherever it was built
+        starts.byteswap()
+    return lines, starts.tobytes()
 
 
 def line_index(text: str) -> bytes | None:
     """The line index of `text` (`ENTRY_BYTES` a line after the first); None when it needs
     none (one line or none) or cannot have one (2**32 characters or more)."""
-    if len(text) >= MAX_INDEXED_CHARS or count_lines(text) < 2:
-        return None
-    starts = line_starts(text, "I")
-    if sys.byteorder == "big":  # the index is little-endian wherever it was built
-        starts.byteswap()
-    return starts.tobytes()
+    return counted_index(text)[1]
 
 
 @dataclass(frozen=True, slots=True)

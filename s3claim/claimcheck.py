@@ -104,7 +104,7 @@ class ClaimCheck:
                 raise
             record_duration("put", time.perf_counter() - started, outcome="ok")
             head = extract_head(content, policy.head_chars)
-            tail = extract_tail(content[len(head) :], policy.tail_chars)
+            tail = extract_tail(content, policy.tail_chars, after=len(head))
             line = marker(
                 total_chars=total,
                 shown_chars=len(head),

@@ -2,7 +2,9 @@
 
 A handle is `claim:`, one digit naming the claim's storage width (1, 2 or 4 bytes a
 character; see `content_width`), and 128 bits (32 lowercase hex digits) of
-HMAC-SHA256(key, len-prefixed("handle", tenant, run, SHA-256(content), width)).
+HMAC-SHA256(key, len-prefixed("handle", tenant, run, digest, width)), where the content's
+digest is the SHA-256 of the SHA-256s of its UTF-8 bytes' 4,096-byte blocks (`s3claim._blocks`:
+the S3 seal tags the same blocks by their digests, so ASCII text is hashed once for both).
 
 The width travels in the handle because a cold S3 reader must choose its byte range before
 its first request; it is bound into the MAC (and, by the S3 layout, into the object key), so
@@ -20,6 +22,7 @@ import hmac
 import re
 import secrets
 
+from s3claim._blocks import block_digests, digest_of
 from s3claim.scope import Scope
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "content_width",
     "handle_width",
     "is_handle",
+    "utf8_of",
 ]
 
 HANDLE_PREFIX = "claim:"
@@ -56,13 +60,21 @@ def content_width(content: str) -> int:
     return 2 if _ASTRAL.search(content) is None else 4
 
 
-def content_digest(content: str) -> bytes:
-    """SHA-256 of the UTF-8 content; refuses text that UTF-8 cannot carry."""
+def utf8_of(content: str) -> bytes:
+    """The content's UTF-8; refuses text that UTF-8 cannot carry (a lone surrogate)."""
     try:
-        data = content.encode("utf-8")
+        return content.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("content must be valid Unicode: it contains a lone surrogate") from None
-    return hashlib.sha256(data).digest()
+
+
+def content_digest(content: str, *, utf8: bytes | None = None) -> bytes:
+    """The digest of the UTF-8 content's blocks; refuses text that UTF-8 cannot carry.
+
+    `utf8`: the content's UTF-8 bytes, when the caller has them already (a store that keeps
+    ASCII as it is need not encode a large result twice).
+    """
+    return digest_of(block_digests(utf8_of(content) if utf8 is None else utf8))
 
 
 def _encode(*fields: str | bytes) -> bytes:
@@ -94,14 +106,13 @@ class HandleKey:
     def _mac(self, *fields: str | bytes) -> str:
         return hmac.new(self._key, _encode(*fields), hashlib.sha256).hexdigest()
 
-    def handle(self, scope: Scope, content: str, *, utf8: bytes | None = None) -> str:
+    def handle(self, scope: Scope, content: str, *, digest: bytes | None = None) -> str:
         """The one handle for this content in this scope (refuses lone surrogates).
 
-        `utf8`: the content's UTF-8 bytes, when the caller has them already (a store that
-        keeps ASCII as it is need not encode a large result twice).
+        `digest`: the content's `content_digest`, when the caller has it already.
         """
         width = content_width(content)
-        digest = hashlib.sha256(utf8).digest() if utf8 is not None else content_digest(content)
+        digest = digest if digest is not None else content_digest(content)
         mac = self._mac("handle", scope.tenant, scope.run, digest, str(width))
         return f"{HANDLE_PREFIX}{width}{mac[:_HANDLE_HEX]}"
 

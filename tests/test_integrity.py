@@ -9,6 +9,8 @@ gets; nothing of the edited object is served or run.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import uuid
 from dataclasses import dataclass
@@ -310,7 +312,7 @@ def test_blocks_moved_dropped_or_cut_are_refused(bucket: Bucket, damage: str) ->
         "drop": units[0] + units[1] + units[2],
         "truncate": body[:-1],
         "append": body + units[3],
-        "untagged": text.encode(),  # format 2's body, under format 3's metadata
+        "untagged": text.encode(),  # format 2's body, under format 4's metadata
     }[damage]
     bucket.rewrite(key, body=changed)
     offset = 4096 if damage == "swap" else 12_288
@@ -338,7 +340,7 @@ def test_an_object_in_format_2_is_refused_as_damaged(bucket: Bucket) -> None:
     meta = bucket.client.head_object(Bucket=bucket.name, Key=key)["Metadata"]
     old = {k: v for k, v in meta.items() if k != "s3claim-mac"} | {"s3claim-format": "2"}
     bucket.client.put_object(Bucket=bucket.name, Key=key, Body=CONTRACT.encode(), Metadata=old)
-    with pytest.raises(ClaimStoreError, match="format '2', not s3claim format 3"):
+    with pytest.raises(ClaimStoreError, match="format '2', not s3claim format 4"):
         bucket.store.fetch(SCOPE, handle)
     _refused_as_damaged(bucket, handle, pattern="bob")
 
@@ -402,6 +404,20 @@ def test_a_seal_holds_only_at_its_own_key_and_under_its_own_handle_key() -> None
     stream = BlockStream(seal, operation="GetObject")
     pieces = [stream.feed(stored[i : i + 1000]) for i in range(0, len(stored), 1000)]
     assert b"".join(pieces) + stream.end() == data
+
+
+def test_a_block_tag_is_an_hmac_of_its_index_and_digest_under_the_objects_key() -> None:
+    """Format 4's tag, as anyone holding the handle key can recompute it with `hmac`."""
+    key, object_key = HandleKey.generate(), "claims/t/r/1abc"
+    data = bytes(range(256)) * 40
+    stored = Seal(key, object_key).blocks(data)
+    subkey = key.subkey("seal", object_key)
+    for index, at in enumerate(range(0, len(data), BLOCK_BYTES)):
+        digest = hashlib.sha256(data[at : at + BLOCK_BYTES]).digest()
+        mac = hmac.new(subkey, b"block" + index.to_bytes(8, "big") + digest, hashlib.sha256)
+        unit = stored[index * UNIT : (index + 1) * UNIT]
+        assert unit[-TAG_BYTES:] == mac.digest()[:TAG_BYTES]
+        assert unit[:-TAG_BYTES] == data[at : at + BLOCK_BYTES]
 
 
 def test_the_listing_marks_a_claim_whose_seal_fails_as_damaged(bucket: Bucket) -> None:

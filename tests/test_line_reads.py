@@ -343,3 +343,54 @@ def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
         f"[end of the result (fetch_result): characters {len(text) - 100}-{len(text)} of "
         f"{len(text)}, line 1 of 1.]"
     )
+
+
+def test_the_line_index_is_put_while_the_claims_body_is_sent(s3: Any, bucket: str) -> None:
+    """The claim's PutObject waits, at the wire, for its index's: only a put that sends both
+    at once gets past it (one after the other, the index would never come)."""
+    import threading
+
+    store = _s3_store(s3, bucket)
+    index_sent = threading.Event()
+    claim_waited: list[bool] = []
+
+    def hold(request: Any, **_: Any) -> None:
+        if request.url.split("?")[0].endswith(".lines"):
+            index_sent.set()
+        else:
+            claim_waited.append(index_sent.wait(timeout=10))
+
+    s3.meta.events.register("before-send.s3.PutObject", hold)
+    try:
+        handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", hold)
+    assert claim_waited == [True]
+    got = store.read_line(SCOPE, handle, 1500, limit=100)
+    assert (got.text, got.offset) == expected_line(TEXTS["log"], 1500, 100)
+
+
+def test_a_claim_whose_write_fails_is_not_readable_and_forget_erases_its_index(
+    s3: Any, bucket: str
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from s3claim.errors import ClaimStoreError
+
+    store = _s3_store(s3, bucket)
+
+    def refuse(request: Any, **_: Any) -> Any:
+        if not request.url.split("?")[0].endswith(".lines"):  # the claim, every retry of it
+            raise EndpointConnectionError(endpoint_url=request.url)
+        return None
+
+    s3.meta.events.register("before-send.s3.PutObject", refuse)
+    try:
+        with pytest.raises(ClaimStoreError):
+            store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", refuse)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert len(keys) == 1 and keys[0].endswith(".lines")  # the index alone, no claim
+    assert store.forget(tenant=SCOPE.tenant) == 0  # it counts claims, and erases the index too
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0

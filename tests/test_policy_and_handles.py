@@ -66,9 +66,20 @@ def test_handle_is_an_hmac_over_an_unambiguous_encoding_of_scope_digest_and_widt
     assert KEY.handle(Scope("acme", "run-1"), "hello") == "claim:1" + expected
 
 
-def test_a_handle_from_utf8_bytes_at_hand_is_the_same_handle() -> None:
+def test_a_handle_from_a_digest_or_utf8_bytes_at_hand_is_the_same_handle() -> None:
     scope = Scope("acme", "run-1")
-    assert KEY.handle(scope, "plain text", utf8=b"plain text") == KEY.handle(scope, "plain text")
+    digest = content_digest("plain text", utf8=b"plain text")
+    assert KEY.handle(scope, "plain text", digest=digest) == KEY.handle(scope, "plain text")
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 1024 * 1024 + 5])
+def test_the_content_digest_is_the_sha256_of_its_blocks_sha256s(size: int) -> None:
+    # 3 MiB and more is hashed on two threads: the halves must meet at a block boundary.
+    text = "".join(chr(32 + i % 95) for i in range(size))
+    data = text.encode("utf-8")
+    blocks = [hashlib.sha256(data[at : at + 4096]).digest() for at in range(0, len(data), 4096)]
+    assert content_digest(text) == hashlib.sha256(b"".join(blocks)).digest()
+    assert content_digest("Zoë " * size) != content_digest("Zoe " * size) or size == 0
 
 
 def test_scope_fields_cannot_be_shifted_into_each_other() -> None:

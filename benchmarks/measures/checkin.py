@@ -5,8 +5,8 @@ Beside it, to the same server: the naive put (the UTF-8 body) and format 1's (UT
 width every claim was stored at before format 2).
 Each timed repeat uses a new run, so every repeat really writes (a repeat in the same run is
 free by design and would measure nothing). The head is timed on its own: it reads only the
-first `head_chars + 1` characters, so it must not grow with the document; the SHA-256 behind
-the handle must, and is shown beside it.
+first `head_chars + 1` characters, so it must not grow with the document; the content digest
+behind the handle must, and is shown beside it.
 """
 
 from __future__ import annotations
@@ -124,13 +124,15 @@ def run(bench: Bench) -> Section:
     return Section(
         title="Check-in",
         intro=(
-            "`ClaimCheck.check_in` of one document: SHA-256 for the handle, the store's put, "
-            "the head. Median of "
+            "`ClaimCheck.check_in` of one document: the content digest for the handle (the "
+            "SHA-256s of its 4 KiB blocks, which the seal's tags reuse for ASCII text), the "
+            "store's put, the head. Median of "
             f"{bench.profile.fetch_repeats} check-ins (3 at 16 Mi characters and above), each "
-            "into a new run so that each one writes. The S3 put is one PutObject of the body "
-            "at the claim's width (ASCII: Latin-1, 1 byte a character; the mixed text: "
-            f"UTF-32-LE), to moto's server (in this process: it competes with the client for "
-            f"the GIL) and to {bench.timing.name} (a child process); the naive put is one "
+            "into a new run so that each one writes. The S3 put is one PutObject of the sealed "
+            "body at the claim's width (ASCII: Latin-1, 1 byte a character; the mixed text: "
+            "UTF-32-LE) and one of its line index, sent while the body is, to moto's server "
+            "(in this process: it competes with the client for the GIL) and to "
+            f"{bench.timing.name} (a child process); the naive put is one "
             "PutObject of the UTF-8 body to the same server, and the UTF-32 put one of the "
             'UTF-32-LE body (format 1\'s). "s3claim / naive" is the throughput of the '
             "check-in over the naive put's: 1.00 is even. MB/s are of UTF-8 input (10^6 bytes)."
@@ -160,8 +162,8 @@ def run(bench: Bench) -> Section:
             ),
             Table(
                 title=f"Head extraction (head_chars={policy.head_chars}, median of "
-                f"{_HEAD_REPEATS}) beside the SHA-256 of the whole document",
-                headers=["document", "text", "extract_head", "SHA-256 (content_digest)"],
+                f"{_HEAD_REPEATS}) beside the content digest of the whole document",
+                headers=["document", "text", "extract_head", "content_digest"],
                 rows=head_rows,
                 align_left=2,
             ),
@@ -172,7 +174,8 @@ def run(bench: Bench) -> Section:
             "the document, is the only part of a check-in besides the put that grows.",
             "From 1 Mi characters up, an ASCII check-in runs at "
             f"{min(big['ascii']):.2f}–{max(big['ascii']):.2f} of a naive UTF-8 put's "
-            "throughput (the same bytes, plus the SHA-256 behind the handle); the mixed text, "
+            "throughput (the same bytes, plus the hashing behind the handle and the seal, and "
+            "the line index); the mixed text, "
             f"stored at 4 bytes a character, at {min(big['utf8']):.2f}–{max(big['utf8']):.2f}.",
         ],
         headlines=[

@@ -21,7 +21,7 @@ from s3claim._lines import LineWindow, at_end, at_line, count_lines, line_starts
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
-from s3claim.handles import HandleKey, is_handle
+from s3claim.handles import HandleKey, content_digest, is_handle, utf8_of
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_line, check_ttl, check_window
 from s3claim.telemetry import traced_fetch, traced_forget
@@ -136,13 +136,11 @@ class MemoryClaimCheckStore:
         elif content.isascii():  # one byte a character: no copy to count them
             size, handle = len(content), self._key.handle(scope, content)
         else:  # encoded once, for the size and the digest both
-            try:
-                utf8 = content.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError(
-                    "content must be valid Unicode: it contains a lone surrogate"
-                ) from None
-            size, handle = len(utf8), self._key.handle(scope, content, utf8=utf8)
+            utf8 = utf8_of(content)
+            size, handle = (
+                len(utf8),
+                self._key.handle(scope, content, digest=content_digest(content, utf8=utf8)),
+            )
             del utf8
         for bound in (self.max_bytes, self.max_tenant_bytes):
             if bound is not None and size > bound:

@@ -1,4 +1,4 @@
-"""The object format (version 3): a fixed-width body in sealed blocks, and sealed metadata.
+"""The object format (version 4): a fixed-width body in sealed blocks, and sealed metadata.
 
 Why a fixed width. A reader has to choose its byte range before its first request: the
 object's metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4
@@ -19,10 +19,12 @@ Metadata carries what a read must check without another request: the expiry (int
 seconds, enforced to the second on every read), the run tag (the scope is checked, not only
 hashed into the key), the length in characters, the encoding and the format version.
 
-Version 3 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
-followed by a 16-byte tag, so the one ranged GET of a window carries the tags that prove it;
-the metadata carries a MAC of its fields. Both are bound to the object's key.
-Format 2 (the same body without tags, metadata without a MAC) is refused as damaged, and
+Version 4 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
+followed by a 16-byte tag (a MAC of the block's SHA-256, the digest the handle is made of
+too), so the one ranged GET of a window carries the tags that prove it; the metadata carries
+a MAC of its fields. Both are bound to the object's key. Format 3 (tags over the blocks'
+bytes) and format 2 (the same body without tags, metadata without a MAC) are refused as
+damaged, and
 format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
 """
 
@@ -52,13 +54,13 @@ __all__ = [
     "parse_metadata",
 ]
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
 """Storage width (bytes a character) -> the codec that has exactly that width."""
 CONTENT_TYPES = {  # text at that width, with a 16-byte tag after every 4,096 bytes
-    1: "application/vnd.s3claim.v3; charset=iso-8859-1",
-    2: "application/vnd.s3claim.v3; charset=utf-16le",
-    4: "application/vnd.s3claim.v3; charset=utf-32le",
+    1: "application/vnd.s3claim.v4; charset=iso-8859-1",
+    2: "application/vnd.s3claim.v4; charset=utf-16le",
+    4: "application/vnd.s3claim.v4; charset=utf-32le",
 }
 
 MAX_METADATA_BYTES = 2048

@@ -5,8 +5,9 @@ Request budgets (each a single HTTP request unless retried):
 - put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
   one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
   A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing. Indexes go beside it, one request more each: a JSON claim's (`_paths`), and the
-  line index of a claim of two lines or more (`_lines`, which also reads by line and end).
+  nothing. Indexes go beside it, one request more each, sent while the claim's body is: a
+  JSON claim's (`_paths`), and the line index of a claim of two lines or more (`_lines`,
+  which also reads by line and end).
 - fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
   a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
   the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that
@@ -37,7 +38,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import SecretStr
 
 import s3claim.s3._format as _format
-from s3claim._lines import count_lines, line_index
+from s3claim._background import Background
+from s3claim._blocks import block_digests, digest_of
+from s3claim._lines import counted_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
@@ -64,6 +67,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
+_BESIDE = Background(16, "s3claim-indexes")
+"""Writes a claim's indexes while its body is sent; shared by every store in the process."""
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
 
@@ -125,9 +130,13 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         days = day_class(ttl_seconds, self._classes)
-        # ASCII is its own UTF-8 and its own Latin-1 body: encoded once, hashed and sent.
+        # ASCII is its own UTF-8 and its own Latin-1 body: encoded once, its blocks hashed
+        # once, for the handle and the seal's tags both (`s3claim._blocks`).
         ascii_body = content.encode("ascii") if content.isascii() else None
-        handle = self._key.handle(scope, content, utf8=ascii_body)
+        digests = block_digests(ascii_body) if ascii_body is not None else None
+        handle = self._key.handle(
+            scope, content, digest=digest_of(digests) if digests is not None else None
+        )
         width = handle_width(handle)
         if len(content) > _format.max_chars(width):
             raise ValueError(
@@ -142,39 +151,51 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
                 self._written.move_to_end(key)
         if known is not None and known >= expires_at:
             return handle
-        seal = self._layout.seal(key)
-        lines = count_lines(content)  # in the sealed metadata, and the line index beside it
-        run_tag = self._layout.run_tag(scope)
-        json, chars = looks_like_json(content), len(content)
-        meta = seal.metadata(
+        # Lines in the sealed metadata, and their index beside the claim (one pass for both).
+        lines, index = counted_index(content)
+        meta = self._layout.seal(key).metadata(
             _format.metadata(
                 expires_at=expires_at,
-                chars=chars,
-                run_tag=run_tag,
+                chars=len(content),
+                run_tag=self._layout.run_tag(scope),
                 width=width,
                 lines=lines,
-                json=json,
+                json=looks_like_json(content),
             )
         )
         at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
         # refresh that finds nothing (forgotten or collected meanwhile) writes again.
-        refresh_first = known is not None
+        refresh_first, indexed = known is not None, False
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
-                self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
-                self._lines.refresh(scope, handle, **at)
+                if not indexed:
+                    self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
+                    self._lines.refresh(scope, handle, **at)
                 break
             raw = ascii_body if ascii_body is not None else _format.encode(content, width)
-            if self._create(key, seal.blocks(raw), width, meta, days):
-                self._indexes.write(scope, handle, content, expires_at=expires_at, days=days)
-                self._lines.write(scope, handle, line_index(content), **at)
+            body = self._layout.seal(key).blocks(raw, digests=digests)
+            # The indexes are built and put while the claim's body is sent: never raises. An
+            # index whose claim then fails to be written is collected with the run's objects.
+            beside = _BESIDE.submit(self._write_indexes, scope, handle, content, index, at)
+            try:
+                created = self._create(key, body, width, meta, days)
+            finally:
+                beside.result()
+            if created:
                 break
-            refresh_first = True
+            refresh_first = indexed = True
         else:
             raise ClaimStoreError("PutObject: the claim vanished while it was being refreshed")
         self._remember(key, expires_at)
         return handle
+
+    def _write_indexes(
+        self, scope: Scope, handle: str, content: str, index: bytes | None, at: dict[str, int]
+    ) -> None:
+        """Put the indexes of a claim being written beside it (JSON, lines); never raises."""
+        self._indexes.write(scope, handle, content, expires_at=at["expires_at"], days=at["days"])
+        self._lines.write(scope, handle, index, **at)
 
     def _create(self, key: str, body: bytes, width: int, meta: dict[str, str], days: int) -> bool:
         """One conditional PutObject; False when the object already exists (412)."""

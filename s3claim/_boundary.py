@@ -30,7 +30,7 @@ from s3claim._json_layout import records_on_lines
 from s3claim.errors import ToolError
 from s3claim.tools import Tool
 
-__all__ = ["neutralise", "result_text", "text_of"]
+__all__ = ["neutralise", "refusal_text", "result_text", "text_of"]
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -49,6 +49,12 @@ def result_text(tool: Tool, value: Any) -> str:
             f"({exc.error_count()} error(s): {', '.join(kinds)})",
         ) from None
     return _serialise(tool.returns, valid, tool=tool.name)
+
+
+def refusal_text(error: ToolError) -> str:
+    """What the model reads of a refusal: neutralised, unless the words are s3claim's own."""
+    text = error.render()
+    return text if error.own_words else neutralise(text)
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
@@ -77,10 +83,15 @@ def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
                     "Unicode (a lone surrogate)",
                 )
             text = records_on_lines(adapter.dump_json(valid).decode("utf-8"))
-        except PydanticSerializationError:
+        except PydanticSerializationError as exc:
+            # pydantic-core stops at its own depth limit (a few hundred levels), whatever the
+            # interpreter's: say so, as a value nested 100,000 deep is no bug of the tool's.
+            deep = "depth exceeded" in str(exc)
             raise ToolError(
                 "invalid_result",
-                f"tool {tool!r} returned a value that is not JSON-serialisable",
+                f"tool {tool!r} returned a value nested too deep to serialise as JSON"
+                if deep
+                else f"tool {tool!r} returned a value that is not JSON-serialisable",
             ) from None
     try:
         text.encode("utf-8")
@@ -94,11 +105,20 @@ def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    """Whether any string in a dumped value, mapping keys included, holds a lone surrogate."""
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return any(_has_lone_surrogate(item) for item in value)
+    """Whether any string in a dumped value, mapping keys included, holds a lone surrogate.
+
+    A walk with a stack of its own, not recursion: a value nested 100,000 deep must reach
+    the serialiser's clear refusal, not raise `RecursionError` here.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            pending += item.keys()
+            pending += item.values()
+        elif isinstance(item, list | tuple | set | frozenset):
+            pending += item
     return False

@@ -213,8 +213,9 @@ NO_LINE_INDEX_MESSAGE = (
     "find text with search_result"
 )
 NOT_JSON_MESSAGE = (
-    "this claim cannot be read by path: it is not a JSON object or array (or it was checked "
-    "in before reading by path existed); read it by offset, or find text with search_result"
+    "this claim cannot be read by path: it is not a JSON object or array, or one nested "
+    "too deep to index (about 1,000 levels), or it was checked in before reading by path "
+    "existed; read it by offset or by line, or find text with search_result"
 )
 ADDRESSES = ("offset", "line", "from_end", "path")
 """The ways `fetch_result` addresses a window, in the order its messages name them."""

@@ -20,7 +20,7 @@ import regex
 from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
-from s3claim._boundary import neutralise
+from s3claim._boundary import refusal_text
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim._json_path import NoIndexError, PathError
 from s3claim._lines import LineWindow, NoLineIndexError
@@ -171,7 +171,9 @@ def _redeem(
             raise _unavailable(context, known) from None
         except NoLineIndexError:
             op.outcome = "failed"
-            raise ToolError("cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE) from None
+            raise ToolError(
+                "cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE, own_words=True
+            ) from None
         except Exception as exc:  # a store fault is told to the model, never the run's end
             op.outcome = "failed"
             _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
@@ -224,7 +226,7 @@ def _read_path(
             raise ToolError(exc.kind, exc.message) from None
         except NoIndexError:
             op.outcome = "not_json"
-            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE) from None
+            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE, own_words=True) from None
         except Exception as exc:  # a store fault is told to the model, never the run's end
             op.outcome = "failed"
             _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
@@ -353,10 +355,11 @@ def failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAns
     """The error result for a tool call that failed: what every host tells the model.
 
     A `ToolError`'s message may quote the model's own arguments, so it is neutralised like a
-    result; any other exception is a `tool_failed` naming only the exception's type.
+    result (unless its words are s3claim's own, `own_words`); any other exception is a
+    `tool_failed` naming only the exception's type.
     """
     if isinstance(exc, ToolError):
-        return ToolAnswer(neutralise(exc.render()), is_error=True)
+        return ToolAnswer(refusal_text(exc), is_error=True)
     _log.warning("tool %s raised %s", tool, type(exc).__name__)
     context.emit(ToolFailed(tool=tool, agent=context.agent, error=type(exc).__name__))
     failed = ToolError("tool_failed", _wording.tool_failed_message(type(exc).__name__))

@@ -125,13 +125,17 @@ class ToolError(S3ClaimError):
     """A failure the model can act on: it becomes the tool's result, not a crash.
 
     `code` is a short identifier (`invalid_arguments`, `claim_unavailable`, ...); `render`
-    is what the model reads.
+    is what the model reads. A message may quote the model's or a tool's text, so hosts
+    neutralise it like a result (`s3claim._boundary.refusal_text`); `own_words=True` marks
+    s3claim's fixed wording, shown as it is: it names the claim tools, which the
+    neutraliser would rewrite into names no tool has.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, own_words: bool = False) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.own_words = own_words
 
     def render(self) -> str:
         return json.dumps({"error": self.code, "message": self.message}, ensure_ascii=False)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from s3claim._admission import admit
-from s3claim._boundary import neutralise, text_of
+from s3claim._boundary import refusal_text, text_of
 from s3claim._json import loads
 from s3claim._references import described, has_references, resolve_arguments
 from s3claim._workers import Workers
@@ -94,7 +94,7 @@ class Bridge:
         try:
             text = text_of(value, tool=tool)
         except ToolError as error:
-            return neutralise(error.render())
+            return refusal_text(error)
         return admit(
             text,
             tool=tool,
@@ -138,7 +138,7 @@ class Bridge:
     @staticmethod
     def refusal(error: ToolError) -> str:
         """What the model reads when a reference could not be resolved."""
-        return neutralise(error.render())
+        return refusal_text(error)
 
     async def resolve_async(
         self, arguments: Mapping[str, Any], *, tool: str, scope: Scope, agent: str

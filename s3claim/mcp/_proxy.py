@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent
 from mcp_types import Tool as McpTool
 
-from s3claim._boundary import neutralise
+from s3claim._boundary import neutralise, refusal_text
 from s3claim._references import described, has_references, resolve_arguments
 from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
@@ -201,7 +201,7 @@ class ClaimCheckProxy:
         try:
             scope = self.scope_of(ctx, params.meta)
         except ToolError as error:
-            return error_result(neutralise(error.render()))
+            return error_result(refusal_text(error))
         claim_tool = self.claim_tools.get(params.name)
         if claim_tool is not None:
             return await anyio.to_thread.run_sync(
@@ -213,7 +213,7 @@ class ClaimCheckProxy:
                     self._resolve, params.name, params.arguments or {}, scope
                 )
             except ToolError as error:  # the call is not forwarded
-                return error_result(neutralise(error.render()))
+                return error_result(refusal_text(error))
             params = params.model_copy(update={"arguments": arguments})
         request = types.CallToolRequest(
             params=params.model_copy(update={"meta": upstream_meta(params.meta)})
@@ -265,7 +265,7 @@ class ClaimCheckProxy:
                 searchable=self.searchable,
             )
         except ToolError as error:  # the upstream's text failed the boundary
-            return error_result(neutralise(error.render()))
+            return error_result(refusal_text(error))
         except TooDeepError as error:
             return error_result(ToolError("upstream_invalid_result", str(error)).render())
 

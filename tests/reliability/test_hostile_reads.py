@@ -1,0 +1,994 @@
+"""Hostile claims read every way, through every host, on both stores.
+
+Six claims built to break a reader (CRLF, no final newline, a single 1 MiB line, JSON nested
+100,000 deep, JSON whose keys need the `~0`/`~1` escapes, text that only looks like JSON) are
+checked in by a tool of each host (the runner, LangChain, the OpenAI Agents SDK, pydantic-ai,
+the MCP proxy, the async face), with a tail in the preview, on the memory store and on S3
+over moto's HTTP server. Then each host's model reads them by offset, line, from the end and
+by path, with hostile arguments (a huge `line`, invalid pointers, addresses that cannot be
+served), and searches them. On S3, each call's requests are counted: an argument refused as
+such sends none, and a line past what any claim holds costs one HEAD.
+
+What the model reads back is compared with a reference written here from the definitions
+(a line ends at `\\n`; whole lines up to the window; the last window from a line start), not
+with what a store answers: the footers and notes are `s3claim._wording`'s, the numbers in
+them are this file's. Each host runs its whole script in two runs (the check-ins, then the
+reads, one tool call a turn), so the suite stays fast however many cases it has.
+
+Last, a tool's *value* nested 100,000 deep (a structure, not text): no serialiser carries it,
+and the model is told so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from s3claim import (
+    AgentRunner,
+    AssistantMessage,
+    AsyncClaimCheck,
+    AsyncS3ClaimCheckStore,
+    ClaimCheck,
+    ClaimCheckPolicy,
+    ClaimCheckStore,
+    MemoryClaimCheckStore,
+    RetryPolicy,
+    S3ClaimCheckStore,
+    Scope,
+    ScriptedProvider,
+    ThreadedAsyncStore,
+    ToolCall,
+    ToolMessage,
+    claim_tools,
+    tool,
+)
+from s3claim._head import extract_head, extract_tail
+from s3claim._wording import (
+    HANDLE_SEEN,
+    NOT_JSON_MESSAGE,
+    end_note,
+    footer,
+    line_footer,
+    long_line_footer,
+    marker,
+    past_end_note,
+    path_footer,
+    path_members,
+)
+from s3claim.claim_tools import run_claim_tool
+from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
+from s3claim.tools import RunContext
+from tests._aio import Blocking
+
+POLICY = ClaimCheckPolicy(tail_chars=200)  # every preview here has a tail
+HEAD_CHARS = POLICY.head_chars
+TAIL_CHARS = POLICY.tail_chars
+_T = TypeVar("_T")
+
+# -- the claims (built once) -----------------------------------------------------------------
+
+CRLF = "".join(f"clause {n}: the parties agree to term {n}.\r\n" for n in range(1, 600))
+NO_NEWLINE = "".join(f"row {n}: ok\n" for n in range(1, 1000)) + "row 1000: the last, no newline"
+ONE_LINE = "".join(chr(0x41 + n % 26) for n in range(1024 * 1024))  # 1 MiB, no newline at all
+DEEP = "[" * 100_000 + "]" * 100_000
+KEYS_VALUE: dict[str, Any] = {
+    "a/b": 1,
+    "c~d": [10, 20],
+    "~1": "a key that is the escape itself",
+    "/": "a key that is one slash",
+    "m~n/o": True,
+    "": "the empty key",
+    "items": [{"id": n, "name": f"record {n}", "pad": "x" * 20} for n in range(200)],
+}
+KEYS = json.dumps(KEYS_VALUE, indent=1)
+LOOKS_LIKE_JSON = "[not json] " * 500  # starts like an array: indexed, refused, kept as text
+CLAIMS = {
+    "crlf": CRLF,
+    "no_newline": NO_NEWLINE,
+    "one_line": ONE_LINE,
+    "deep": DEEP,
+    "keys": KEYS,
+    "looks_like_json": LOOKS_LIKE_JSON,
+}
+
+
+# -- the reference -----------------------------------------------------------------------------
+
+
+def starts_of(text: str) -> list[int]:
+    """Where each line starts (a line ends at `\\n`; a break at the very end starts none)."""
+    if not text:
+        return []
+    return [0] + [m.end() for m in re.finditer("\n", text) if m.end() < len(text)]
+
+
+def lines_in(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def by_offset(text: str, handle: str, offset: int, limit: int = DEFAULT_FETCH_CHARS) -> str:
+    window = text[offset : offset + limit]
+    end = offset + len(window)
+    total, lines = len(text), lines_in(text)
+    if end < total:
+        more = footer(offset=offset, next_offset=end, total_chars=total, handle=handle)
+        return f"{window}\n\n{more}"
+    if not window:
+        return past_end_note(total_chars=total, total_lines=lines, offset=offset)
+    note = end_note(offset=offset, end=end, total_chars=total, total_lines=lines)
+    return f"{window}\n\n{note}"
+
+
+def by_line(text: str, handle: str, line: int, limit: int = DEFAULT_FETCH_CHARS) -> str:
+    starts, total, lines = starts_of(text), len(text), lines_in(text)
+    if line > len(starts):
+        return past_end_note(total_chars=total, total_lines=lines, line=line)
+    start = starts[line - 1]
+    window = text[start : start + limit]
+    whole = True
+    if start + len(window) < total:  # more follows: whole lines only
+        cut = window.rfind("\n")
+        if cut >= 0:
+            window = window[: cut + 1]
+        else:
+            whole = False
+    end, last = start + len(window), line + lines_in(window) - 1
+    if end == total:
+        note = end_note(
+            offset=start,
+            end=end,
+            total_chars=total,
+            total_lines=lines,
+            first_line=line,
+            last_line=last,
+        )
+    elif whole:
+        note = line_footer(
+            first_line=line,
+            last_line=last,
+            total_lines=lines,
+            offset=start,
+            end=end,
+            total_chars=total,
+            next_line=last + 1,
+            handle=handle,
+        )
+    else:
+        note = long_line_footer(
+            line=line, total_lines=lines, offset=start, end=end, total_chars=total, handle=handle
+        )
+    return f"{window}\n\n{note}"
+
+
+def from_end(text: str, handle: str, limit: int = DEFAULT_FETCH_CHARS) -> str:
+    start = max(0, len(text) - limit)
+    if start > 0 and text[start - 1] != "\n":
+        cut = text.find("\n", start)
+        if 0 <= cut < len(text) - 1:  # a line starts inside the window: begin there
+            start = cut + 1
+    note = end_note(
+        offset=start,
+        end=len(text),
+        total_chars=len(text),
+        total_lines=lines_in(text),
+        first_line=lines_in(text[: start + 1]),
+        last_line=lines_in(text),
+    )
+    return f"{text[start:]}\n\n{note}"
+
+
+MEMBERS = [  # each key of KEYS_VALUE as a pointer names it, written out by hand
+    ("a/b", "/a~1b", "number"),
+    ("c~d", "/c~0d", "array"),
+    ("~1", "/~01", "string"),
+    ("/", "/~1", "string"),
+    ("m~n/o", "/m~0n~1o", "boolean"),
+    ("", "/", "string"),
+    ("items", "/items", "array"),
+]
+
+
+def document_members(text: str, handle: str, limit: int) -> str:
+    """A read of the whole KEYS document: its first window, every key with its span (found
+    here by decoding the value after the key), and the way on."""
+    decoder = json.JSONDecoder()
+    rows = []
+    for key, pointer, kind in MEMBERS:
+        start = text.index(json.dumps(key) + ": ") + len(json.dumps(key) + ": ")
+        _, end = decoder.raw_decode(text, start)
+        rows.append((pointer, kind, start, end))
+    members = path_members(pointer="", kind="object", count=7, start=0, end=len(text), rows=rows)
+    more = path_footer(pointer="", shown_end=limit, end=len(text), handle=handle)
+    return f"{text[:limit]}\n\n{members}\n\n{more}"
+
+
+# -- the cases: (claim, arguments, what the model reads) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Exactly:
+    """The whole answer, from (claim text, handle)."""
+
+    answer: Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Framed:
+    """An answer too long to write out: how it starts and how it ends."""
+
+    starts: Callable[[str, str], str]
+    ends: Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An error result: its kind, a phrase of its message, and whether it is decided from
+    the arguments alone (then an S3 store sees no request at all)."""
+
+    error: str
+    says: str
+    sends_nothing: bool = False
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search: where its first match starts in the claim (its line follows from that)."""
+
+    at: Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    claim: str
+    arguments: dict[str, Any]
+    expect: Exactly | Framed | Refused | Found
+    tool: str = "fetch_result"
+
+
+def _cases() -> list[Case]:
+    cases: list[Case] = []
+
+    def add(
+        claim: str, arguments: dict[str, Any], expect: Exactly | Framed | Refused | Found
+    ) -> None:
+        name = ",".join(f"{k}={v!r:.14}" for k, v in arguments.items())
+        tool = "search_result" if isinstance(expect, Found) else "fetch_result"
+        cases.append(Case(f"{claim}:{name}", claim, arguments, expect, tool))
+
+    gap = {name: len(extract_head(text, HEAD_CHARS)) for name, text in CLAIMS.items()}
+    for name in CLAIMS:  # the marker's offset, then the footers on, then past the end
+        for offset in (gap[name], gap[name] + DEFAULT_FETCH_CHARS, 10**30):
+            add(name, {"offset": offset}, Exactly(lambda t, h, o=offset: by_offset(t, h, o)))
+        add(name, {"from_end": True}, Exactly(lambda t, h: from_end(t, h)))
+        add(name, {"from_end": True, "limit": 7}, Exactly(lambda t, h: from_end(t, h, 7)))
+        last = lines_in(CLAIMS[name])
+        huge = (last - 1, last, last + 1, 2**32, 2**32 + 2, 2**63, 10**30)
+        for line in sorted({1, 2, *huge} - {0}):
+            add(name, {"line": line}, Exactly(lambda t, h, n=line: by_line(t, h, n)))
+    for line in (300, 598, 599):  # CRLF: `\r\n` is one break and its `\r` stays in the line
+        add(
+            "crlf",
+            {"line": line, "limit": 100},
+            Exactly(lambda t, h, n=line: by_line(t, h, n, 100)),
+        )
+    add("no_newline", {"line": 999, "limit": 40}, Exactly(lambda t, h: by_line(t, h, 999, 40)))
+    add("one_line", {"line": 1, "limit": 9}, Exactly(lambda t, h: by_line(t, h, 1, 9)))
+    add(
+        "one_line",
+        {"offset": len(ONE_LINE) - 4096},
+        Exactly(lambda t, h: by_offset(t, h, len(t) - 4096)),
+    )
+    for pointer, value in [
+        ("/a~1b", "1"),
+        ("/c~0d/1", "20"),
+        ("/~01", '"a key that is the escape itself"'),
+        ("/~1", '"a key that is one slash"'),
+        ("/m~0n~1o", "true"),
+        ("/", '"the empty key"'),
+        ("/items/199/name", '"record 199"'),
+    ]:
+        add("keys", {"path": pointer}, Exactly(lambda t, h, v=value: v))
+    items = KEYS.index('"items": [') + len('"items": ')
+    add("keys", {"path": "", "limit": 20}, Exactly(lambda t, h: document_members(t, h, 20)))
+    add(  # the whole document: its first window, its seven keys, and the way on by offset
+        "keys",
+        {"path": ""},
+        Framed(
+            lambda t, h: t[:4096] + f"\n\n[the document: object of 7 keys, characters 0-{len(t)}.",
+            lambda t, h: (
+                f"[the document goes on to character {len(t)}. Call fetch_result with "
+                f"handle='{h}' and offset=4096 to continue.]"
+            ),
+        ),
+    )
+    add(
+        "keys",
+        {"path": "/items", "limit": 50},
+        Framed(
+            lambda t, h: (
+                t[items : items + 50] + f"\n\n[/items: array of 200 elements, characters {items}-"
+            ),
+            lambda t, h: (
+                f"Call fetch_result with handle='{h}' and offset={items + 50} to continue.]"
+            ),
+        ),
+    )
+    for pointer, says in [
+        ("a~1b", "starting with '/'"),
+        ("#/items", "starting with '/'"),
+        ("/a~2b", "'~0' (for ~) or '~1' (for /)"),
+        ("/c~", "'~0' (for ~) or '~1' (for /)"),
+        ("/items/~", "'~0' (for ~) or '~1' (for /)"),
+    ]:
+        add("keys", {"path": pointer}, Refused("invalid_arguments", says, sends_nothing=True))
+    for arguments, says in [  # refused before any store sees them, whoever hosts the call
+        ({"line": 0}, "line"),
+        ({"line": -(10**30)}, "line"),
+        ({"line": "2"}, "line"),
+        ({"line": 2, "from_end": True}, "drop line"),
+        ({"path": "/a~1b", "offset": 0}, "drop offset"),
+        ({"path": "/a~1b", "limit": 0}, "limit"),
+    ]:
+        add("keys", arguments, Refused("invalid_arguments", says, sends_nothing=True))
+    for pointer, says in [
+        ("/items/200", "array of 200 elements (numbered 0 to 199), and '200' is not one"),
+        ("/items/01", "and '01' is not one of them"),
+        ("/items/-", "and '-' is not one of them"),
+        ("/items/" + "9" * 40, "is not one of them"),
+        ("/nope", "the document (an object) has no key 'nope'"),
+        ("/a~1b/0", "/a~1b is a number, which has no members"),
+        ("/c~0d/2", "/c~0d is an array of 2 elements"),
+        ("/items" + "/0" * 50_000, "/items/0 (an object) has no key '0'"),  # 100,000 characters
+    ]:
+        add("keys", {"path": pointer}, Refused("no_such_path", says))
+    for name in ("crlf", "no_newline", "one_line", "deep", "looks_like_json"):
+        for pointer in ("", "/0"):  # the model reads the tools' names as they are
+            add(name, {"path": pointer}, Refused("not_json", NOT_JSON_MESSAGE))
+    for name, pattern in [
+        ("crlf", "clause 300:"),
+        ("crlf", "term 599.\r\n"),
+        ("no_newline", "the last, no newline"),
+        ("one_line", ONE_LINE[-40:]),
+        ("deep", "[]"),
+        ("keys", '"~1"'),
+        ("looks_like_json", "json] [not"),
+    ]:
+        add(name, {"pattern": pattern}, Found(lambda t, p=pattern: t.index(p)))
+    for name, pattern in [  # one match anchored at the start and 26,000 characters long
+        ("one_line", r"\A(?:[A-Z]{26}){1000}"),
+        ("deep", r"\[\]{2}"),
+        ("crlf", r"term 42\.\r\nclause 43:"),  # `\r` is a character of the line
+    ]:
+        found = Found(lambda t, p=pattern: re.search(p, t).start())  # type: ignore[union-attr]
+        add(name, {"pattern": pattern, "regex": True}, found)
+    assert len({c.id for c in cases}) == len(cases)  # an id names one call's answer
+    return cases
+
+
+CASES = _cases()
+
+
+# -- the stores --------------------------------------------------------------------------------
+
+
+@dataclass
+class StoreRig:
+    kind: str
+    store: ClaimCheckStore
+    client: Any = None
+    sent: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, client: Any) -> None:
+        def sent(event_name: str, **_: Any) -> None:
+            with self._lock:
+                self.sent.append(event_name.rsplit(".", 1)[-1])
+
+        client.meta.events.register("before-send.s3.*", sent)
+
+    def requests(self) -> int:
+        with self._lock:
+            return len(self.sent)
+
+
+def _store_rig(kind: str, endpoint: str) -> StoreRig:
+    if kind == "memory":
+        return StoreRig(kind, MemoryClaimCheckStore())
+    client = boto3.client(  # credentials of its own: it outlives the test that makes it
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}),
+    )
+    bucket = f"hostile-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ClaimCheckStore(
+        bucket,
+        handle_key="test-handle-key-0123456789",
+        client=client,
+        retry=RetryPolicy(attempts=3, initial_wait=0, max_wait=0),
+    )
+    rig = StoreRig(kind, store, client)
+    rig.count(client)
+    return rig
+
+
+# -- the hosts ---------------------------------------------------------------------------------
+
+Call = tuple[str, dict[str, Any]]
+
+
+@tool
+def give(name: str) -> str:
+    """Return one of the hostile claims."""
+    return CLAIMS[name]
+
+
+class Host(ABC):
+    """One host: runs tool calls in its own scope, one a turn, and answers what came back.
+
+    `run` returns each call's answer and how many store requests it sent (S3), counted
+    between the model's turns (or around each call, for the hosts without a model).
+    """
+
+    name: str
+    tenant = "acme"
+
+    def __init__(self, rig: StoreRig) -> None:
+        self.rig = rig
+        self.run_id = f"{self.name}-run"
+        self.claim_check = ClaimCheck(rig.store, policy=POLICY)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant, self.run_id)
+
+    @abstractmethod
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]: ...
+
+    def close(self) -> None:  # noqa: B027  (most hosts hold nothing open)
+        """Release what the host holds open (the async face's loop)."""
+
+
+def _deltas(marks: list[int]) -> list[int]:
+    return [b - a for a, b in itertools.pairwise(marks)]
+
+
+class RunnerHost(Host):
+    name = "runner"
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        marks: list[int] = []
+
+        def step(n: int) -> Callable[[Any], AssistantMessage]:
+            def reply(_: Any) -> AssistantMessage:
+                marks.append(self.rig.requests())
+                if n == len(calls):
+                    return AssistantMessage(content="done")
+                name, arguments = calls[n]
+                return AssistantMessage(
+                    tool_calls=(ToolCall(id=f"c{n}", name=name, arguments=arguments),)
+                )
+
+            return reply
+
+        runner = AgentRunner(
+            provider=ScriptedProvider([step(n) for n in range(len(calls) + 1)]),
+            tools=(give, *claim_tools(self.rig.store)),
+            claim_check=self.claim_check,
+            max_turns=len(calls) + 1,
+        )
+        result = runner.run("read", tenant=self.tenant, run_id=self.run_id)
+        assert result.output == "done"
+        answers = {m.tool_call_id: m.content for m in result.messages if isinstance(m, ToolMessage)}
+        return [answers[f"c{n}"] for n in range(len(calls))], _deltas(marks)
+
+
+class LangChainHost(Host):
+    name = "langchain"
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_core.messages import ToolMessage as LcToolMessage
+        from langchain_core.tools import tool as lc_tool
+
+        from s3claim.integrations.langchain import ClaimCheckMiddleware
+        from tests.test_integration_langchain import ScriptedChatModel
+
+        marks: list[int] = []
+
+        def script(_: Any) -> AIMessage:
+            n = len(marks)
+            marks.append(self.rig.requests())
+            if n == len(calls):
+                return AIMessage("done")
+            name, arguments = calls[n]
+            return AIMessage(
+                content="", tool_calls=[{"name": name, "args": arguments, "id": f"c{n}"}]
+            )
+
+        @lc_tool("give")
+        def lc_give(name: str) -> str:
+            """Return one of the hostile claims."""
+            return CLAIMS[name]
+
+        # No checkpointer: LangGraph's msgpack cannot store an integer past 64 bits (the
+        # model's `line=10**30`) and fails the run before any middleware sees the call.
+        agent = create_agent(
+            ScriptedChatModel(script=script),
+            tools=[lc_give],
+            middleware=[ClaimCheckMiddleware(self.claim_check)],
+        )
+        state = agent.invoke(
+            {"messages": [HumanMessage("read")]},
+            {"configurable": {"thread_id": self.run_id}, "recursion_limit": 4 * len(calls) + 8},
+            context={"tenant": self.tenant},
+        )
+        answers = {
+            m.tool_call_id: m.content for m in state["messages"] if isinstance(m, LcToolMessage)
+        }
+        return [str(answers[f"c{n}"]) for n in range(len(calls))], _deltas(marks)
+
+
+class OpenAIAgentsHost(Host):
+    name = "openai_agents"
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
+        from agents.testing import (
+            ModelCall,
+            ModelStep,
+            ScriptedModel,
+            assistant_message,
+            function_call,
+        )
+
+        from s3claim.integrations.openai_agents import claim_check_tools
+
+        set_tracing_disabled(True)
+        marks: list[int] = []
+        answers: dict[str, str] = {}
+
+        def step(n: int) -> Callable[[ModelCall], Any]:
+            def reply(call: ModelCall) -> Any:
+                marks.append(self.rig.requests())
+                last = call.input[-1]
+                if isinstance(last, dict) and "output" in last:
+                    answers[last["call_id"]] = last["output"]
+                if n == len(calls):
+                    return [assistant_message("done")]
+                name, arguments = calls[n]
+                return [function_call(name, arguments, call_id=f"c{n}")]
+
+            return reply
+
+        @function_tool(name_override="give")
+        def sdk_give(name: str) -> str:
+            """Return one of the hostile claims."""
+            return CLAIMS[name]
+
+        tools = claim_check_tools([sdk_give], self.claim_check)
+        model = ScriptedModel([ModelStep.respond(step(n)) for n in range(len(calls) + 1)])
+        agent = Agent(name="reader", model=model, tools=tools)
+        result = asyncio.run(
+            Runner.run(
+                agent,
+                "read",
+                context={"tenant": self.tenant, "run_id": self.run_id},
+                run_config=RunConfig(tracing_disabled=True),
+                max_turns=len(calls) + 1,
+            )
+        )
+        assert result.final_output == "done"
+        return [answers[f"c{n}"] for n in range(len(calls))], _deltas(marks)
+
+
+class PydanticAIHost(Host):
+    name = "pydantic_ai"
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+        )
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+        from pydantic_ai.toolsets import FunctionToolset
+        from pydantic_ai.usage import UsageLimits
+
+        from s3claim.integrations.pydantic_ai import ClaimCheckToolset
+
+        marks: list[int] = []
+
+        def script(_: list[ModelMessage], __: AgentInfo) -> ModelResponse:
+            n = len(marks)
+            marks.append(self.rig.requests())
+            if n == len(calls):
+                return ModelResponse(parts=[TextPart("done")])
+            name, arguments = calls[n]
+            return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=f"c{n}")])
+
+        def give(name: str) -> str:  # pydantic-ai names a tool after its function
+            """Return one of the hostile claims."""
+            return CLAIMS[name]
+
+        toolset = ClaimCheckToolset(FunctionToolset([give]), self.claim_check)
+        agent = Agent(FunctionModel(script), toolsets=[toolset])
+        result = asyncio.run(
+            agent.run(
+                "read",
+                deps={"tenant": self.tenant},
+                conversation_id=self.run_id,
+                usage_limits=UsageLimits(request_limit=None),
+            )
+        )
+        answers = {
+            part.tool_call_id: part.content
+            for message in result.all_messages()
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, ToolReturnPart)
+        }
+        return [str(answers[f"c{n}"]) for n in range(len(calls))], _deltas(marks)
+
+
+class _Upstream:
+    """An MCP upstream in-process: its one tool, `give`, returns a hostile claim."""
+
+    instructions = None
+    server_info = None
+    timeout = 30.0
+    downstream = None
+
+    @property
+    def capabilities(self) -> Any:
+        from mcp_types import ServerCapabilities
+
+        return ServerCapabilities()
+
+    async def list_tools(self) -> list[Any]:
+        from mcp_types import Tool
+
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        return [Tool(name="give", description="Return a hostile claim.", input_schema=schema)]
+
+    async def send(self, request: Any, result_type: Any, **_: Any) -> Any:
+        from mcp_types import CallToolResult, TextContent
+
+        name = request.params.arguments["name"]
+        return CallToolResult(content=[TextContent(text=CLAIMS[name])])
+
+
+class McpProxyHost(Host):
+    name = "mcp_proxy"
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        from mcp import Client
+        from mcp_types import ResourceLink, TextContent
+
+        from s3claim.mcp import ClaimCheckProxy, Scoping
+
+        proxy = ClaimCheckProxy(
+            _Upstream(),  # type: ignore[arg-type]
+            claim_check=self.claim_check,
+            scoping=Scoping(tenant=self.tenant, tenant_header=None, fallback_run=self.run_id),
+        )
+
+        async def go() -> tuple[list[str], list[int]]:
+            answers, marks = [], [self.rig.requests()]
+            async with Client(proxy.server()) as client:
+                for name, arguments in calls:
+                    result = await client.call_tool(name, arguments)
+                    marks.append(self.rig.requests())
+                    # a check-in adds a link to its claim (resources/read) after the text
+                    block, *links = result.content
+                    assert isinstance(block, TextContent)
+                    assert all(isinstance(link, ResourceLink) for link in links)
+                    answers.append(block.text)
+            return answers, _deltas(marks)
+
+        return asyncio.run(go())
+
+
+class _AsyncFace(Blocking):
+    """The async face as the claim tools read it: every read one coroutine of the async
+    store, on its own loop (search streams from the sync store: the async face has no scan)."""
+
+    def __init__(self, astore: AsyncClaimCheckStore, sync: Any) -> None:
+        super().__init__(astore)
+        self.sync = sync
+        self.aface: Any = astore
+
+    def run_here(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return self._run(coroutine)
+
+    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> Any:
+        return self._run(self.aface.read_line(scope, handle, line, limit=limit))
+
+    def read_end(self, scope: Scope, handle: str, *, limit: int) -> Any:
+        return self._run(self.aface.read_end(scope, handle, limit=limit))
+
+    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> Any:
+        return self._run(self.aface.read_path(scope, handle, pointer, limit=limit))
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        pieces: Iterator[str] = self.sync.scan(scope, handle)
+        return pieces
+
+
+class AsyncFaceHost(Host):
+    name = "async"
+
+    def __init__(self, rig: StoreRig) -> None:
+        super().__init__(rig)
+        store = rig.store
+        astore: AsyncClaimCheckStore = (
+            AsyncS3ClaimCheckStore(store)
+            if isinstance(store, S3ClaimCheckStore)
+            else ThreadedAsyncStore(store)
+        )
+        self.face = _AsyncFace(astore, store)
+        if isinstance(astore, AsyncS3ClaimCheckStore):  # its own client: count it too
+            rig.count(self.face.run_here(astore._open()))
+        self.checks = AsyncClaimCheck(self.claim_check)
+
+    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
+        tools = {t.name: t for t in claim_tools(self.face)}
+        context = RunContext(self.scope, "async", lambda _: None)
+        answers, marks = [], [self.rig.requests()]
+        for name, arguments in calls:
+            if name == "give":
+                checked = self.face.run_here(
+                    self.checks.check_in(CLAIMS[arguments["name"]], tool="give", scope=self.scope)
+                )
+                answers.append(checked.text)
+            else:
+                answers.append(run_claim_tool(tools[name], arguments, context).text)
+            marks.append(self.rig.requests())
+        return answers, _deltas(marks)
+
+    def close(self) -> None:
+        self.face.close()
+
+
+HOSTS: dict[str, type[Host]] = {
+    h.name: h
+    for h in (
+        RunnerHost,
+        LangChainHost,
+        OpenAIAgentsHost,
+        PydanticAIHost,
+        McpProxyHost,
+        AsyncFaceHost,
+    )
+}
+STORES = ("memory", "s3")
+
+
+@dataclass
+class Outcome:
+    """One host on one store: what each check-in showed, each claim's handle, each answer."""
+
+    host: Host
+    previews: dict[str, str]
+    handles: dict[str, str]
+    answers: dict[str, str]
+    requests: dict[str, int]
+
+
+RUN_CALLS = 20
+"""Calls a run makes, one a turn, before the next run in the same scope goes on."""
+
+
+class World:
+    """The stores and each host's two runs, made on first use and shared by the module."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.rigs: dict[str, StoreRig] = {}
+        self.outcomes: dict[tuple[str, str], Outcome] = {}
+
+    def rig(self, kind: str) -> StoreRig:
+        if kind not in self.rigs:
+            self.rigs[kind] = _store_rig(kind, self.endpoint)
+        return self.rigs[kind]
+
+    def outcome(self, host: str, store: str) -> Outcome:
+        if (host, store) not in self.outcomes:
+            self.outcomes[host, store] = self._play(HOSTS[host](self.rig(store)))
+        return self.outcomes[host, store]
+
+    def _play(self, host: Host) -> Outcome:
+        names = list(CLAIMS)
+        shown, _ = host.run([("give", {"name": n}) for n in names])
+        previews = dict(zip(names, shown, strict=True))
+        handles = {}
+        for name, preview in previews.items():
+            found = HANDLE_SEEN.search(preview)
+            assert found is not None, f"{name} was not checked in: {preview[:300]!r}"
+            handles[name] = found.group(1)
+        calls = [(c.tool, {"handle": handles[c.claim], **c.arguments}) for c in CASES]
+        answers, requests = [], []
+        for at in range(0, len(calls), RUN_CALLS):  # short runs: each turn resends the history
+            got, sent = host.run(calls[at : at + RUN_CALLS])
+            answers += got
+            requests += sent
+        return Outcome(
+            host,
+            previews,
+            handles,
+            {c.id: a for c, a in zip(CASES, answers, strict=True)},
+            {c.id: r for c, r in zip(CASES, requests, strict=True)},
+        )
+
+    def close(self) -> None:
+        for outcome in self.outcomes.values():
+            outcome.host.close()
+
+
+@pytest.fixture(scope="module")
+def world(moto_endpoint: str) -> Iterator[World]:
+    made = World(moto_endpoint)
+    yield made
+    made.close()
+
+
+EVERY_HOST = pytest.mark.parametrize("host", list(HOSTS))
+EVERY_STORE = pytest.mark.parametrize("store", STORES)
+
+
+# -- check-in: every hostile claim stored exactly, its preview a head, a marker, a tail -------
+
+
+@EVERY_STORE
+@EVERY_HOST
+@pytest.mark.parametrize("claim", list(CLAIMS))
+def test_a_hostile_claim_checks_in_with_its_head_marker_and_tail(
+    world: World, host: str, store: str, claim: str
+) -> None:
+    outcome = world.outcome(host, store)
+    text, handle, preview = CLAIMS[claim], outcome.handles[claim], outcome.previews[claim]
+    head = extract_head(text, HEAD_CHARS)
+    tail = extract_tail(text[len(head) :], TAIL_CHARS)
+    lines = {
+        marker(
+            total_chars=len(text),
+            shown_chars=len(head),
+            handle=handle,
+            searchable=searchable,
+            tail_chars=len(tail),
+        )
+        for searchable in (True, False)
+    }
+    assert tail and preview in {f"{head}\n\n{line}\n\n{tail}" for line in lines}
+    # what the store holds is the claim, exactly (the boundary found nothing to rewrite)
+    assert outcome.host.rig.store.fetch(outcome.host.scope, handle, 0, 2**21).text == text
+
+
+def test_the_tails_end_where_the_claims_end() -> None:
+    """The tails the previews above carry, claim by claim: CRLF whole lines with their `\\r`,
+    the last line without its newline, the end of one long line."""
+    tails = {
+        n: extract_tail(t[len(extract_head(t, HEAD_CHARS)) :], TAIL_CHARS)
+        for n, t in CLAIMS.items()
+    }
+    assert tails["crlf"].startswith("clause ") and tails["crlf"].endswith("term 599.\r\n")
+    assert tails["no_newline"].endswith("\nrow 1000: the last, no newline")
+    assert ONE_LINE.endswith(tails["one_line"]) and 0 < len(tails["one_line"]) <= TAIL_CHARS
+    assert set(tails["deep"]) == {"]"}
+
+
+# -- reads: every mode, every hostile argument ---------------------------------------------------
+
+
+@EVERY_STORE
+@EVERY_HOST
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_hostile_read_answers_what_the_reference_says(
+    world: World, host: str, store: str, case: Case
+) -> None:
+    outcome = world.outcome(host, store)
+    text, handle = CLAIMS[case.claim], outcome.handles[case.claim]
+    answer, expect = outcome.answers[case.id], case.expect
+    if isinstance(expect, Found):
+        found, at = json.loads(answer), expect.at(text)
+        first = found["matches"][0]
+        assert (first["offset"], first["line"]) == (at, text.count("\n", 0, at) + 1), answer
+    elif isinstance(expect, Refused):
+        refusal = json.loads(answer)
+        assert refusal["error"] == expect.error and expect.says in refusal["message"], answer
+        if expect.sends_nothing and store == "s3":
+            assert outcome.requests[case.id] == 0
+    elif isinstance(expect, Framed):
+        assert answer.startswith(expect.starts(text, handle)), answer[-400:]
+        assert answer.endswith(expect.ends(text, handle)), answer[-400:]
+    else:
+        assert answer == expect.answer(text, handle)
+    if store == "s3" and "line" in case.arguments:  # any line: at most an index GET and a window
+        assert outcome.requests[case.id] <= 2, case.id
+
+
+@EVERY_HOST
+def test_a_huge_line_costs_one_head_on_s3(world: World, host: str) -> None:
+    """A line past what any claim could hold is answered from the claim's length alone: one
+    HEAD, never a range past the index."""
+    outcome = world.outcome(host, "s3")
+    huge = [c for c in CASES if c.arguments.get("line") in (2**32 + 2, 2**63, 10**30)]
+    assert len(huge) == 3 * len(CLAIMS)
+    assert {c.id: outcome.requests[c.id] for c in huge} == {c.id: 1 for c in huge}
+
+
+# -- a value nested 100,000 deep, returned as a structure ---------------------------------------
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("leaf", "says"),
+    [
+        (1, "returned a value nested too deep to serialise as JSON"),
+        ("\ud800", "returned a value holding text that is not valid Unicode (a lone surrogate)"),
+    ],
+    ids=["deep", "deep-lone-surrogate"],
+)
+def test_a_structure_nested_100_000_deep_is_a_clear_refusal_not_a_recursion_error(
+    leaf: Any, says: str
+) -> None:
+    """A tool's value, not its text: no serialiser carries 100,000 levels (pydantic stops at
+    a few hundred), so the model is told why, the run goes on and nothing is stored. The
+    adapters and the MCP proxy serialise through `text_of`, the runner through its tool."""
+    from s3claim._boundary import text_of
+    from s3claim.errors import ToolError
+
+    deep = _nested(100_000, leaf)
+
+    @tool
+    def nested() -> list[Any]:
+        """Return a structure nested 100,000 deep."""
+        return deep  # type: ignore[no-any-return]
+
+    store = MemoryClaimCheckStore()
+    runner = AgentRunner(
+        provider=ScriptedProvider(
+            [
+                AssistantMessage(tool_calls=(ToolCall(id="n", name="nested", arguments={}),)),
+                AssistantMessage(content="done"),
+            ]
+        ),
+        tools=(nested, *claim_tools(store)),
+        claim_check=ClaimCheck(store),
+    )
+    result = runner.run("read", tenant="acme", run_id="r")
+    (answer,) = [m.content for m in result.messages if isinstance(m, ToolMessage)]
+    assert json.loads(answer) == {"error": "invalid_result", "message": f"tool 'nested' {says}"}
+    assert result.output == "done" and len(store) == 0
+    assert "tool_failed" not in [e.kind for e in result.events]
+    with pytest.raises(ToolError) as refused:
+        text_of(deep, tool="nested")
+    assert refused.value.message == f"tool 'nested' {says}"

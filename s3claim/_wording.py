@@ -76,8 +76,9 @@ def pattern_too_costly_message(*, seconds: float, matches: int, backtracked: boo
     if backtracked:
         return (
             f"the regular expression used up its {seconds:.2f} s of CPU time backtracking "
-            "(nested repetition such as (a+)+ tries without end); search for a literal or a "
-            "simpler pattern"
+            "(it tries long stretches again at every position, as nested repetition such as "
+            "(a+)+ does, or a long repetition such as x{5000} over a long run of x); search "
+            "for a literal or a simpler pattern"
         )
     return (
         f"the regular expression matched more than {matches} times and used up its "

@@ -42,7 +42,7 @@ class Profile:
         return self.fetch_repeats
 
     def checkin_repeats(self, chars: int) -> int:
-        return 3 if chars >= 16 * MiB else self.fetch_repeats
+        return 5 if chars >= 16 * MiB else self.fetch_repeats
 
 
 FULL = Profile(

@@ -334,8 +334,9 @@ def run(bench: Bench) -> Section:
         notes=[
             f"The seal adds at most {100 * worst_overhead:.2f}% to what is stored; a window "
             "read in order (on a block boundary) moves its width's bytes and one 16-byte tag "
-            "per 4,096; one that starts off a boundary reads one block more. Requests per "
-            "operation are unchanged: one PutObject a check-in, one ranged GET a window.",
+            "per 4,096; one that starts off a boundary reads one block more. The seal adds no "
+            "request: a check-in's PutObjects (the claim, and its line index) and a window's "
+            "one ranged GET carry it.",
             f"Sealing {_CPU_BYTES // MiB} MiB takes {fmt_ms(cpu['seal'])} once the block "
             f"digests are made ({fmt_ms(cpu['digests'])}, on two threads, against "
             f"{fmt_ms(cpu['sha256'])} for one SHA-256 of the whole text); format 3's HMAC of "

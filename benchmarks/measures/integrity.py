@@ -106,7 +106,7 @@ def _bytes_rows(bench: Bench) -> tuple[list[list[str]], float]:
 
 def _checkins(bench: Bench, endpoint: Endpoint, chars: int) -> tuple[float, float, float]:
     """Median seconds of (sealed, unsealed, naive) check-ins of `chars` ASCII characters."""
-    repeats = 5 if chars >= 16 * MiB else bench.profile.fetch_repeats
+    repeats = bench.profile.checkin_repeats(chars)
     client, bucket, store, naive = bench.stores(endpoint)
     text = document(chars, "ascii")
     sealed, unsealed = ClaimCheck(store), ClaimCheck(_unsealed(store, bench))
@@ -276,7 +276,8 @@ def run(bench: Bench) -> Section:
             "text; windows at offset 409,600, on a block boundary, and 410,600, off one). "
             "Check-ins are `ClaimCheck.check_in` of ASCII text into a new run each, sealed, "
             "unsealed and naive in alternating rounds (median of "
-            f"{bench.profile.fetch_repeats}, 5 at 16 Mi), MB/s of input; CPU figures are the "
+            f"{bench.profile.fetch_repeats}, {bench.profile.checkin_repeats(16 * MiB)} at 16 Mi), "
+            "MB/s of input; CPU figures are the "
             f"best of {_CPU_REPEATS} alternating rounds over {_CPU_BYTES // MiB} MiB in this "
             "process."
         ),

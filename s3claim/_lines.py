@@ -12,7 +12,8 @@ sealed in blocks beside the claim, so the start of any line is one ranged GET of
 
 A window read by line is cut after its last break, so it holds whole lines; a line longer
 than the window is returned from its start, and the reader goes on by offset. A window read
-from the end starts after the first break in it, when it holds one.
+from the end starts after the first break in it, when it holds one. Either may be cut to a
+number of lines too (`lines=K`): the first K of a read by line, the last K from the end.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from s3claim.store import Window
 
@@ -31,6 +32,7 @@ __all__ = [
     "NoLineIndexError",
     "at_end",
     "at_line",
+    "at_most_lines",
     "count_lines",
     "counted_index",
     "find_line",
@@ -163,6 +165,29 @@ def at_end(window: Window, limit: int) -> LineWindow:
     lines = window.total_lines
     first = None if lines is None else max(1, lines - count_lines(text) + 1)
     return LineWindow(text, offset, window.total_chars, lines, first)
+
+
+def at_most_lines(window: LineWindow, lines: int, *, from_end: bool) -> LineWindow:
+    """At most `lines` lines of `window`: its first ones (a read by line) or, read from the
+    end, its last ones; a window that holds no more is returned as it is."""
+    text = window.text
+    if from_end:
+        at = len(text) - 1 if text.endswith("\n") else len(text)  # the last line's break
+        for _ in range(lines):
+            at = text.rfind("\n", 0, at)
+            if at < 0:
+                return window
+        dropped = text[: at + 1]
+        first = None if window.first_line is None else window.first_line + dropped.count("\n")
+        return replace(window, text=text[at + 1 :], offset=window.offset + at + 1, first_line=first)
+    at = -1
+    for _ in range(lines):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            return window
+    if at + 1 == len(text):
+        return window
+    return replace(window, text=text[: at + 1], whole=True)
 
 
 def past_last_line(total_chars: int, total_lines: int | None) -> LineWindow:

@@ -127,11 +127,19 @@ def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex
 
 
 def _snippet(buffer: str, start: int, end: int) -> str:
-    """At most SNIPPET_CHARS of `buffer` around [start, end), the match centred."""
+    """The lines the match [start, end) is on, as `grep` shows them, when they fit in
+    SNIPPET_CHARS; else SNIPPET_CHARS of them with the match centred. A match that begins
+    (or ends) with a line break begins (or ends) its snippet there."""
     if end - start >= SNIPPET_CHARS:
         return buffer[start : start + SNIPPET_CHARS]
+    low, high = max(0, start - SNIPPET_CHARS), min(len(buffer), end + SNIPPET_CHARS)
+    first = start if buffer[start] == "\n" else (buffer.rfind("\n", low, start) + 1 or low)
+    last = end if buffer[end - 1] == "\n" else buffer.find("\n", end, high)
+    last = high if last < 0 else last
+    if last - first <= SNIPPET_CHARS:
+        return buffer[first:last]
     before = (SNIPPET_CHARS - (end - start)) // 2
-    first = max(0, start - before)
+    first = max(first, min(start - before, last - SNIPPET_CHARS))
     return buffer[first : first + SNIPPET_CHARS]
 
 

@@ -122,7 +122,8 @@ def _token(key: str | None, index: int, cut: bool) -> str:
 
 
 def one_address(arguments: type[BaseModel]) -> type[BaseModel]:
-    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window.
+    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window,
+    or `lines` without a way that reads by line.
 
     Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
     so the check sits on the validated model, where pydantic records the fields set; only
@@ -135,6 +136,8 @@ def one_address(arguments: type[BaseModel]) -> type[BaseModel]:
             given = given - {"from_end"}
         if len(given) > 1:
             raise PydanticCustomError("addresses", _wording.addresses_message(set(given)))
+        if getattr(model, "lines", None) is not None and not given & {"line", "from_end"}:
+            raise PydanticCustomError("lines", _wording.LINES_WITHOUT_LINE_MESSAGE)
         return model
 
     validators: dict[str, Any] = {"one_address": model_validator(mode="after")(check)}

@@ -17,6 +17,7 @@ __all__ = [
     "END_SEEN",
     "FETCH_DESCRIPTION",
     "HANDLE_SEEN",
+    "LINES_WITHOUT_LINE_MESSAGE",
     "LINE_SEEN",
     "MARKER_SEEN",
     "NOT_JSON_MESSAGE",
@@ -218,6 +219,10 @@ NOT_JSON_MESSAGE = (
     "too deep to index (about 1,000 levels), or it was checked in before reading by path "
     "existed; read it by offset or by line, or find text with search_result"
 )
+LINES_WITHOUT_LINE_MESSAGE = (
+    "lines counts the whole lines of a read by line or from the end: give it with line "
+    "(the first lines from there) or from_end=true (the last lines), or drop it"
+)
 ADDRESSES = ("offset", "line", "from_end", "path")
 """The ways `fetch_result` addresses a window, in the order its messages name them."""
 _READS_BY = {
@@ -310,17 +315,20 @@ FETCH_DESCRIPTION = (
     "whole lines; a line ends at \\n, and \\r\\n is one break), `from_end=true` (the last "
     "window, without knowing the length), or, for a result that is JSON, `path` (a JSON "
     "Pointer such as '/items/3': one value's exact characters and, for an object or array, "
-    "its members with their types). A footer says where the window is and how to go on; "
-    "the last window ends with an end note."
+    "its members with their types). With `line` or `from_end`, `lines` keeps at most that "
+    "many whole lines (the first from `line`, the last from the end), within `limit`. A "
+    "footer says where the window is and how to go on; the last window ends with an end note."
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "
     '{{"matches": [{{"offset", "line", "snippet"}}], "total_matches", "next_offset"}}, at '
-    "most {matches} matches from `offset` on, each with up to {snippet} characters around "
-    "it. `offset` is in characters, as in fetch_result: fetch the window at a match's offset "
-    "to read it whole. `line` is the match's line, counted from 1 (a line ends at \\n). "
-    "`regex` makes the pattern a regular expression; `ignore_case` ignores case. Pass "
-    "`next_offset` as `offset` for more matches."
+    "most {matches} matches from `offset` on. A snippet is the line the match is on, whole "
+    "when it fits in {snippet} characters, else {snippet} characters of it around the "
+    "match. `offset` is in characters, as in fetch_result: fetch the window at a match's "
+    "offset to read it whole. `line` is the match's line, counted from 1 (a line ends at "
+    "\\n): read on from it with fetch_result(line=...). `regex` makes the pattern a regular "
+    "expression (^ and $ anchor the whole text; (?m) makes them anchor lines); `ignore_case` "
+    "ignores case. Pass `next_offset` as `offset` for more matches."
 )
 
 # -- reading it back (scripted models, the demo, the benchmarks, the tests) ------------------

@@ -23,7 +23,7 @@ import s3claim._wording as _wording
 from s3claim._boundary import refusal_text
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim._json_path import NoIndexError, PathError
-from s3claim._lines import LineWindow, NoLineIndexError
+from s3claim._lines import LineWindow, NoLineIndexError, at_most_lines
 from s3claim._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
@@ -73,6 +73,7 @@ SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
 _LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})
+_LINES_SCHEMA = WithJsonSchema({"title": "Lines", "type": "integer", "minimum": 1})
 
 
 def _schema_default(value: object) -> Any:
@@ -126,11 +127,12 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         limit: Annotated[int, Field(ge=1, le=DEFAULT_FETCH_CHARS, strict=True)] = (
             DEFAULT_FETCH_CHARS
         ),
+        lines: Annotated[int | None, Field(ge=1, strict=True), _LINES_SCHEMA, _no_default] = None,
     ) -> str:
         if path is not None:
             return _read_path(store, context, handle, path, limit)
         if line is not None or from_end:
-            return _read_lines(store, context, handle, line, limit)
+            return _read_lines(store, context, handle, line, limit, lines)
         window = _redeem(
             store,
             context,
@@ -192,16 +194,24 @@ def _redeem(
 
 
 def _read_lines(
-    store: ClaimCheckStore, context: RunContext, handle: str, line: int | None, limit: int
+    store: ClaimCheckStore,
+    context: RunContext,
+    handle: str,
+    line: int | None,
+    limit: int,
+    lines: int | None,
 ) -> str:
-    """`fetch_result(handle, line=N)` or `fetch_result(handle, from_end=True)`."""
+    """`fetch_result(handle, line=N)` or `fetch_result(handle, from_end=True)`, cut to
+    `lines` lines when given (the store reads `limit` characters either way)."""
 
     def read() -> LineWindow:
         if not isinstance(store, LineReadableStore):
             raise NoLineIndexError
         if line is None:
-            return store.read_end(context.scope, handle, limit=limit)
-        return store.read_line(context.scope, handle, line, limit=limit)
+            window = store.read_end(context.scope, handle, limit=limit)
+        else:
+            window = store.read_line(context.scope, handle, line, limit=limit)
+        return window if lines is None else at_most_lines(window, lines, from_end=line is None)
 
     window = _redeem(store, context, handle, None, read)
     return render_lines(window, handle, line=line)

@@ -31,7 +31,13 @@ from s3claim import (
     claim_tools,
 )
 from s3claim._lines import LineWindow
-from s3claim._wording import UNAVAILABLE_MESSAGE, end_note, footer, past_end_note
+from s3claim._wording import (
+    LINES_WITHOUT_LINE_MESSAGE,
+    UNAVAILABLE_MESSAGE,
+    end_note,
+    footer,
+    past_end_note,
+)
 from s3claim.integrations._bridge import Bridge
 
 SCOPE = Scope(tenant="acme", run="r-1")
@@ -155,6 +161,69 @@ class ClaimToolContract(ABC):
         text, is_error = self.call("fetch_result", {"handle": handle, "path": "", "limit": 10})
         assert not is_error and text.startswith(RECORDS[:10] + "\n\n[the document: object")
 
+    def test_lines_keeps_the_first_lines_read_by_line_and_the_footer_goes_on_after_them(
+        self,
+    ) -> None:
+        text, is_error = self.call("fetch_result", {"handle": self.handle, "line": 300, "lines": 3})
+        start, end = TEXT.index("Clause 300."), TEXT.index("Clause 303.")
+        assert (text, is_error) == (
+            f"{TEXT[start:end]}\n\n[lines 300-302 of 399 (characters {start}-{end} of "
+            f"{len(TEXT)}). Call fetch_result with handle='{self.handle}' and line=303 to "
+            "continue.]",
+            False,
+        )
+        # more lines than the window holds: the window as without lines
+        many = self.call("fetch_result", {"handle": self.handle, "line": 300, "lines": 10**6})
+        assert many == self.call("fetch_result", {"handle": self.handle, "line": 300})
+        # lines and limit: whichever ends first
+        text, _ = self.call(
+            "fetch_result", {"handle": self.handle, "line": 1, "lines": 5, "limit": 100}
+        )
+        assert text.startswith(TEXT[: TEXT.index("Clause 3.")] + "\n\n[lines 1-2 of 399")
+
+    def test_lines_from_the_end_keeps_the_last_lines(self) -> None:
+        text, is_error = self.call(
+            "fetch_result", {"handle": self.handle, "from_end": True, "lines": 2}
+        )
+        start = TEXT.index("Clause 398.")
+        assert (text, is_error) == (
+            TEXT[start:]
+            + "\n\n"
+            + end_note(
+                offset=start,
+                end=len(TEXT),
+                total_chars=len(TEXT),
+                total_lines=399,
+                first_line=398,
+                last_line=399,
+            ),
+            False,
+        )
+        handle = self.store.put(SCOPE, "one\ntwo\nthree", ttl_seconds=60)  # no final break
+        text, _ = self.call("fetch_result", {"handle": handle, "from_end": True, "lines": 1})
+        assert text.startswith("three\n\n[end of the result (fetch_result): characters 8-13")
+
+    @pytest.mark.parametrize(
+        "given",
+        [
+            {"lines": 2},
+            {"offset": 5, "lines": 2},
+            {"path": "", "lines": 2},
+            {"from_end": False, "lines": 1},
+        ],
+    )
+    def test_lines_without_line_or_from_end_is_refused(self, given: dict[str, Any]) -> None:
+        refusal = self.error("fetch_result", {"handle": self.handle, **given})
+        assert refusal == {"error": "invalid_arguments", "message": refusal["message"]}
+        assert LINES_WITHOUT_LINE_MESSAGE in refusal["message"]
+        assert self.kinds() == []
+
+    def test_a_search_snippet_is_the_matchs_whole_line(self) -> None:
+        text, _ = self.call("search_result", {"handle": self.handle, "pattern": "term 300."})
+        (match,) = json.loads(text)["matches"]
+        assert match["snippet"] == "Clause 300. The parties agree to term 300."
+        assert match["line"] == 300
+
     @pytest.mark.parametrize(
         ("arguments", "named"),
         [
@@ -169,6 +238,9 @@ class ClaimToolContract(ABC):
             ({"limit": True}, "limit"),
             ({"from_end": "true"}, "from_end"),
             ({"from_end": 1}, "from_end"),
+            ({"line": 2, "lines": 0}, "lines"),
+            ({"line": 2, "lines": "2"}, "lines"),
+            ({"from_end": True, "lines": True}, "lines"),
         ],
     )
     def test_bad_line_limit_and_from_end_are_refused(

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from s3claim._lines import (
     LineWindow,
     NoLineIndexError,
+    at_most_lines,
     count_lines,
     find_line,
     line_index,
@@ -169,6 +170,37 @@ def test_memory_reads_match_the_reference_on_any_text(text: str, line: int, limi
     assert (got.text, got.offset) == expected_line(text, line, limit)
     end = store.read_end(SCOPE, handle, limit=limit)
     assert (end.text, end.offset) == expected_end(text, limit)
+
+
+def _lines_of(text: str) -> list[str]:
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab\r\né"), max_size=80),
+    st.integers(1, 30),
+    st.integers(1, 12),
+    st.integers(1, 6),
+)
+def test_lines_keeps_the_first_or_last_lines_of_the_window(
+    text: str, line: int, limit: int, lines: int
+) -> None:
+    store = MemoryClaimCheckStore()
+    handle = store.put(SCOPE, text, ttl_seconds=60)
+    window = store.read_line(SCOPE, handle, line, limit=limit)
+    got = at_most_lines(window, lines, from_end=False)
+    want, start = expected_line(text, line, limit)
+    if window.whole:
+        want = "".join(_lines_of(want)[:lines])
+    assert (got.text, got.offset, got.first_line) == (want, start, window.first_line)
+    if got.text and got.next_offset is not None and got.whole:
+        assert got.next_line == line + count_lines(got.text)
+    end = at_most_lines(store.read_end(SCOPE, handle, limit=limit), lines, from_end=True)
+    want, start = expected_end(text, limit)
+    kept = "".join(_lines_of(want)[-lines:])
+    assert (end.text, end.offset) == (kept, start + len(want) - len(kept))
+    if end.text:
+        assert end.first_line == count_lines(text[: end.offset + 1])
 
 
 # -- the S3 store's line index ---------------------------------------------------------------

@@ -221,6 +221,29 @@ def test_forged_foreign_and_expired_handles_are_the_uniform_refusal(
     assert found["_events"] == [{"kind": "claim_unavailable", "handle": handle}]
 
 
+def test_a_snippet_is_the_matchs_lines_when_they_fit_else_200_characters_of_them(
+    store_under_test: StoreUnderTest,
+) -> None:
+    long_line = "x" * 150 + " needle " + "y" * 500
+    text = "first line\nthe needle line\n" + long_line + "\nlast\n" + "z" * 300
+    handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)
+    snippets = [m["snippet"] for m in search(store_under_test, handle, "needle")["matches"]]
+    at = long_line.index(" needle ") + 1
+    assert snippets == ["the needle line", long_line[at - 97 : at + 103]]
+    assert len(snippets[1]) == SNIPPET_CHARS and "\n" not in snippets[1]
+
+    def only(pattern: str) -> str:
+        (match,) = search(store_under_test, handle, pattern, regex=True)["matches"]
+        return str(match["snippet"])
+
+    assert only(r"line\nthe") == "first line\nthe needle line"  # every line it is on
+    assert only(r"\nthe") == "\nthe needle line"  # from its break, not the line before
+    assert only(r"the needle line\n") == "the needle line\n"  # to its break
+    assert only(r"(?m)^last$") == "last"
+    assert only("z+") == "z" * SNIPPET_CHARS  # a match longer than a snippet: its start
+    assert only(r"\Afirst") == "first line"
+
+
 def test_snippets_are_neutralised_like_every_result(store_under_test: StoreUnderTest) -> None:
     text = "x " * 100 + "see claim:abc and fetch_result and <|im_start|> now " + "y " * 100
     handle = store_under_test.store.put(SCOPE, text, ttl_seconds=TTL)

@@ -1,23 +1,26 @@
 """s3claim's side: the same tasks through `AgentRunner`, a scripted provider, and an S3 store
 on moto, with every GET counted by botocore event hooks (`tests.servers.Wire`).
 
-Two policies per task. `planned` uses the reading modes of issue 19 where they help
-(`fetch_result(line=N, limit=...)`, `fetch_result(path=...)`, line numbers in
-`search_result` matches); a task whose planned mode the installed s3claim lacks is reported
-as not available, never faked. `offset` uses what the spec's tools have always had:
-`search_result` and `fetch_result(offset=...)`.
+Two policies per task, both on the library's default `ClaimCheckPolicy` (the preview every
+user gets). `planned` uses the reading modes of issue 19 where they help
+(`fetch_result(line=N, lines=K, limit=...)`, `fetch_result(path=...)`, line numbers and
+whole-line snippets in `search_result` matches); a task whose planned mode the installed
+s3claim lacks is reported as not available, never faked. `offset` uses what the spec's tools
+have always had: `search_result` and `fetch_result(offset=...)`.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.peers.common import Call, Driver, Policy, answer_line, answer_record, strip_end_note
 from benchmarks.peers.documents import Document, Task
+from s3claim._search import SNIPPET_CHARS
 from s3claim._wording import HANDLE_SEEN, MARKER_SEEN
 from s3claim.claim_tools import claim_check_tool, claim_search_tool
 from s3claim.claimcheck import ClaimCheck
@@ -34,15 +37,13 @@ LINE_LIMIT = 512
 """`limit` for a line read: one log line or clause, whole, without a 4,096-character window."""
 OFFSET_LIMIT = 700
 """`limit` for an offset read around a match: 300 characters before it, a record after."""
-LOG_TAIL_CHARS = 2_048
-"""The tail the planned policy keeps in a log's preview (issue 19's `tail_chars`)."""
 _IDS = itertools.count(1)
 
 
 def capabilities(fetch: Tool) -> set[str]:
     """The reading modes the installed `fetch_result` offers, from its own schema."""
     properties = fetch.schema["function"]["parameters"].get("properties", {})
-    return {name for name in ("line", "from_end", "path", "limit") if name in properties}
+    return {name for name in ("line", "lines", "from_end", "path", "limit") if name in properties}
 
 
 class NotAvailable(Exception):
@@ -66,19 +67,21 @@ def _line_limit(preview: str) -> int:
     return min(4_096, max(200, 2 * longest))
 
 
-def _record_layout(preview: str, key: str) -> tuple[int, int]:
-    """From an indented preview: how many lines a record's `key` sits below its `{`, and a
-    `limit` that holds the first record whole (twice its length)."""
+def _record_layout(preview: str, key: str) -> tuple[int, int, int]:
+    """From an indented preview: how many lines a record's `key` sits below its `{`, how many
+    lines the first record spans, and a `limit` that holds it whole (twice its length)."""
     lines = preview.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip() == "{" and i > 0), None)
     if first is None:
-        return 0, LINE_LIMIT
+        return 0, 1, LINE_LIMIT
     below = next((i - first for i, line in enumerate(lines) if line.strip().startswith(key)), 0)
     end = next(
         (i for i, line in enumerate(lines) if line.strip() in ("},", "}") and i > first), None
     )
-    size = sum(len(line) + 1 for line in lines[first : end + 1]) if end is not None else 0
-    return max(0, below), min(4_096, max(200, 2 * size)) if size else LINE_LIMIT
+    if end is None:
+        return max(0, below), 1, LINE_LIMIT
+    size = sum(len(line) + 1 for line in lines[first : end + 1])
+    return max(0, below), end - first + 1, min(4_096, max(200, 2 * size))
 
 
 def _tail_in_preview(preview: str) -> str | None:
@@ -114,8 +117,13 @@ def _policy(task: Task, doc: Document, *, planned: bool, modes: set[str]) -> Pol
         got = yield Call("fetch_result", {"handle": handle, "offset": total - 2_000})
         return strip_end_note(got)
     if task.id == "position" and doc.kind == "log":
-        _need(modes if planned else set(), "line", "limit")
-        arguments = {"handle": handle, "line": spec["line"], "limit": _line_limit(preview)}
+        _need(modes if planned else set(), "line", "lines", "limit")
+        arguments = {
+            "handle": handle,
+            "line": spec["line"],
+            "lines": 1,
+            "limit": _line_limit(preview),
+        }
         got = yield Call("fetch_result", arguments)
         return strip_end_note(got).split("\n", 1)[0]
     if task.id == "position" and doc.kind == "json":
@@ -123,26 +131,36 @@ def _policy(task: Task, doc: Document, *, planned: bool, modes: set[str]) -> Pol
         got = yield Call("fetch_result", {"handle": handle, "path": spec["pointer"]})
         return _value_at_start(strip_end_note(got))
     # find (and the contract's clause 37): search, then read where it matched
-    needle = spec["needle"] if task.id == "find" else "\n" + spec["needle"]
-    matches = json.loads((yield _search(handle, needle))).get("matches", [])
+    starts = task.id == "position"
+    if planned:  # clause 37 starts a line: a regex anchored at line starts finds it
+        search = Call(
+            "search_result",
+            {"handle": handle, "pattern": "(?m)^" + re.escape(spec["needle"]), "regex": True}
+            if starts
+            else {"handle": handle, "pattern": spec["needle"]},
+        )
+    else:
+        search = _search(handle, "\n" + spec["needle"] if starts else spec["needle"])
+    matches = json.loads((yield search)).get("matches", [])
     if not matches:
         return None
     hit = matches[0]
     # the snippet may already hold the whole line or record
     if spec["unit"] == "record":
         quoted = answer_record(hit["snippet"], spec["needle"])
+    elif planned:
+        quoted = _snippet_line(hit["snippet"], spec["needle"], starts=starts)
     else:
-        quoted = _whole_line(hit["snippet"], spec["needle"], starts=task.id == "position")
+        quoted = _whole_line(hit["snippet"], spec["needle"], starts=starts)
     if quoted is not None:
         return quoted
     line = hit.get("line")
     head = preview.rsplit("\n\n[", 1)[0]
-    if planned and line is not None and {"line", "limit"} <= modes and "\n" in head:
-        start = line + (1 if needle.startswith("\n") else 0)
-        back, limit = 0, _line_limit(preview)
+    if planned and line is not None and {"line", "lines", "limit"} <= modes and "\n" in head:
+        back, count, limit = 0, 1, _line_limit(preview)
         if spec["unit"] == "record":
-            back, limit = _record_layout(preview, '"customer"')
-        arguments = {"handle": handle, "line": start - back, "limit": limit}
+            back, count, limit = _record_layout(preview, '"customer"')
+        arguments = {"handle": handle, "line": line - back, "lines": count, "limit": limit}
         got = strip_end_note((yield Call("fetch_result", arguments)))
     else:
         arguments = {"handle": handle, "offset": max(0, hit["offset"] - 300)}
@@ -151,7 +169,15 @@ def _policy(task: Task, doc: Document, *, planned: bool, modes: set[str]) -> Pol
         got = strip_end_note((yield Call("fetch_result", arguments)))
     if spec["unit"] == "record":
         return answer_record(got, spec["needle"])
-    return answer_line(got, spec["needle"], starts=task.id == "position")
+    return answer_line(got, spec["needle"], starts=starts)
+
+
+def _snippet_line(snippet: str, needle: str, *, starts: bool) -> str | None:
+    """The line holding `needle`, when the snippet is that whole line (shorter than
+    SNIPPET_CHARS: `search_result` cuts only a longer line)."""
+    if len(snippet) >= SNIPPET_CHARS:
+        return None
+    return answer_line(snippet, needle, starts=starts)
 
 
 def _whole_line(snippet: str, needle: str, *, starts: bool) -> str | None:
@@ -164,14 +190,6 @@ def _whole_line(snippet: str, needle: str, *, starts: bool) -> str | None:
     if begin < 0 or end < 0:
         return None
     return answer_line(snippet[begin + 1 : end], needle.lstrip("\n"), starts=starts)
-
-
-def _check_in_policy(doc: Document, policy: str) -> ClaimCheckPolicy:
-    """The default policy; for the log under the planned policy, a tail in the preview too
-    (`tail_chars`), when the installed s3claim has it."""
-    if policy == "planned" and doc.kind == "log" and "tail_chars" in ClaimCheckPolicy.model_fields:
-        return ClaimCheckPolicy.model_validate({"tail_chars": LOG_TAIL_CHARS})
-    return ClaimCheckPolicy()
 
 
 class _Provider:
@@ -213,7 +231,7 @@ def run(bench: Bench, docs: Sequence[Document], policy: str) -> list[dict[str, A
                 runner = AgentRunner(
                     provider=_Provider(driver),
                     tools=registry.view(),
-                    claim_check=ClaimCheck(store, policy=_check_in_policy(doc, policy)),
+                    claim_check=ClaimCheck(store, policy=ClaimCheckPolicy()),
                 )
                 note = ""
                 wire.clear()

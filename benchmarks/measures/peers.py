@@ -188,9 +188,9 @@ def run(bench: Bench) -> Section:
     )
     notes += [
         "Versions: " + ", ".join(versions) + ". Issue-19 modes the installed s3claim "
-        f"has: {', '.join(sorted(modes)) or 'none'}. Under the planned policy the log's "
-        f"preview keeps a {s3claim_side.LOG_TAIL_CHARS:,}-character tail where "
-        "`tail_chars` exists.",
+        f"has: {', '.join(sorted(modes)) or 'none'}. Both s3claim arms check in with the "
+        "default `ClaimCheckPolicy` (no tail in the preview), as every peer runs on its "
+        "defaults.",
         "Context characters count the preview the system left in place of the document plus "
         "every read result, as the model received them; read calls leave out the tool that "
         "produced the document. Bytes read: s3claim's GetObject response bodies on moto "

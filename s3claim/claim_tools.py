@@ -22,7 +22,7 @@ from pydantic import Field, WithJsonSchema
 import s3claim._wording as _wording
 from s3claim._boundary import refusal_text
 from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim._json_path import NoIndexError, PathError
+from s3claim._json_path import NoIndexError, PathError, PathRead
 from s3claim._lines import LineWindow, NoLineIndexError, at_most_lines
 from s3claim._search import (
     MAX_MATCHES,
@@ -147,7 +147,7 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
     return replace(built, arguments=one_address(built.arguments), check_in=False, redeems=store)
 
 
-_W = TypeVar("_W", Window, LineWindow)
+_W = TypeVar("_W", Window, LineWindow, PathRead)
 
 
 def _redeem(
@@ -161,6 +161,7 @@ def _redeem(
 
     `offset` is None when the mode finds the window's start (a line, the end): the
     telemetry then records where the window turned out to start, as it does the offset.
+    A read by path starts where its value does.
     """
     known = handle if is_handle(handle) else None
     with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
@@ -176,16 +177,23 @@ def _redeem(
             raise ToolError(
                 "cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE, own_words=True
             ) from None
+        except PathError as exc:
+            op.outcome = exc.kind
+            raise ToolError(exc.kind, exc.message) from None
+        except NoIndexError:
+            op.outcome = "not_json"
+            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE, own_words=True) from None
         except Exception as exc:  # a store fault is told to the model, never the run's end
             op.outcome = "failed"
             _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
             context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
             raise _store_failed(exc) from None
-        op.set(window_offset=window.offset, window_chars=len(window.text))
+        start = window.start if isinstance(window, PathRead) else window.offset
+        op.set(window_offset=start, window_chars=len(window.text))
     context.emit(
         ClaimFetched(
             handle=handle,
-            offset=window.offset,
+            offset=start,
             chars=len(window.text),
             total_chars=window.total_chars,
         )
@@ -221,37 +229,14 @@ def _read_path(
     store: ClaimCheckStore, context: RunContext, handle: str, path: str, limit: int
 ) -> str:
     """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
-    known = handle if is_handle(handle) else None
+
+    def read() -> PathRead:
+        if not isinstance(store, PathReadableStore):
+            raise NoIndexError
+        return store.read_path(context.scope, handle, path, limit=limit)
+
     # A read by path is a fetch like any other: one span, one audit record (never the path).
-    with fetch_operation(store, context.scope, handle=known, offset=0) as op:
-        try:
-            if known is None or not isinstance(store, PathReadableStore):
-                raise ClaimUnavailableError if known is None else NoIndexError
-            answer = store.read_path(context.scope, handle, path, limit=limit)
-        except ClaimUnavailableError:
-            op.outcome = "unavailable"
-            raise _unavailable(context, known) from None
-        except PathError as exc:
-            op.outcome = exc.kind
-            raise ToolError(exc.kind, exc.message) from None
-        except NoIndexError:
-            op.outcome = "not_json"
-            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE, own_words=True) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            op.outcome = "failed"
-            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
-        op.set(window_offset=answer.start, window_chars=len(answer.text))
-    context.emit(
-        ClaimFetched(
-            handle=handle,
-            offset=answer.start,
-            chars=len(answer.text),
-            total_chars=answer.total_chars,
-        )
-    )
-    return render_path(answer, handle)
+    return render_path(_redeem(store, context, handle, 0, read), handle)
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:

@@ -98,9 +98,11 @@ def test_claim_check_tool_is_fetch_result_and_is_never_checked_in() -> None:
         "from_end",
         "path",
         "limit",
+        "lines",
     }
     assert params["properties"]["offset"]["minimum"] == 0
     assert params["properties"]["line"] == {"minimum": 1, "title": "Line", "type": "integer"}
+    assert params["properties"]["lines"] == {"minimum": 1, "title": "Lines", "type": "integer"}
     limit = params["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 4096, 4096)
     assert "\\r\\n is one break" in fetch.description

@@ -287,3 +287,75 @@ def test_the_threaded_async_face_reads_by_line_from_the_end_and_by_path() -> Non
     assert line.text == "ERROR: the end\r\n" and line.next_offset is None
     assert end.text == "line 2999: ok\nERROR: the end\r\n" and end.first_line == 2999
     assert value.text == '{"id": 1}'
+
+
+CHILD = Scope(tenant="acme", run="child-1")
+
+
+def test_hand_off_through_the_async_faces_runs_on_workers_and_reads_in_the_child_only(
+    s3: Any, bucket: str
+) -> None:
+    from s3claim import AsyncS3ClaimCheckStore, ClaimUnavailableError
+
+    senders: set[int] = set()
+    s3.meta.events.register("before-send.s3.*", lambda **_: senders.add(threading.get_ident()))
+    store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    aclaim = AsyncClaimCheck(ClaimCheck(store))
+    text, grandchild_run = contract(), Scope(tenant="acme", run="child-2")
+
+    async def main() -> tuple[int, tuple[str, str]]:
+        checked = await aclaim.check_in(text, tool="read", scope=SCOPE)
+        assert checked.handle is not None
+        child = await aclaim.hand_off(checked.handle, scope=SCOPE, to=CHILD)
+        with pytest.raises(ValueError, match="within its tenant"):
+            await aclaim.hand_off(checked.handle, scope=SCOPE, to=Scope("globex", "r"))
+        async with AsyncS3ClaimCheckStore(store) as astore:
+            grandchild = await astore.hand_off(CHILD, child, to=grandchild_run, ttl_seconds=TTL)
+            read = (
+                (await astore.fetch(CHILD, child, 100, 50)).text,
+                (await astore.fetch(grandchild_run, grandchild, 0, 40)).text,
+            )
+            for scope, handle in ((SCOPE, child), (CHILD, checked.handle), (SCOPE, grandchild)):
+                with pytest.raises(ClaimUnavailableError):
+                    await astore.fetch(scope, handle)
+            with pytest.raises(ClaimUnavailableError):  # the parent's scope cannot redeem it
+                await astore.hand_off(SCOPE, child, to=grandchild_run, ttl_seconds=TTL)
+            with pytest.raises(ValueError, match="within its tenant"):
+                await astore.hand_off(SCOPE, checked.handle, to=Scope("globex", "r"), ttl_seconds=1)
+        return threading.get_ident(), read
+
+    loop_thread, read = asyncio.run(main())
+    assert read == (text[100:150], text[:40])
+    assert senders and loop_thread not in senders  # the HEADs and copies went from workers
+
+
+class _PlainStore:
+    """The three operations of a store and nothing more (no hand-off)."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryClaimCheckStore()
+
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+        return self._inner.put(scope, content, ttl_seconds=ttl_seconds)
+
+    def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window:
+        return self._inner.fetch(scope, handle, offset, limit)
+
+    def forget(self, *, tenant: str, run: str | None = None) -> int:
+        return self._inner.forget(tenant=tenant, run=run)
+
+
+def test_the_threaded_async_face_hands_off_what_its_store_can() -> None:
+    astore, plain = ThreadedAsyncStore(MemoryClaimCheckStore()), ThreadedAsyncStore(_PlainStore())
+
+    async def main() -> str:
+        handle = await astore.put(SCOPE, "shared with a sub-agent", ttl_seconds=TTL)
+        child = await astore.hand_off(SCOPE, handle, to=CHILD, ttl_seconds=TTL)
+        other = await plain.put(SCOPE, "kept", ttl_seconds=TTL)
+        with pytest.raises(TypeError, match="_PlainStore cannot hand claims off"):
+            await plain.hand_off(SCOPE, other, to=CHILD, ttl_seconds=TTL)
+        return (await astore.fetch(CHILD, child)).text
+
+    assert asyncio.run(main()) == "shared with a sub-agent"

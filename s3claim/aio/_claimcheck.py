@@ -1,4 +1,4 @@
-"""AsyncClaimCheck: check-in for coroutines, off the event loop."""
+"""AsyncClaimCheck: check-in and hand-off for coroutines, off the event loop."""
 
 from __future__ import annotations
 
@@ -28,6 +28,14 @@ class AsyncClaimCheck:
     async def check_in(self, content: str, *, tool: str, scope: Scope) -> CheckIn:
         """`ClaimCheck.check_in`; store failures propagate as they do there."""
         return await self._workers.run(self.claim_check.check_in, content, tool=tool, scope=scope)
+
+    async def hand_off(
+        self, handle: str, *, scope: Scope, to: Scope, ttl_seconds: int | None = None
+    ) -> str:
+        """`ClaimCheck.hand_off` (a claim of `scope` readable in `to`), on a worker."""
+        return await self._workers.run(
+            self.claim_check.hand_off, handle, scope=scope, to=to, ttl_seconds=ttl_seconds
+        )
 
     def __repr__(self) -> str:
         return f"AsyncClaimCheck({self.claim_check!r}, max_workers={self._workers.max_workers})"

@@ -9,6 +9,7 @@ from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
+    HandOffStore,
     LineReadableStore,
     PathReadableStore,
     Window,
@@ -69,6 +70,15 @@ class ThreadedAsyncStore:
             raise TypeError(f"{type(self.store).__name__} cannot read by path")
         store: PathReadableStore = self.store
         return await self._workers.run(store.read_path, scope, handle, pointer, limit=limit)
+
+    async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """`HandOffStore.hand_off` of the wrapped store, on a worker."""
+        if not isinstance(self.store, HandOffStore):
+            raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
+        store: HandOffStore = self.store
+        return await self._workers.run(
+            store.hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
+        )
 
     def _lines(self) -> LineReadableStore:
         if not isinstance(self.store, LineReadableStore):

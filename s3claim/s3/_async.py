@@ -8,7 +8,8 @@ and scope checks, the format), and so is the retry policy (`request_async`). The
 (`read_end`, one suffix-range GET) is sent from the loop the same way; reads by line and by
 path, a few ranged GETs each, run through the sync store on worker threads. `put` and
 `forget` run on worker threads through the sync store: a check-in serialises and hashes the
-whole result (milliseconds of CPU that must stay off the loop), and erasure is rare.
+whole result (milliseconds of CPU that must stay off the loop), and erasure is rare. So does
+`hand_off`: a few requests, none of them a body.
 
 The async client is built, on first use in the running loop, from the sync store's client:
 its endpoint, region, configuration and credentials (botocore keeps those on the client's
@@ -93,6 +94,10 @@ class AsyncS3ClaimCheckStore:
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._threads.forget(tenant=tenant, run=run)
+
+    async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """The sync store's `hand_off` (a HeadObject and server-side copies), on a worker."""
+        return await self._threads.hand_off(scope, handle, to=to, ttl_seconds=ttl_seconds)
 
     @traced_fetch_async
     async def fetch(

@@ -223,3 +223,30 @@ def test_the_child_reads_by_line_from_its_own_copy_of_the_line_index(setup: Any)
         assert CONTRACT[window.offset :].startswith(window.text)
     if client is not None:
         assert sent == ["GetObject", "GetObject"] * 2  # an index block, then the window
+
+
+def test_the_child_reads_from_the_end_with_the_requests_the_parent_does(setup: Any) -> None:
+    """The copy's blocks keep the tags of the original's key: a suffix read checks them
+    against that key, as a read by offset does (it was refused as damaged before)."""
+    claim_check, _, client = setup
+    handle = claim_check.store.put(PARENT, CONTRACT, ttl_seconds=60)
+    child = claim_check.hand_off(handle, scope=PARENT, to=CHILD)
+    grandchild_scope = Scope("acme", "checker-3")
+    grandchild = claim_check.hand_off(child, scope=CHILD, to=grandchild_scope)
+    sent: list[str] = []
+    if client is not None:
+        client.meta.events.register(
+            "before-call.s3", lambda event_name, **_: sent.append(event_name.rsplit(".", 1)[-1])
+        )
+    parents = claim_check.store.read_end(PARENT, handle, limit=300)  # type: ignore[attr-defined]
+    parent_sent, sent[:] = list(sent), []
+    for scope, h in ((CHILD, child), (grandchild_scope, grandchild)):
+        window = claim_check.store.read_end(scope, h, limit=300)  # type: ignore[attr-defined]
+        assert (window.text, window.offset) == (parents.text, parents.offset)
+        assert CONTRACT.endswith(window.text) and window.total_chars == len(CONTRACT)
+        assert sent == parent_sent  # one suffix GET on moto (s3rver: one more, the explicit range)
+        sent.clear()
+    with pytest.raises(ClaimUnavailableError):
+        claim_check.store.read_end(PARENT, child, limit=300)  # type: ignore[attr-defined]
+    if client is not None:
+        assert parent_sent and set(parent_sent) == {"GetObject"} and len(parent_sent) <= 2

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import s3claim.s3._format as _format
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import handle_width, is_handle
+from s3claim.s3._format import ClaimMeta
 from s3claim.s3._layout import Layout
 from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, Seal, block_span, sealed_size
 from s3claim.scope import Scope
@@ -30,23 +31,40 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class WindowRead:
-    """One fetch, planned: the object, the run that may read it, and the bytes to ask for."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ClaimRead:
+    """A read of one claim object: its key, the run that may read it, and its seals."""
 
     key: str
     run_tag: str
     width: int
-    offset: int
-    limit: int
-    """Characters to read; 0 when `offset` lies past what any object can hold."""
     seal: Seal = field(repr=False, compare=False)
     layout: Layout = field(repr=False, compare=False)
 
-    def blocks_seal(self, meta: _format.ClaimMeta) -> Seal:
+    def checked(self, raw_meta: Mapping[str, str], *, now: float, operation: str) -> ClaimMeta:
+        """The object's metadata, once every check on it has passed (`checked_meta`)."""
+        return checked_meta(
+            raw_meta,
+            seal=self.seal,
+            run_tag=self.run_tag,
+            width=self.width,
+            now=now,
+            operation=operation,
+        )
+
+    def blocks_seal(self, meta: ClaimMeta) -> Seal:
         """The seal of the body's blocks: the object's own, or (a claim handed off by copy)
         the one of the key its sealed metadata names."""
         return self.seal if meta.blocks_key is None else self.layout.seal(meta.blocks_key)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowRead(_ClaimRead):
+    """One fetch, planned: the object, the run that may read it, and the bytes to ask for."""
+
+    offset: int
+    limit: int
+    """Characters to read; 0 when `offset` lies past what any object can hold."""
 
     @property
     def past_any_object(self) -> bool:
@@ -98,7 +116,7 @@ def plan_read(layout: Layout, scope: Scope, handle: str, offset: int, limit: int
 
 def checked_meta(
     raw_meta: Mapping[str, str], *, seal: Seal, run_tag: str, width: int, now: float, operation: str
-) -> _format.ClaimMeta:
+) -> ClaimMeta:
     """The claim's metadata once its seal holds, its run and expiry allow the read, and its
     width is the handle's; nothing of an object is used before its seal is checked."""
     meta = _format.parse_metadata(raw_meta, operation=operation)
@@ -125,14 +143,7 @@ def window_of(
     block, first, last = read.span
     if answered is not None and answered[2] and answered[0] != first:
         raise ClaimStoreError("GetObject: the server answered another range", reason="damaged")
-    meta = checked_meta(
-        raw_meta,
-        seal=read.seal,
-        run_tag=read.run_tag,
-        width=read.width,
-        now=now,
-        operation="GetObject",
-    )
+    meta = read.checked(raw_meta, now=now, operation="GetObject")
     stored = sealed_size(meta.chars * read.width)
     # s3rver answers `bytes=0-0` with the whole object: keep what was asked for.
     data = data[: last + 1 - first]
@@ -156,21 +167,14 @@ def window_of(
 
 def empty_window_of(read: WindowRead, raw_meta: Mapping[str, str], *, now: float) -> Window:
     """The empty window at or past the end, from the object's metadata (a HEAD's)."""
-    meta = checked_meta(
-        raw_meta,
-        seal=read.seal,
-        run_tag=read.run_tag,
-        width=read.width,
-        now=now,
-        operation="HeadObject",
-    )
+    meta = read.checked(raw_meta, now=now, operation="HeadObject")
     if read.offset < meta.chars:
         raise ClaimStoreError("GetObject: range refused inside the object's size", reason="damaged")
     return Window.of("", offset=read.offset, total_chars=meta.chars, total_lines=meta.lines)
 
 
-@dataclass(frozen=True, slots=True)
-class TailRead:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TailRead(_ClaimRead):
     """The last `chars` characters of a claim whose length is not known: one suffix range.
 
     The range is wide enough that, once the partial block at its start is dropped, the whole
@@ -178,11 +182,7 @@ class TailRead:
     longer than the object with the whole object.
     """
 
-    key: str
-    run_tag: str
-    width: int
     chars: int
-    seal: Seal = field(repr=False, compare=False)
 
     @property
     def suffix_bytes(self) -> int:
@@ -209,7 +209,14 @@ def plan_tail(layout: Layout, scope: Scope, handle: str, chars: int) -> TailRead
         raise ClaimUnavailableError
     key = layout.object_key(scope, handle)
     width = handle_width(handle)
-    return TailRead(key, layout.run_tag(scope), width, chars, layout.seal(key))
+    return TailRead(
+        key=key,
+        run_tag=layout.run_tag(scope),
+        width=width,
+        chars=chars,
+        seal=layout.seal(key),
+        layout=layout,
+    )
 
 
 def tail_window_of(
@@ -221,14 +228,7 @@ def tail_window_of(
     now: float,
 ) -> Window:
     """The last characters a suffix GetObject answer holds, once every check has passed."""
-    meta = checked_meta(
-        raw_meta,
-        seal=read.seal,
-        run_tag=read.run_tag,
-        width=read.width,
-        now=now,
-        operation="GetObject",
-    )
+    meta = read.checked(raw_meta, now=now, operation="GetObject")
     stored = sealed_size(meta.chars * read.width)
     answered = _format.content_range(content_range)
     first = answered[0] if answered is not None and answered[2] else 0
@@ -237,7 +237,9 @@ def tail_window_of(
             "GetObject: stored length disagrees with the object's size", reason="damaged"
         )
     block = -(-first // UNIT_BYTES)  # the first whole block in the answer
-    content = read.seal.open_blocks(
+    content = read.blocks_seal(
+        meta
+    ).open_blocks(  # a handed-off copy's: the original's
         data[block * UNIT_BYTES - first :], first=block, operation="GetObject"
     )
     start_char = block * BLOCK_BYTES // read.width

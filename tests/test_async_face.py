@@ -315,6 +315,10 @@ def test_hand_off_through_the_async_faces_runs_on_workers_and_reads_in_the_child
                 (await astore.fetch(CHILD, child, 100, 50)).text,
                 (await astore.fetch(grandchild_run, grandchild, 0, 40)).text,
             )
+            # The copies' blocks keep the original's tags: the loop's suffix read checks them.
+            end = await astore.read_end(grandchild_run, grandchild, limit=200)
+            assert text.endswith(end.text) and end.total_chars == len(text)
+            assert text[end.offset - 1] == "\n" and 0 < len(end.text) <= 200  # from a line start
             for scope, handle in ((SCOPE, child), (CHILD, checked.handle), (SCOPE, grandchild)):
                 with pytest.raises(ClaimUnavailableError):
                     await astore.fetch(scope, handle)

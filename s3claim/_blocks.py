@@ -2,8 +2,9 @@
 
 A handle's content digest is the SHA-256 of these digests (`s3claim.handles`), and the S3
 store's seal tags each stored block with a MAC of the block's digest (`s3claim.s3._seal`).
-For ASCII text the stored body is the UTF-8, so a check-in hashes its bytes once for both:
-half the hashing of a digest of the whole text beside a MAC of every block.
+For ASCII text the stored body is the UTF-8, so a check-in hashes its bytes once for both
+(the S3 store takes them as it lays the body out, `s3claim.s3._seal.laid_out`): half the
+hashing of a digest of the whole text beside a MAC of every block.
 
 Above `SPLIT_BYTES` the second half of the blocks is hashed on a worker thread: hashlib
 lets go of the GIL for each block, so the two halves run on two cores.

@@ -61,10 +61,11 @@ def count_lines(text: str) -> int:
 def line_starts(text: str, typecode: str = "Q") -> array[int]:
     """The start of every line after the first, in characters ("Q": any length).
 
-    `str.find` from break to break (a memchr in C, and one small int a line): faster than
-    the regex engine's matches (a third on a log) and than a split with a running sum.
+    `str.find` from break to break (a memchr in C): faster than the regex engine's matches
+    (a third on a log) and than a split with a running sum. Appended to the array as found,
+    4 bytes a line ("I") where a list would hold an int object of 36 a line until the end.
     """
-    starts: list[int] = []
+    starts = array(typecode)
     add, find = starts.append, text.find
     at = find("\n") + 1
     while at:
@@ -72,7 +73,7 @@ def line_starts(text: str, typecode: str = "Q") -> array[int]:
         at = find("\n", at) + 1
     if starts and starts[-1] >= len(text):  # a break at the very end starts no line
         starts.pop()
-    return array(typecode, starts)
+    return starts
 
 
 def counted_index(text: str) -> tuple[int, bytes | None]:

@@ -434,3 +434,63 @@ def test_the_listing_marks_a_claim_whose_seal_fails_as_damaged(bucket: Bucket) -
         forged, bucket.key.run_tag(SCOPE), chars=0, expires_at=0, damaged=True
     )
     assert list(bucket.store.claims(tenant=SCOPE.tenant, run=SCOPE.run)) == list(listed.values())
+
+
+@pytest.mark.parametrize(
+    ("unit", "chars"),
+    [
+        ("a", 0),
+        ("a", 1),
+        ("a", 4095),
+        ("a", 4096),
+        ("a", 4097),
+        ("é", 9000),
+        ("日", 3000),
+        ("😀", 2049),
+    ],
+)
+def test_a_stored_claim_is_its_encoding_in_blocks_each_followed_by_its_tag(
+    bucket: Bucket, unit: str, chars: int
+) -> None:
+    """The body a check-in lays out block by block, read back raw and recomputed by hand:
+    ASCII and Latin-1 at 1 byte a character, the BMP at 2, the rest at 4."""
+    content = (unit + "\n") * (chars // 2) + unit * (chars % 2)
+    handle = bucket.store.put(SCOPE, content, ttl_seconds=TTL)
+    width = int(handle[len("claim:")])
+    encoded = content.encode({1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[width])
+    assert width == {"a": 1, "é": 1, "日": 2, "😀": 4}[unit]
+    object_key = bucket.store.layout.object_key(SCOPE, handle)
+    stored = bucket.client.get_object(Bucket=bucket.name, Key=object_key)["Body"].read()
+    assert len(stored) == sealed_size(len(encoded))
+    subkey = bucket.key.subkey("seal", object_key)
+    blocks = [encoded[at : at + BLOCK_BYTES] for at in range(0, len(encoded), BLOCK_BYTES)]
+    expected = b""
+    for index, block in enumerate(blocks):
+        digest = hashlib.sha256(block).digest()
+        mac = hmac.new(subkey, b"block" + index.to_bytes(8, "big") + digest, hashlib.sha256)
+        expected += block + mac.digest()[:TAG_BYTES]
+    assert stored == expected
+
+
+def test_an_ascii_check_in_holds_one_copy_of_its_body(s3rver_client: Any) -> None:
+    """The body is encoded block by block straight into the buffer that is sent: a check-in
+    of 8 Mi ASCII characters allocates about that once (encoding it whole and then joining
+    blocks and tags into a second buffer allocated it twice). s3rver runs in a child process,
+    so what is traced is the client's alone."""
+    import tracemalloc
+
+    name = f"memory-{uuid.uuid4().hex}"
+    s3rver_client.create_bucket(Bucket=name)
+    store = S3ClaimCheckStore(name, handle_key=HandleKey.generate(), client=s3rver_client)
+    line = "{:>8}: " + "all is well, " * 9 + "\n"  # 128 characters: an index of 256 KiB
+    content = "".join(map(line.format, range(65_536)))
+    store.put(SCOPE, "warm", ttl_seconds=TTL)  # connections and code paths, untraced
+    tracemalloc.start()
+    try:
+        store.put(SCOPE, content, ttl_seconds=TTL)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    body = sealed_size(len(content))
+    # The rest: the line index, and the pieces botocore reads to hash and send (1 MiB each).
+    assert body <= peak < 1.5 * body  # encoded whole, then joined: 2.35 times

@@ -7,6 +7,7 @@ settings (`_config.bucket_arguments`) and checked the same way here.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -31,12 +32,50 @@ from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
 from s3claim.scope import Scope
 
 if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import HeadObjectOutputTypeDef
 
 __all__ = ["InBucket"]
 
 _T = TypeVar("_T")
+
+
+class BodyFile(io.RawIOBase):
+    """A request body as botocore reads it: a file over the buffer, read in pieces, never
+    copied whole (as a bytearray body is not), and with a repr that shows none of it (botocore
+    logs a request's parameters at DEBUG, and a bytearray's repr is its content)."""
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        super().__init__()
+        self._view, self._at = memoryview(data), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: len(self._view)}[whence]
+        self._at = min(max(0, base + offset), len(self._view))
+        return self._at
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = len(self._view) if size is None or size < 0 else self._at + size
+        piece = bytes(self._view[self._at : end])
+        self._at += len(piece)
+        return piece
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        into = memoryview(buffer).cast("B")
+        piece = self._view[self._at : self._at + len(into)]
+        into[: len(piece)] = piece
+        self._at += len(piece)
+        return len(piece)
 
 
 class InBucket:
@@ -158,7 +197,7 @@ class InBucket:
         return True
 
     def _write(
-        self, key: str, body: bytes, content_type: str, meta: dict[str, str], days: int
+        self, key: str, body: bytes | bytearray, content_type: str, meta: dict[str, str], days: int
     ) -> None:
         """One unconditional PutObject of an object beside a claim (an index), tagged and
         encrypted as the claim is."""
@@ -167,7 +206,7 @@ class InBucket:
             self._client.put_object(
                 Bucket=self._bucket,
                 Key=key,
-                Body=body,
+                Body=BodyFile(body),  # type: ignore[arg-type]  # a file; the stubs say IO
                 ContentType=content_type,
                 Metadata=meta,
                 Tagging=tagging(days),

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
-from s3claim.s3._seal import content_bytes_within
+from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
 
 __all__ = [
     "CONTENT_TYPES",
@@ -47,7 +47,7 @@ __all__ = [
     "check_metadata_size",
     "content_range",
     "decode",
-    "encode",
+    "laid_out_body",
     "max_chars",
     "metadata",
     "metadata_bytes",
@@ -122,9 +122,13 @@ def max_chars(width: int) -> int:
     return content_bytes_within(MAX_OBJECT_BYTES) // width
 
 
-def encode(content: str, width: int) -> bytes:
-    """The body at `width` (which `content_width` chose, so every character fits)."""
-    return content.encode(ENCODINGS[width])
+def laid_out_body(content: str, width: int) -> tuple[bytearray, list[bytes]]:
+    """The body at `width` (which `content_width` chose, so every character fits) as stored,
+    tag slots empty, and its blocks' digests: each `BLOCK_BYTES // width` characters are
+    encoded on their own, straight into place (`_seal.laid_out`)."""
+    step, encoding = BLOCK_BYTES // width, ENCODINGS[width]
+    blocks = (content[at : at + step].encode(encoding) for at in range(0, len(content), step))
+    return laid_out(blocks, width * len(content))
 
 
 def decode(body: bytes, width: int, *, operation: str) -> str:

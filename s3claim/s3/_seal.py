@@ -11,11 +11,11 @@ object per operation; then two seals, one for each way an object is read:
   `s3claim-*` field, names and values. An object read whole seals its body into the metadata
   too (`s3claim-body`, the body's SHA-256), so one check covers both and a HEAD alone can
   still check the fields. Fields of other names are never read, so they are not sealed.
-- **Blocks** (`Seal.blocks`, `Seal.open_blocks`, `BlockStream`): a body read in ranges is
-  stored as blocks of `BLOCK_BYTES`, each followed by a `TAG_BYTES` tag (MAC of the block's
-  index and SHA-256: the digests a check-in of ASCII text has already made for its handle,
-  `s3claim._blocks`, so its bytes are hashed once). The ranged GET of the blocks around a
-  window carries their tags with them: no extra request, and nothing is returned from a
+- **Blocks** (`Seal.blocks`, or `laid_out` then `Seal.tag`; `Seal.open_blocks`, `BlockStream`):
+  a body read in ranges is stored as blocks of `BLOCK_BYTES`, each followed by a `TAG_BYTES`
+  tag (MAC of the block's index and SHA-256: for ASCII text the digests its handle is made
+  of, so a check-in hashes its bytes once, as it lays them out). The ranged GET of the blocks
+  around a window carries their tags with them: no extra request, and nothing is returned from a
   block whose tag fails. The index in the tag keeps blocks in their place; the sealed length
   (the metadata's) keeps the object whole.
 
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from s3claim._blocks import BLOCK_BYTES, block_digests
+from s3claim._blocks import BLOCK_BYTES
 from s3claim.errors import ClaimStoreError
 from s3claim.handles import HandleKey
 
@@ -50,6 +50,7 @@ __all__ = [
     "Seal",
     "block_span",
     "content_bytes_within",
+    "laid_out",
     "sealed_size",
 ]
 
@@ -84,6 +85,27 @@ def block_span(first_byte: int, end_byte: int) -> tuple[int, int, int]:
     first = first_byte // BLOCK_BYTES
     last = max(first, (end_byte - 1) // BLOCK_BYTES)
     return first, first * _UNIT, (last + 1) * _UNIT - 1
+
+
+def laid_out(
+    blocks: Iterable[bytes | memoryview], content_bytes: int
+) -> tuple[bytearray, list[bytes]]:
+    """A body of `content_bytes` as stored, its tag slots left empty for `Seal.tag`, and the
+    SHA-256 of each block, taken as the block is placed (every block whole but the last).
+
+    One buffer, written once: a large check-in that encoded its content whole and then
+    joined blocks and tags into a second buffer paid for twice the fresh pages (16,000 page
+    faults at 16 Mi ASCII characters, a third of the check-in's own work).
+    """
+    stored = bytearray(sealed_size(content_bytes))
+    view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0
+    for block in blocks:
+        digests.append(sha256(block).digest())
+        view[at : at + len(block)] = block
+        at += len(block) + TAG_BYTES
+    if at != len(stored):
+        raise ValueError(f"blocks of {at} stored bytes laid out for {len(stored)}")
+    return stored, digests
 
 
 def _damaged(operation: str, what: str = _SEAL_FAILED) -> ClaimStoreError:
@@ -156,17 +178,19 @@ class Seal:
         outer.update(inner.digest())
         return outer.digest()[:TAG_BYTES]
 
-    def blocks(self, body: bytes, *, digests: Sequence[bytes] | None = None) -> bytes:
-        """The body as stored: each block followed by its tag.
-
-        `digests`: the body's `block_digests`, when the caller has made them already.
-        """
+    def blocks(self, body: bytes) -> bytearray:
+        """The body as stored: each block followed by its tag."""
         view = memoryview(body)
-        parts: list[bytes | memoryview] = []
-        digests = block_digests(body) if digests is None else digests
-        for index, start in enumerate(range(0, len(body), BLOCK_BYTES)):
-            parts += (view[start : start + BLOCK_BYTES], self._tag(index, digests[index]))
-        return b"".join(parts)
+        blocks = (view[at : at + BLOCK_BYTES] for at in range(0, len(body), BLOCK_BYTES))
+        return self.tag(*laid_out(blocks, len(body)))
+
+    def tag(self, stored: bytearray, digests: Sequence[bytes]) -> bytearray:
+        """Fill the tag slots of a body `laid_out` with these digests, in place."""
+        view = memoryview(stored)
+        for index, digest in enumerate(digests):
+            at = min((index + 1) * _UNIT, len(stored)) - TAG_BYTES  # the last block may be short
+            view[at : at + TAG_BYTES] = self._tag(index, digest)
+        return stored
 
     def open_blocks(self, data: bytes, *, first: int, operation: str) -> bytes:
         """The content of consecutive stored blocks from block `first`, every tag checked.

@@ -39,12 +39,12 @@ from pydantic import SecretStr
 
 import s3claim.s3._format as _format
 from s3claim._background import Background
-from s3claim._blocks import block_digests, digest_of
+from s3claim._blocks import digest_of
 from s3claim._lines import counted_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
-from s3claim.s3._bucket import InBucket
+from s3claim.s3._bucket import BodyFile, InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
@@ -130,12 +130,11 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         days = day_class(ttl_seconds, self._classes)
-        # ASCII is its own UTF-8 and its own Latin-1 body: encoded once, its blocks hashed
-        # once, for the handle and the seal's tags both (`s3claim._blocks`).
-        ascii_body = content.encode("ascii") if content.isascii() else None
-        digests = block_digests(ascii_body) if ascii_body is not None else None
+        # ASCII is its own UTF-8 and its own Latin-1 body: laid out once, its blocks hashed
+        # as they are placed, for the handle and the seal's tags both.
+        laid = _format.laid_out_body(content, 1) if content.isascii() else None
         handle = self._key.handle(
-            scope, content, digest=digest_of(digests) if digests is not None else None
+            scope, content, digest=digest_of(laid[1]) if laid is not None else None
         )
         width = handle_width(handle)
         if len(content) > _format.max_chars(width):
@@ -167,14 +166,15 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
         # refresh that finds nothing (forgotten or collected meanwhile) writes again.
         refresh_first, indexed = known is not None, False
+        body: bytearray | None = None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
                 if not indexed:
                     self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
                     self._lines.refresh(scope, handle, **at)
                 break
-            raw = ascii_body if ascii_body is not None else _format.encode(content, width)
-            body = self._layout.seal(key).blocks(raw, digests=digests)
+            if body is None:  # tagged once, whatever the loop does next
+                body = self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
             # The indexes are built and put while the claim's body is sent: never raises. An
             # index whose claim then fails to be written is collected with the run's objects.
             beside = _BESIDE.submit(self._write_indexes, scope, handle, content, index, at)
@@ -197,14 +197,16 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         self._indexes.write(scope, handle, content, expires_at=at["expires_at"], days=at["days"])
         self._lines.write(scope, handle, index, **at)
 
-    def _create(self, key: str, body: bytes, width: int, meta: dict[str, str], days: int) -> bool:
+    def _create(
+        self, key: str, body: bytearray, width: int, meta: dict[str, str], days: int
+    ) -> bool:
         """One conditional PutObject; False when the object already exists (412)."""
 
         def call() -> None:
             self._client.put_object(
                 Bucket=self._bucket,
                 Key=key,
-                Body=body,
+                Body=BodyFile(body),  # type: ignore[arg-type]  # a file; the stubs say IO
                 IfNoneMatch="*",
                 ContentType=_format.CONTENT_TYPES[width],
                 Metadata=meta,

@@ -6,8 +6,9 @@ For ASCII text the stored body is the UTF-8, so a check-in hashes its bytes once
 (the S3 store takes them as it lays the body out, `s3claim.s3._seal.laid_out`): half the
 hashing of a digest of the whole text beside a MAC of every block.
 
-Above `SPLIT_BYTES` the second half of the blocks is hashed on a worker thread: hashlib
-lets go of the GIL for each block, so the two halves run on two cores.
+Above `SPLIT_BYTES`, `block_digests` hashes the second half of the blocks on a worker thread:
+hashlib lets go of the GIL for each block, so the two halves run on two cores. The S3 store's
+layout hashes on one thread: a second one, encoding and copying its half, measured slower.
 """
 
 from __future__ import annotations

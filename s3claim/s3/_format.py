@@ -125,7 +125,7 @@ def max_chars(width: int) -> int:
 def laid_out_body(content: str, width: int) -> tuple[bytearray, list[bytes]]:
     """The body at `width` (which `content_width` chose, so every character fits) as stored,
     tag slots empty, and its blocks' digests: each `BLOCK_BYTES // width` characters are
-    encoded on their own, straight into place (`_seal.laid_out`)."""
+    encoded on their own, then copied into place (`_seal.laid_out`)."""
     step, encoding = BLOCK_BYTES // width, ENCODINGS[width]
     blocks = (content[at : at + step].encode(encoding) for at in range(0, len(content), step))
     return laid_out(blocks, width * len(content))

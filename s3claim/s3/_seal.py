@@ -100,6 +100,8 @@ def laid_out(
     stored = bytearray(sealed_size(content_bytes))
     view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0
     for block in blocks:
+        if at % _UNIT:  # a short block before the last: `Seal.tag` would write over content
+            raise ValueError("only the last block may be shorter than BLOCK_BYTES")
         digests.append(sha256(block).digest())
         view[at : at + len(block)] = block
         at += len(block) + TAG_BYTES

@@ -94,8 +94,8 @@ def laid_out(
     SHA-256 of each block, taken as the block is placed (every block whole but the last).
 
     One buffer, written once: a large check-in that encoded its content whole and then
-    joined blocks and tags into a second buffer paid for twice the fresh pages (16,000 page
-    faults at 16 Mi ASCII characters, a third of the check-in's own work).
+    joined blocks and tags into a second buffer paid for twice the fresh pages (up to 8,600
+    page faults a check-in at 16 Mi ASCII characters: 35 ms of work against 23 ms this way).
     """
     stored = bytearray(sealed_size(content_bytes))
     view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0

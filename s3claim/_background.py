@@ -1,8 +1,9 @@
 """Background: threads that do a check-in's side work while its main request is in flight.
 
 A large check-in spends most of its time where Python lets go of the GIL (hashing, sending
-the body), so work beside it (hashing the other half of the blocks, building and writing a
-line index) runs on the other core instead of after it. Each task runs in its caller's
+the body), so work beside it (hashing the other half of the blocks, counting lines while the
+caller takes the body's CRC32, building and writing a line index) runs on the other core
+instead of after it. Each task runs in its caller's
 context (its span is the caller's child), and a forked child starts with fresh threads.
 """
 
@@ -21,6 +22,7 @@ __all__ = ["Background"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+_U = TypeVar("_U")
 _all: weakref.WeakSet[Background] = weakref.WeakSet()
 
 
@@ -40,6 +42,13 @@ class Background:
             pool = self._pool
         call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
         return pool.submit(call)
+
+    def meanwhile(self, here: Callable[[], _T], beside: Callable[[], _U]) -> tuple[_T, _U]:
+        """`here()` on this thread while `beside()` runs on a worker, for a `here` that lets
+        go of the GIL (a CRC32): begun the other way round, the worker's first bytecode
+        would wait out the switch interval (5 ms) behind this thread's Python."""
+        running = self.submit(beside)
+        return here(), running.result()
 
     def _forget_threads(self) -> None:
         self._pool, self._lock = None, threading.Lock()  # the parent's threads are not here

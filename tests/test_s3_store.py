@@ -7,6 +7,7 @@ metadata against S3's 2 KB limit (moto would accept more; S3 would not).
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -16,10 +17,13 @@ import sys
 import textwrap
 import threading
 import uuid
+import zlib
 from typing import Any
 
+import boto3
 import pytest
 from botocore.awsrequest import AWSPreparedRequest
+from botocore.config import Config
 
 from s3claim.clock import ManualClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
@@ -311,6 +315,45 @@ def test_put_is_one_conditional_put_object(store: S3ClaimCheckStore, wire: Wire)
     assert headers["x-amz-tagging"] == "s3claim-ttl-days=1"
 
 
+def _sent_crc32(request: AWSPreparedRequest) -> tuple[str | None, str]:
+    """The CRC32 header a PutObject carried, and the CRC32 of the body it sent."""
+    body = request.body
+    if hasattr(body, "read"):
+        body.seek(0)
+        body = body.read()
+    crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    return {k.lower(): _text(v) for k, v in request.headers.items()}.get(
+        "x-amz-checksum-crc32"
+    ), crc
+
+
+def test_a_put_carries_the_crc32_of_the_body_it_sends(store: S3ClaimCheckStore, wire: Wire) -> None:
+    """The store takes the CRC32 itself (beside counting lines), not botocore: S3 checks the
+    upload against it, so it must be the CRC32 of exactly the bytes sent."""
+    handle = store.put(SCOPE, "a line of a log\n" * 4000, ttl_seconds=TTL)
+    claim = next(r for op, r in wire.sent if op == "PutObject" and "if-none-match" in r.headers)
+    header, crc = _sent_crc32(claim)
+    assert header == crc
+    assert store.fetch(SCOPE, handle, offset=16_000).text.startswith("a line of a log\n")
+
+
+def test_a_client_that_sends_checksums_only_when_required_gets_none(
+    bucket: str, key: HandleKey, moto_endpoint: str
+) -> None:
+    client = boto3.client(
+        "s3",
+        endpoint_url=moto_endpoint,
+        config=Config(
+            s3={"addressing_style": "path"}, request_checksum_calculation="when_required"
+        ),
+    )
+    wire = Wire(client)
+    store = S3ClaimCheckStore(bucket, handle_key=key, client=client, retry=NO_WAIT)
+    store.put(SCOPE, "no checksum asked for", ttl_seconds=TTL)
+    ((_, claim),) = wire.sent
+    assert _sent_crc32(claim)[0] is None
+
+
 def test_a_repeat_put_this_process_made_sends_nothing(
     store: S3ClaimCheckStore, wire: Wire, clock: ManualClock
 ) -> None:
@@ -366,6 +409,8 @@ def test_a_put_after_the_object_vanished_writes_it_again(
     wire.clear()
     assert store.put(SCOPE, "collected", ttl_seconds=60) == handle
     assert wire.ops == ["CopyObject", "PutObject"]
+    header, crc = _sent_crc32(wire.sent[1][1])  # the body tagged only once the copy failed
+    assert header == crc
     assert store.fetch(SCOPE, handle).text == "collected"
 
 

@@ -7,7 +7,9 @@ settings (`_config.bucket_arguments`) and checked the same way here.
 
 from __future__ import annotations
 
+import base64
 import io
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["InBucket"]
 
 _T = TypeVar("_T")
+_EXISTS = frozenset({"PreconditionFailed"})
 
 
 class BodyFile(io.RawIOBase):
@@ -199,8 +202,29 @@ class InBucket:
     def _write(
         self, key: str, body: bytes | bytearray, content_type: str, meta: dict[str, str], days: int
     ) -> None:
-        """One unconditional PutObject of an object beside a claim (an index), tagged and
-        encrypted as the claim is."""
+        """One unconditional PutObject of an object beside a claim (an index)."""
+        self._put(key, body, content_type, meta, days)
+
+    def _put(
+        self,
+        key: str,
+        body: bytes | bytearray,
+        content_type: str,
+        meta: dict[str, str],
+        days: int,
+        *,
+        exclusive: bool = False,
+        checksum: str | None = None,
+    ) -> bool:
+        """One PutObject, tagged and encrypted as every object of the store is. `exclusive`:
+        only where no object is (`If-None-Match: *`); False when one is (412). `checksum`:
+        the body's `crc32_checksum`, computed by the caller (botocore then computes none)."""
+
+        extra = dict(self._sse)
+        if exclusive:
+            extra["IfNoneMatch"] = "*"
+        if checksum:
+            extra["ChecksumCRC32"] = checksum
 
         def call() -> None:
             self._client.put_object(
@@ -210,7 +234,24 @@ class InBucket:
                 ContentType=content_type,
                 Metadata=meta,
                 Tagging=tagging(days),
-                **self._sse,  # type: ignore[arg-type]
+                **extra,  # type: ignore[arg-type]
             )
 
-        self._request("PutObject", call)
+        try:
+            self._request("PutObject", call, expect=_EXISTS if exclusive else frozenset())
+        except Refused:
+            return False
+        return True
+
+    def _checksum(self, body: bytes | bytearray) -> str | None:
+        """The body's CRC32 where botocore would send one (its default, `when_supported`),
+        for `_put`: the caller can then compute it beside other work, as botocore cannot."""
+        config = self._client.meta.config  # the stubs do not know the setting yet
+        if getattr(config, "request_checksum_calculation", None) != "when_supported":
+            return None
+        return crc32_checksum(body)
+
+
+def crc32_checksum(body: bytes | bytearray) -> str:
+    """`ChecksumCRC32` of a body: its CRC32, big-endian, in base64, as S3 checks it."""
+    return base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode("ascii")

@@ -33,6 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import SecretStr
@@ -44,13 +45,13 @@ from s3claim._lines import counted_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
-from s3claim.s3._bucket import BodyFile, InBucket
+from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._format import ClaimInfo
 from s3claim.s3._hand_off import HandOffs, HandsOff
-from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._lifecycle import day_class
 from s3claim.s3._lines import LineIndexes, LineReads
 from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
@@ -150,8 +151,16 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
                 self._written.move_to_end(key)
         if known is not None and known >= expires_at:
             return handle
-        # Lines in the sealed metadata, and their index beside the claim (one pass for both).
-        lines, index = counted_index(content)
+        refresh_first, indexed = known is not None, False
+        body: bytearray | None = None
+        checksum: str | None = None
+        if refresh_first:  # lines in the sealed metadata, and their index beside the claim
+            lines, index = counted_index(content)
+        else:  # a first write: tagged now, its CRC32 taken here while a worker counts lines
+            body = self._tagged(key, laid, content, width)
+            checksum, (lines, index) = _BESIDE.meanwhile(
+                partial(self._checksum, body), partial(counted_index, content)
+            )
         meta = self._layout.seal(key).metadata(
             _format.metadata(
                 expires_at=expires_at,
@@ -165,8 +174,6 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
         # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
         # refresh that finds nothing (forgotten or collected meanwhile) writes again.
-        refresh_first, indexed = known is not None, False
-        body: bytearray | None = None
         for _ in range(2):
             if refresh_first and self._refresh(key, width, meta, days):
                 if not indexed:
@@ -174,12 +181,21 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
                     self._lines.refresh(scope, handle, **at)
                 break
             if body is None:  # tagged once, whatever the loop does next
-                body = self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+                body = self._tagged(key, laid, content, width)
+                checksum = self._checksum(body)
             # The indexes are built and put while the claim's body is sent: never raises. An
             # index whose claim then fails to be written is collected with the run's objects.
             beside = _BESIDE.submit(self._write_indexes, scope, handle, content, index, at)
             try:
-                created = self._create(key, body, width, meta, days)
+                created = self._put(
+                    key,
+                    body,
+                    _format.CONTENT_TYPES[width],
+                    meta,
+                    days,
+                    exclusive=True,
+                    checksum=checksum,
+                )
             finally:
                 beside.result()
             if created:
@@ -190,35 +206,18 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         self._remember(key, expires_at)
         return handle
 
+    def _tagged(
+        self, key: str, laid: tuple[bytearray, list[bytes]] | None, content: str, width: int
+    ) -> bytearray:
+        """The claim's body as stored: laid out (already, for ASCII) and its blocks tagged."""
+        return self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+
     def _write_indexes(
         self, scope: Scope, handle: str, content: str, index: bytes | None, at: dict[str, int]
     ) -> None:
         """Put the indexes of a claim being written beside it (JSON, lines); never raises."""
         self._indexes.write(scope, handle, content, expires_at=at["expires_at"], days=at["days"])
         self._lines.write(scope, handle, index, **at)
-
-    def _create(
-        self, key: str, body: bytearray, width: int, meta: dict[str, str], days: int
-    ) -> bool:
-        """One conditional PutObject; False when the object already exists (412)."""
-
-        def call() -> None:
-            self._client.put_object(
-                Bucket=self._bucket,
-                Key=key,
-                Body=BodyFile(body),  # type: ignore[arg-type]  # a file; the stubs say IO
-                IfNoneMatch="*",
-                ContentType=_format.CONTENT_TYPES[width],
-                Metadata=meta,
-                Tagging=tagging(days),
-                **self._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            self._request("PutObject", call, expect=frozenset({"PreconditionFailed"}))
-        except Refused:
-            return False
-        return True
 
     def _refresh(self, key: str, width: int, meta: dict[str, str], days: int) -> bool:
         """Rewrite expiry in place, without the body; False when the object is gone.

@@ -41,7 +41,15 @@ from s3claim import (
     tool,
 )
 from s3claim.s3._layout import is_claim_key
-from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, BlockStream, Seal, block_span, sealed_size
+from s3claim.s3._seal import (
+    BLOCK_BYTES,
+    TAG_BYTES,
+    BlockStream,
+    Seal,
+    block_span,
+    laid_out,
+    sealed_size,
+)
 from tests._s3 import moto_client
 from tests.servers import Wire
 
@@ -470,6 +478,17 @@ def test_a_stored_claim_is_its_encoding_in_blocks_each_followed_by_its_tag(
         mac = hmac.new(subkey, b"block" + index.to_bytes(8, "big") + digest, hashlib.sha256)
         expected += block + mac.digest()[:TAG_BYTES]
     assert stored == expected
+
+
+def test_a_layout_refuses_blocks_that_would_put_a_tag_over_content() -> None:
+    whole, short = b"a" * BLOCK_BYTES, b"b" * 100
+    stored, digests = laid_out([whole, short], BLOCK_BYTES + 100)
+    assert stored == whole + bytes(TAG_BYTES) + short + bytes(TAG_BYTES)
+    assert digests == [hashlib.sha256(whole).digest(), hashlib.sha256(short).digest()]
+    with pytest.raises(ValueError, match="only the last block may be shorter"):
+        laid_out([short, whole], BLOCK_BYTES + 100)
+    with pytest.raises(ValueError, match="laid out for"):
+        laid_out([whole], BLOCK_BYTES + 1)  # a block missing
 
 
 def test_an_ascii_check_in_holds_one_copy_of_its_body(s3rver_client: Any) -> None:

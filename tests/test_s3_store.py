@@ -174,7 +174,7 @@ def test_metadata_carries_expiry_size_encoding_format_and_run(
     meta = dict(head["Metadata"])
     assert re.fullmatch("[0-9a-f]{32}", meta.pop("s3claim-mac"))  # the seal: test_integrity
     assert meta == {
-        "s3claim-format": "4",
+        "s3claim-format": "5",
         "s3claim-expires-at": str(math.ceil(clock.now() + TTL)),
         "s3claim-chars": str(len(content)),
         "s3claim-encoding": encoding,
@@ -182,7 +182,7 @@ def test_metadata_carries_expiry_size_encoding_format_and_run(
         "s3claim-lines": "1",  # lines in the claim (s3claim._lines)
     }
     assert head["ContentLength"] == width * len(content) + 16  # one block, one 16-byte tag
-    assert head["ContentType"] == f"application/vnd.s3claim.v4; charset={charset}"
+    assert head["ContentType"] == f"application/vnd.s3claim.v5; charset={charset}"
 
 
 def test_no_request_in_this_suite_sends_more_than_2kb_of_metadata(
@@ -668,7 +668,7 @@ def test_a_handle_minted_by_one_process_is_redeemed_by_another(
 # -- objects the store did not write as it would -------------------------------------------
 
 _GOOD_META = {
-    "s3claim-format": "4",
+    "s3claim-format": "5",
     "s3claim-expires-at": "1800000000",
     "s3claim-chars": "3",
     "s3claim-encoding": "utf-32-le",
@@ -679,11 +679,12 @@ _ABC32 = "abc".encode("utf-32-le")
 @pytest.mark.parametrize(
     ("width", "body", "meta", "offset", "message"),
     [
-        (4, _ABC32, {"s3claim-format": "1"}, 0, "format '1', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "2"}, 0, "format '2', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "3"}, 0, "format '3', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "5"}, 0, "format '5', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 4"),
+        (4, _ABC32, {"s3claim-format": "1"}, 0, "format '1', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "2"}, 0, "format '2', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "3"}, 0, "format '3', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "4"}, 0, "format '4', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "6"}, 0, "format '6', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 5"),
         (4, _ABC32, {"s3claim-chars": "three"}, 0, "incomplete"),
         (4, b"abcde", {"s3claim-chars": "2"}, 0, "stored length disagrees"),
         (4, b"\x00\xd8\x00\x00", {"s3claim-chars": "1"}, 0, "not valid utf-32-le"),

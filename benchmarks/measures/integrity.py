@@ -200,7 +200,8 @@ def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
     figures["window"] /= 100
     rows = [
         [
-            "the body laid out: each 4 KiB encoded, hashed and appended (format 5's handle "
+            "the body laid out: each 4 KiB encoded, hashed and copied into place (format 5's "
+            "handle "
             "and its tags' input)",
             fmt_ms(figures["digests"]),
         ],

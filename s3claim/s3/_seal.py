@@ -65,7 +65,6 @@ UNIT_BYTES = BLOCK_BYTES + TAG_BYTES
 _UNIT = UNIT_BYTES
 _TAG_LABEL = b"s3claim-block"
 """BLAKE2b's personalisation: no other MAC under a seal key has it."""
-_EMPTY_TAG = bytes(TAG_BYTES)
 _SEAL_FAILED = "the object's seal does not hold (rewritten, moved, or not written with this key)"
 
 
@@ -94,21 +93,22 @@ def laid_out(
     """A body of `content_bytes` as stored, its tag slots left empty for `Seal.tag`, and the
     SHA-256 of each block, taken as the block is placed (every block whole but the last).
 
-    One buffer, grown block by block, each byte written once: a large check-in that encoded
-    its content whole and then joined blocks and tags into a second buffer paid for twice the
-    fresh pages (up to 8,600 page faults at 16 Mi ASCII characters: 35 ms of work against 23
-    ms this way), and a buffer made whole first is zeroed first (7% slower).
+    One buffer, written once: a large check-in that encoded its content whole and then
+    joined blocks and tags into a second buffer paid for twice the fresh pages (up to 8,600
+    page faults a check-in at 16 Mi ASCII characters: 35 ms of work against 23 ms this way).
+    Made whole first, not grown: growing it skips the zeroing, and measured faster alone
+    (15.2 ms against 16.1), but slower in a check-in (21.1 against 20.1 ms, median of 20).
     """
-    stored, sha256, digests = bytearray(), hashlib.sha256, []
+    stored = bytearray(sealed_size(content_bytes))
+    view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0
     for block in blocks:
-        if len(stored) % _UNIT:  # a short block before the last: `Seal.tag` would write over it
+        if at % _UNIT:  # a short block before the last: `Seal.tag` would write over content
             raise ValueError("only the last block may be shorter than BLOCK_BYTES")
         digests.append(sha256(block).digest())
-        stored += block
-        stored += _EMPTY_TAG
-    if len(stored) != sealed_size(content_bytes):
-        expected = sealed_size(content_bytes)
-        raise ValueError(f"blocks of {len(stored)} stored bytes laid out for {expected}")
+        view[at : at + len(block)] = block
+        at += len(block) + TAG_BYTES
+    if at != len(stored):
+        raise ValueError(f"blocks of {at} stored bytes laid out for {len(stored)}")
     return stored, digests
 
 

@@ -11,7 +11,8 @@ before) and the naive UTF-8 put:
   with botocore's hooks on moto;
 - check-in: `ClaimCheck.check_in` of ASCII documents, sealed, unsealed and naive, timed in
   alternating rounds (so drift on a shared machine falls on all three alike) on moto and on
-  the timing server; the budget is 16 Mi ASCII characters at least 0.8x a naive put;
+  the timing server: what the seal costs a check-in (the budget against a naive put, 16 Mi
+  ASCII characters at least 0.8x, is measured in `checkin`);
 - CPU: sealing and checking alone, and the SHA-256 the handle already costs, so the
   alternatives (bigger blocks, a tag object beside the claim, one MAC of the whole body) are
   compared with figures rather than argued.
@@ -227,10 +228,10 @@ def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
 
 def run(bench: Bench) -> Section:
     byte_rows, worst_overhead = _bytes_rows(bench)
-    sizes = (1 * MiB, 16 * MiB)  # the budget is at 16 Mi; section 3 has the larger sizes
+    sizes = (1 * MiB, 16 * MiB)  # the budget's size; section 3 has the larger sizes
     servers = (bench.moto, bench.timing)
     time_rows: list[list[str]] = []
-    budget = moto_budget = float("nan")
+    seal_cost = float("nan")  # sealed over unsealed throughput, 16 Mi, the timing server
     for chars in sizes:
         row = [label(chars)]
         for endpoint in servers:
@@ -246,9 +247,7 @@ def run(bench: Bench) -> Section:
                 f"{naive / unsealed:.2f}",
             ]
             if chars == 16 * MiB and endpoint is bench.timing:
-                budget = naive / sealed
-            if chars == 16 * MiB and endpoint is bench.moto:
-                moto_budget = naive / sealed
+                seal_cost = unsealed / sealed
         time_rows.append(row)
     cpu_rows, cpu = _cpu_rows(bench)
     unit = BLOCK_BYTES + TAG_BYTES
@@ -387,8 +386,8 @@ def run(bench: Bench) -> Section:
         ],
         headlines=[
             f"Sealed records (format 5): +{100 * worst_overhead:.2f}% stored, one 16-byte tag "
-            f"per 4,096 bytes a window moves, the same requests; {big} ASCII characters check "
-            f"in at {budget:.2f}× a naive UTF-8 put's throughput on {bench.timing.name} "
-            f"and {moto_budget:.2f}× on moto (budget: at least 0.80).",
+            f"per 4,096 bytes a window moves, the same requests; a sealed check-in of {big} "
+            f"ASCII characters runs at {seal_cost:.2f}× an unsealed one's throughput on "
+            f"{bench.timing.name} (the check-in budget against a naive put: section 3).",
         ],
     )

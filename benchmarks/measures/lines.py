@@ -3,7 +3,7 @@
 
 1. Check-in: the S3 store's put of a log (the claim, and its line index beside it) against a
    plain UTF-8 put of the same text (the naive store), on moto and on the timing server, in
-   alternating rounds (median of 5 at 16 Mi characters, 3 above); the index's size per line.
+   alternating rounds (median of 9 at 16 Mi characters, 3 above); the index's size per line.
 2. Reads: requests and bytes of one read on S3 (moto, counted on the wire) by line at the
    start, middle and end of the log, from the end, and with small limits, beside the naive
    store's whole download of the object, which every read of it costs.
@@ -84,7 +84,7 @@ def _checkins(bench: Bench, chars: int) -> list[list[str]]:
         client, bucket, store, naive = bench.stores(endpoint)
         times: tuple[list[float], list[float]] = ([], [])
         try:
-            for i in range(-1, 5 if chars <= 16 * MiB else 3):  # -1: untimed, code warm
+            for i in range(-1, 9 if chars <= 16 * MiB else 3):  # -1: untimed, code warm
                 for kind, put in enumerate((store.put, naive.put)):
                     scope = Scope(tenant="bench", run=f"put-{kind}-{i}-{uuid.uuid4().hex[:8]}")
                     seconds = _seconds(partial(put, scope, text, ttl_seconds=TTL))

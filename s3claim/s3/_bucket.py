@@ -8,7 +8,6 @@ settings (`_config.bucket_arguments`) and checked the same way here.
 from __future__ import annotations
 
 import base64
-import io
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
@@ -31,10 +30,10 @@ from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import tagging
 from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
+from s3claim.s3._seal import Body
 from s3claim.scope import Scope
 
 if TYPE_CHECKING:
-    from _typeshed import WriteableBuffer
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import HeadObjectOutputTypeDef
 
@@ -42,43 +41,6 @@ __all__ = ["InBucket"]
 
 _T = TypeVar("_T")
 _EXISTS = frozenset({"PreconditionFailed"})
-
-
-class BodyFile(io.RawIOBase):
-    """A request body as botocore reads it: a file over the buffer, read in pieces, never
-    copied whole (as a bytearray body is not), and with a repr that shows none of it (botocore
-    logs a request's parameters at DEBUG, and a bytearray's repr is its content)."""
-
-    def __init__(self, data: bytes | bytearray) -> None:
-        super().__init__()
-        self._view, self._at = memoryview(data), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._at
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: len(self._view)}[whence]
-        self._at = min(max(0, base + offset), len(self._view))
-        return self._at
-
-    def read(self, size: int | None = -1) -> bytes:
-        end = len(self._view) if size is None or size < 0 else self._at + size
-        piece = bytes(self._view[self._at : end])
-        self._at += len(piece)
-        return piece
-
-    def readinto(self, buffer: WriteableBuffer) -> int:
-        into = memoryview(buffer).cast("B")
-        piece = self._view[self._at : self._at + len(into)]
-        into[: len(piece)] = piece
-        self._at += len(piece)
-        return len(piece)
 
 
 class InBucket:
@@ -218,8 +180,9 @@ class InBucket:
     ) -> bool:
         """One PutObject, tagged and encrypted as every object of the store is. `exclusive`:
         only where no object is (`If-None-Match: *`); False when one is (412). `checksum`:
-        the body's `crc32_checksum`, computed by the caller (botocore then computes none)."""
-
+        the body's `crc32_checksum`, computed by the caller (botocore then computes none).
+        The body goes as a `Body` (a copy of it, when it is not one: an index's bytes)."""
+        payload = body if isinstance(body, Body) else Body(body)
         extra = dict(self._sse)
         if exclusive:
             extra["IfNoneMatch"] = "*"
@@ -230,7 +193,7 @@ class InBucket:
             self._client.put_object(
                 Bucket=self._bucket,
                 Key=key,
-                Body=BodyFile(body),  # type: ignore[arg-type]  # a file; the stubs say IO
+                Body=payload,  # type: ignore[arg-type]  # a bytearray; the stubs say bytes
                 ContentType=content_type,
                 Metadata=meta,
                 Tagging=tagging(days),

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
-from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
+from s3claim.s3._seal import BLOCK_BYTES, Body, content_bytes_within, laid_out
 
 __all__ = [
     "CONTENT_TYPES",
@@ -123,7 +123,7 @@ def max_chars(width: int) -> int:
     return content_bytes_within(MAX_OBJECT_BYTES) // width
 
 
-def laid_out_body(content: str, width: int) -> tuple[bytearray, list[bytes]]:
+def laid_out_body(content: str, width: int) -> tuple[Body, list[bytes]]:
     """The body at `width` (which `content_width` chose, so every character fits) as stored,
     tag slots empty, and its blocks' digests (`_seal.laid_out`)."""
     return laid_out(_encoded_blocks(content, width), width * len(content))

@@ -48,6 +48,7 @@ __all__ = [
     "TAG_BYTES",
     "UNIT_BYTES",
     "BlockStream",
+    "Body",
     "Seal",
     "block_span",
     "content_bytes_within",
@@ -87,9 +88,19 @@ def block_span(first_byte: int, end_byte: int) -> tuple[int, int, int]:
     return first, first * _UNIT, (last + 1) * _UNIT - 1
 
 
-def laid_out(
-    blocks: Iterable[bytes | memoryview], content_bytes: int
-) -> tuple[bytearray, list[bytes]]:
+class Body(bytearray):
+    """A body as the store sends it: the buffer itself, which botocore sends in one `sendall`
+    and hashes in one call, with no copy (a file over it is read 128 KiB at a time, each piece
+    copied: a 16 MiB PUT took 71.7 ms that way, 61.7 this one), and whose repr and str show
+    none of it (botocore logs a request's parameters at DEBUG)."""
+
+    def __repr__(self) -> str:
+        return f"<body of {len(self):,} bytes>"
+
+    __str__ = __repr__
+
+
+def laid_out(blocks: Iterable[bytes | memoryview], content_bytes: int) -> tuple[Body, list[bytes]]:
     """A body of `content_bytes` as stored, its tag slots left empty for `Seal.tag`, and the
     SHA-256 of each block, taken as the block is placed (every block whole but the last).
 
@@ -99,7 +110,7 @@ def laid_out(
     Made whole first, not grown: growing it skips the zeroing, and measured faster alone
     (15.2 ms against 16.1), but slower in a check-in (21.1 against 20.1 ms, median of 20).
     """
-    stored = bytearray(sealed_size(content_bytes))
+    stored = Body(sealed_size(content_bytes))
     view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0
     for block in blocks:
         if at % _UNIT:  # a short block before the last: `Seal.tag` would write over content
@@ -180,13 +191,13 @@ class Seal:
         mac.update(index.to_bytes(8, "big") + digest)
         return mac.digest()
 
-    def blocks(self, body: bytes) -> bytearray:
+    def blocks(self, body: bytes) -> Body:
         """The body as stored: each block followed by its tag."""
         view = memoryview(body)
         blocks = (view[at : at + BLOCK_BYTES] for at in range(0, len(body), BLOCK_BYTES))
         return self.tag(*laid_out(blocks, len(body)))
 
-    def tag(self, stored: bytearray, digests: Sequence[bytes]) -> bytearray:
+    def tag(self, stored: Body, digests: Sequence[bytes]) -> Body:
         """Fill the tag slots of a body `laid_out` with these digests, in place."""
         tags, last = self._tags, len(stored) - TAG_BYTES
         at = _UNIT - TAG_BYTES

@@ -57,6 +57,7 @@ from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3._scan import pieces
+from s3claim.s3._seal import Body
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
@@ -152,7 +153,7 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         if known is not None and known >= expires_at:
             return handle
         refresh_first, indexed = known is not None, False
-        body: bytearray | None = None
+        body: Body | None = None
         checksum: str | None = None
         if refresh_first:  # lines in the sealed metadata, and their index beside the claim
             lines, index = counted_index(content)
@@ -207,8 +208,8 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         return handle
 
     def _tagged(
-        self, key: str, laid: tuple[bytearray, list[bytes]] | None, content: str, width: int
-    ) -> bytearray:
+        self, key: str, laid: tuple[Body, list[bytes]] | None, content: str, width: int
+    ) -> Body:
         """The claim's body as stored: laid out (already, for ASCII) and its blocks tagged."""
         return self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
 

@@ -15,7 +15,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import ParamSpec, TypeVar
 
 __all__ = ["Background"]
@@ -48,7 +48,10 @@ class Background:
         go of the GIL (a CRC32): begun the other way round, the worker's first bytecode
         would wait out the switch interval (5 ms) behind this thread's Python."""
         running = self.submit(beside)
-        return here(), running.result()
+        try:
+            return here(), running.result()
+        finally:
+            wait([running])  # when `here` raised: the worker's task is over before we go on
 
     def _forget_threads(self) -> None:
         self._pool, self._lock = None, threading.Lock()  # the parent's threads are not here

@@ -10,7 +10,7 @@ from botocore.config import Config
 
 __all__ = ["moto_client", "s3_error", "s3_response", "stored_bytes", "window_bytes"]
 
-_BLOCK, _TAG = 4096, 16  # every 4,096 bytes of text followed by a 16-byte tag (since format 3)
+_BLOCK, _TAG = 4096, 16  # format 3: every 4,096 bytes of text followed by a 16-byte tag
 
 
 def stored_bytes(text_bytes: int) -> int:

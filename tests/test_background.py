@@ -33,3 +33,19 @@ def test_meanwhile_raises_what_beside_raised_once_here_is_done() -> None:
     with pytest.raises(LookupError, match="beside failed"):
         background.meanwhile(lambda: done.append("here"), fails)
     assert done == ["here"]
+
+
+def test_meanwhile_waits_for_beside_when_here_raises() -> None:
+    background = Background(1, "test-meanwhile-here-fails")
+    finished = threading.Event()
+
+    def slow() -> None:
+        finished.wait(0.05)  # still running when `here` raises
+        finished.set()
+
+    def fails() -> None:
+        raise KeyError("here failed")
+
+    with pytest.raises(KeyError, match="here failed"):
+        background.meanwhile(fails, slow)
+    assert finished.is_set()

@@ -40,12 +40,12 @@ from s3claim import (
     run_claim_tool,
     tool,
 )
+from s3claim.s3._body import Body
 from s3claim.s3._layout import is_claim_key
 from s3claim.s3._seal import (
     BLOCK_BYTES,
     TAG_BYTES,
     BlockStream,
-    Body,
     Seal,
     block_span,
     laid_out,
@@ -321,7 +321,7 @@ def test_blocks_moved_dropped_or_cut_are_refused(bucket: Bucket, damage: str) ->
         "drop": units[0] + units[1] + units[2],
         "truncate": body[:-1],
         "append": body + units[3],
-        "untagged": text.encode(),  # format 2's body, under format 5's metadata
+        "untagged": text.encode(),  # format 2's body, under format 4's metadata
     }[damage]
     bucket.rewrite(key, body=changed)
     offset = 4096 if damage == "swap" else 12_288
@@ -349,7 +349,7 @@ def test_an_object_in_format_2_is_refused_as_damaged(bucket: Bucket) -> None:
     meta = bucket.client.head_object(Bucket=bucket.name, Key=key)["Metadata"]
     old = {k: v for k, v in meta.items() if k != "s3claim-mac"} | {"s3claim-format": "2"}
     bucket.client.put_object(Bucket=bucket.name, Key=key, Body=CONTRACT.encode(), Metadata=old)
-    with pytest.raises(ClaimStoreError, match="format '2', not s3claim format 5"):
+    with pytest.raises(ClaimStoreError, match="format '2', not s3claim format 4"):
         bucket.store.fetch(SCOPE, handle)
     _refused_as_damaged(bucket, handle, pattern="bob")
 
@@ -415,24 +415,18 @@ def test_a_seal_holds_only_at_its_own_key_and_under_its_own_handle_key() -> None
     assert b"".join(pieces) + stream.end() == data
 
 
-def _block_tag(subkey: bytes, index: int, block: bytes) -> bytes:
-    """Format 5's tag, as anyone holding the handle key can recompute it with `hashlib`."""
-    tag_key = hmac.digest(subkey, b"s3claim-block", "sha256")
-    message = index.to_bytes(8, "big") + hashlib.sha256(block).digest()
-    return hashlib.blake2b(message, key=tag_key, digest_size=16, person=b"s3claim-block").digest()
-
-
-def test_a_block_tag_is_a_mac_of_its_index_and_digest_under_the_objects_key() -> None:
+def test_a_block_tag_is_an_hmac_of_its_index_and_digest_under_the_objects_key() -> None:
+    """Format 4's tag, as anyone holding the handle key can recompute it with `hmac`."""
     key, object_key = HandleKey.generate(), "claims/t/r/1abc"
     data = bytes(range(256)) * 40
     stored = Seal(key, object_key).blocks(data)
     subkey = key.subkey("seal", object_key)
     for index, at in enumerate(range(0, len(data), BLOCK_BYTES)):
+        digest = hashlib.sha256(data[at : at + BLOCK_BYTES]).digest()
+        mac = hmac.new(subkey, b"block" + index.to_bytes(8, "big") + digest, hashlib.sha256)
         unit = stored[index * UNIT : (index + 1) * UNIT]
-        assert unit[-TAG_BYTES:] == _block_tag(subkey, index, data[at : at + BLOCK_BYTES])
+        assert unit[-TAG_BYTES:] == mac.digest()[:TAG_BYTES]
         assert unit[:-TAG_BYTES] == data[at : at + BLOCK_BYTES]
-    other = Seal(key, "claims/t/r/2abc").blocks(data)  # the same text under another key
-    assert other[BLOCK_BYTES:UNIT] != stored[BLOCK_BYTES:UNIT]
 
 
 def test_the_listing_marks_a_claim_whose_seal_fails_as_damaged(bucket: Bucket) -> None:
@@ -479,7 +473,11 @@ def test_a_stored_claim_is_its_encoding_in_blocks_each_followed_by_its_tag(
     assert len(stored) == sealed_size(len(encoded))
     subkey = bucket.key.subkey("seal", object_key)
     blocks = [encoded[at : at + BLOCK_BYTES] for at in range(0, len(encoded), BLOCK_BYTES)]
-    expected = b"".join(block + _block_tag(subkey, i, block) for i, block in enumerate(blocks))
+    expected = b""
+    for index, block in enumerate(blocks):
+        digest = hashlib.sha256(block).digest()
+        mac = hmac.new(subkey, b"block" + index.to_bytes(8, "big") + digest, hashlib.sha256)
+        expected += block + mac.digest()[:TAG_BYTES]
     assert stored == expected
 
 

@@ -1,9 +1,7 @@
 """Measure: what sealing costs (issue 21), beside the format it replaced and the alternatives.
 
-Since format 3 every 4,096 bytes of a claim's text are followed by a 16-byte tag, and the
-metadata is sealed with one more MAC, so that a window's one ranged GET proves itself (format
-5: a keyed BLAKE2b of each block's SHA-256; format 4 the same under HMAC-SHA256; format 3 an
-HMAC of the block's bytes). Three
+Format 3 stores every 4,096 bytes of a claim's text followed by a 16-byte HMAC tag, and seals
+the metadata with one more MAC, so that a window's one ranged GET proves itself. Three
 figures, each beside format 2's (the same store with sealing taken out: what s3claim did
 before) and the naive UTF-8 put:
 
@@ -147,26 +145,6 @@ def _tags(data: bytes, block: int) -> Callable[[], None]:
     return tag_all
 
 
-def _hmac_tags(laid: bytearray, digests: list[bytes]) -> Callable[[], None]:
-    """Tag a laid-out body as format 4's `Seal.tag` did: HMAC-SHA256 of each block's index and
-    digest, from copies of the two keyed states, cut to 16 bytes and written into its slot."""
-    padded = (b"k" * 32).ljust(64, b"\0")
-    inner = hashlib.sha256(bytes(b ^ 0x36 for b in padded))
-    outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
-    view, unit = memoryview(laid), BLOCK_BYTES + TAG_BYTES
-
-    def tag_all() -> None:
-        for index, digest in enumerate(digests):
-            mac = inner.copy()
-            mac.update(b"block" + index.to_bytes(8, "big") + digest)
-            outer_mac = outer.copy()
-            outer_mac.update(mac.digest())
-            at = min((index + 1) * unit, len(laid)) - TAG_BYTES
-            view[at : at + TAG_BYTES] = outer_mac.digest()[:TAG_BYTES]
-
-    return tag_all
-
-
 def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
     """Each piece of work timed in turn, round after round (so load on a shared machine falls
     on all alike); the best round of each."""
@@ -186,7 +164,6 @@ def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
         "digests": lambda: laid_out_body(text, 1),
         "sha256": lambda: hashlib.sha256(data).digest(),
         "seal": lambda: seal.tag(laid, digests),
-        "hmac_seal": _hmac_tags(bytearray(laid), digests),
         "tags4096": _tags(data, 4096),
         "window": check_windows,
         "whole": lambda: hashlib.sha256(stored).digest(),
@@ -201,26 +178,21 @@ def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
     figures["window"] /= 100
     rows = [
         [
-            "the body laid out: each 4 KiB encoded, hashed and copied into place (format 5's "
+            "the body laid out: each 4 KiB encoded, hashed and copied into place (format 4's "
             "handle "
             "and its tags' input)",
             fmt_ms(figures["digests"]),
         ],
         ["SHA-256 of the whole document (format 3's handle)", fmt_ms(figures["sha256"])],
         [
-            "Seal.tag, the body laid out: a keyed BLAKE2b a block, in place (format 5's put, "
-            "added)",
+            "Seal.tag, the body laid out: a tag a block, in place (format 4's put, added)",
             fmt_ms(figures["seal"]),
-        ],
-        [
-            "the same tags as HMAC-SHA256 (format 4's put, added)",
-            fmt_ms(figures["hmac_seal"]),
         ],
         [
             "an HMAC of every 4 KiB block's bytes (format 3's put, added)",
             fmt_ms(figures["tags4096"]),
         ],
-        ["check one window's block (format 5's fetch, added)", fmt_ms(figures["window"])],
+        ["check one window's block (format 4's fetch, added)", fmt_ms(figures["window"])],
         ["SHA-256 of the whole body (a whole-body MAC's, every fetch)", fmt_ms(figures["whole"])],
     ]
     return rows, figures
@@ -253,7 +225,7 @@ def run(bench: Bench) -> Section:
     unit = BLOCK_BYTES + TAG_BYTES
     alternatives = [
         [
-            "blocks of 4 KiB, tags of their digests interleaved (format 5)",
+            "blocks of 4 KiB, tags of their digests interleaved (format 4)",
             f"+{100 * TAG_BYTES / BLOCK_BYTES:.2f}%",
             "1",
             f"{unit:,} / {2 * unit:,}",
@@ -299,9 +271,8 @@ def run(bench: Bench) -> Section:
     return Section(
         title="Integrity: what the seal costs",
         intro=(
-            "Format 5 follows every 4,096 bytes of a claim's text with a 16-byte keyed BLAKE2b "
-            "tag of the block's index and SHA-256 (format 4's were HMAC-SHA256), and seals the "
-            "metadata with one more MAC, "
+            "Format 4 follows every 4,096 bytes of a claim's text with a 16-byte HMAC-SHA256 "
+            "tag of the block's index and SHA-256, and seals the metadata with one more MAC, "
             "all under a key derived from the handle key and the object's key; the handle's "
             "digest is the SHA-256 of the same blocks' SHA-256s, so an ASCII check-in hashes "
             "its text once (format 3, issue 21, MACed each block's bytes: a second pass). "
@@ -322,17 +293,17 @@ def run(bench: Bench) -> Section:
                     "text",
                     "width",
                     "format 2 stored",
-                    "format 5 stored",
+                    "format 4 stored",
                     "overhead",
                     "format 2 window bytes",
-                    "format 5, on a block",
-                    "format 5, off a block",
+                    "format 4, on a block",
+                    "format 4, off a block",
                 ],
                 rows=byte_rows,
                 align_left=1,
             ),
             Table(
-                title="Check-in of ASCII documents: sealed (format 5), unsealed (format 2), naive",
+                title="Check-in of ASCII documents: sealed (format 4), unsealed (format 2), naive",
                 headers=[
                     "document",
                     *(
@@ -374,8 +345,7 @@ def run(bench: Bench) -> Section:
             "one ranged GET carry it.",
             f"Sealing {_CPU_BYTES // MiB} MiB takes {fmt_ms(cpu['seal'])} once the body is "
             f"laid out and its blocks hashed ({fmt_ms(cpu['digests'])}, against "
-            f"{fmt_ms(cpu['sha256'])} for one SHA-256 of the whole text; format 4's "
-            f"HMAC-SHA256 tags took {fmt_ms(cpu['hmac_seal'])}); format 3's HMAC of "
+            f"{fmt_ms(cpu['sha256'])} for one SHA-256 of the whole text); format 3's HMAC of "
             f"every block's bytes took {fmt_ms(cpu['tags4096'])}, a second pass over the "
             "text. Blocks of 16 KiB hashed that way cost "
             f"{fmt_ms(cpu['tags16384'])}, and 64 KiB {fmt_ms(cpu['tags65536'])}, at 4 and 16 "
@@ -385,7 +355,7 @@ def run(bench: Bench) -> Section:
             f"whole claim. Checking one window's block costs {fmt_ms(cpu['window'])}.",
         ],
         headlines=[
-            f"Sealed records (format 5): +{100 * worst_overhead:.2f}% stored, one 16-byte tag "
+            f"Sealed records (format 4): +{100 * worst_overhead:.2f}% stored, one 16-byte tag "
             f"per 4,096 bytes a window moves, the same requests; a sealed check-in of {big} "
             f"ASCII characters runs at {seal_cost:.2f}× an unsealed one's throughput on "
             f"{bench.timing.name} (the check-in budget against a naive put: section 3).",

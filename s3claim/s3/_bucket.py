@@ -7,8 +7,6 @@ settings (`_config.bucket_arguments`) and checked the same way here.
 
 from __future__ import annotations
 
-import base64
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -17,6 +15,7 @@ from pydantic import SecretStr
 
 from s3claim.clock import Clock, SystemClock
 from s3claim.handles import HandleKey
+from s3claim.s3._body import Body, BodyFile, crc32_checksum, signs_payload
 from s3claim.s3._config import (
     check_bucket,
     check_day_classes,
@@ -30,7 +29,6 @@ from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import tagging
 from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
-from s3claim.s3._seal import Body
 from s3claim.scope import Scope
 
 if TYPE_CHECKING:
@@ -69,6 +67,7 @@ class InBucket:
         self._client = client if client is not None else make_client()
         own_retries(self._client)
         count_requests(self._client)
+        self._plain_http = signs_payload(self._client)
 
     @property
     def bucket(self) -> str:
@@ -181,8 +180,11 @@ class InBucket:
         """One PutObject, tagged and encrypted as every object of the store is. `exclusive`:
         only where no object is (`If-None-Match: *`); False when one is (412). `checksum`:
         the body's `crc32_checksum`, computed by the caller (botocore then computes none).
-        The body goes as a `Body` (a copy of it, when it is not one: an index's bytes)."""
-        payload = body if isinstance(body, Body) else Body(body)
+        Over plain HTTP the body goes as a `Body` (a copy, when it is not one: an index's
+        bytes), else as a file over it (`s3claim.s3._body`)."""
+        whole = self._plain_http
+        if whole and not isinstance(body, Body):
+            body = Body(body)
         extra = dict(self._sse)
         if exclusive:
             extra["IfNoneMatch"] = "*"
@@ -193,7 +195,8 @@ class InBucket:
             self._client.put_object(
                 Bucket=self._bucket,
                 Key=key,
-                Body=payload,  # type: ignore[arg-type]  # a bytearray; the stubs say bytes
+                # A file afresh for each attempt: one that failed may have been read part way.
+                Body=body if whole else BodyFile(body),  # type: ignore[arg-type]  # stubs: IO
                 ContentType=content_type,
                 Metadata=meta,
                 Tagging=tagging(days),
@@ -207,14 +210,11 @@ class InBucket:
         return True
 
     def _checksum(self, body: bytes | bytearray) -> str | None:
-        """The body's CRC32 where botocore would send one (its default, `when_supported`),
-        for `_put`: the caller can then compute it beside other work, as botocore cannot."""
+        """The body's CRC32 for `_put` where botocore would take it in a pass of its own
+        before sending (plain HTTP, its default `when_supported`): the caller can then take
+        it beside other work. Over https botocore takes it as it streams the body."""
         config = self._client.meta.config  # the stubs do not know the setting yet
-        if getattr(config, "request_checksum_calculation", None) != "when_supported":
+        setting = getattr(config, "request_checksum_calculation", None)
+        if not self._plain_http or setting != "when_supported":
             return None
         return crc32_checksum(body)
-
-
-def crc32_checksum(body: bytes | bytearray) -> str:
-    """`ChecksumCRC32` of a body: its CRC32, big-endian, in base64, as S3 checks it."""
-    return base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode("ascii")

@@ -19,14 +19,13 @@ Metadata carries what a read must check without another request: the expiry (int
 seconds, enforced to the second on every read), the run tag (the scope is checked, not only
 hashed into the key), the length in characters, the encoding and the format version.
 
-Version 5 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
-followed by a 16-byte tag (a keyed BLAKE2b of the block's SHA-256, the digest the handle is
-made of too), so the one ranged GET of a window carries the tags that prove it; the metadata
-carries a MAC of its fields. Both are bound to the object's key. Format 4 (the same tags
-under HMAC-SHA256, which cost twice the time a check-in), format 3 (tags over the blocks'
+Version 4 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
+followed by a 16-byte tag (a MAC of the block's SHA-256, the digest the handle is made of
+too), so the one ranged GET of a window carries the tags that prove it; the metadata carries
+a MAC of its fields. Both are bound to the object's key. Format 3 (tags over the blocks'
 bytes) and format 2 (the same body without tags, metadata without a MAC) are refused as
-damaged, and format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no
-longer parse.
+damaged, and
+format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
 """
 
 from __future__ import annotations
@@ -36,7 +35,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
-from s3claim.s3._seal import BLOCK_BYTES, Body, content_bytes_within, laid_out
+from s3claim.s3._body import Body
+from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
 
 __all__ = [
     "CONTENT_TYPES",
@@ -55,13 +55,13 @@ __all__ = [
     "parse_metadata",
 ]
 
-FORMAT_VERSION = "5"
+FORMAT_VERSION = "4"
 ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
 """Storage width (bytes a character) -> the codec that has exactly that width."""
 CONTENT_TYPES = {  # text at that width, with a 16-byte tag after every 4,096 bytes
-    1: "application/vnd.s3claim.v5; charset=iso-8859-1",
-    2: "application/vnd.s3claim.v5; charset=utf-16le",
-    4: "application/vnd.s3claim.v5; charset=utf-32le",
+    1: "application/vnd.s3claim.v4; charset=iso-8859-1",
+    2: "application/vnd.s3claim.v4; charset=utf-16le",
+    4: "application/vnd.s3claim.v4; charset=utf-32le",
 }
 
 MAX_METADATA_BYTES = 2048

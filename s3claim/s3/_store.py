@@ -45,6 +45,7 @@ from s3claim._lines import counted_index
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
+from s3claim.s3._body import Body
 from s3claim.s3._bucket import InBucket
 from s3claim.s3._config import bucket_arguments
 from s3claim.s3._erase import Eraser
@@ -57,7 +58,6 @@ from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3._scan import pieces
-from s3claim.s3._seal import Body
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
@@ -71,6 +71,9 @@ __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _BESIDE = Background(16, "s3claim-indexes")
 """Writes a claim's indexes while its body is sent; shared by every store in the process."""
+_COUNTING = Background(4, "s3claim-lines")
+"""Counts a claim's lines while its CRC32 is taken: a pool of its own, never queued behind
+other claims' index uploads (and their retries) on `_BESIDE`."""
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
 
@@ -159,7 +162,7 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
             lines, index = counted_index(content)
         else:  # a first write: tagged now, its CRC32 taken here while a worker counts lines
             body = self._tagged(key, laid, content, width)
-            checksum, (lines, index) = _BESIDE.meanwhile(
+            checksum, (lines, index) = _COUNTING.meanwhile(
                 partial(self._checksum, body), partial(counted_index, content)
             )
         meta = self._layout.seal(key).metadata(

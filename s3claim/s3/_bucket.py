@@ -68,6 +68,11 @@ class InBucket:
         own_retries(self._client)
         count_requests(self._client)
         self._plain_http = signs_payload(self._client)
+        config = self._client.meta.config  # the stubs do not know the setting yet
+        checksums = getattr(config, "request_checksum_calculation", None)
+        # Where botocore would take a CRC32 in a pass of its own before sending (plain HTTP,
+        # its default `when_supported`), the caller takes it instead, beside other work.
+        self._own_crc32 = self._plain_http and checksums == "when_supported"
 
     @property
     def bucket(self) -> str:
@@ -210,11 +215,6 @@ class InBucket:
         return True
 
     def _checksum(self, body: bytes | bytearray) -> str | None:
-        """The body's CRC32 for `_put` where botocore would take it in a pass of its own
-        before sending (plain HTTP, its default `when_supported`): the caller can then take
-        it beside other work. Over https botocore takes it as it streams the body."""
-        config = self._client.meta.config  # the stubs do not know the setting yet
-        setting = getattr(config, "request_checksum_calculation", None)
-        if not self._plain_http or setting != "when_supported":
-            return None
-        return crc32_checksum(body)
+        """The body's CRC32 for `_put`, where the store takes it (see `_own_crc32`); None
+        where botocore does (over https, as it streams the body) or none is wanted."""
+        return crc32_checksum(body) if self._own_crc32 else None

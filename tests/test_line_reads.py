@@ -82,6 +82,66 @@ def test_lines_are_counted_as_documented() -> None:
     assert line_index("a\nb\nc") == bytes([2, 0, 0, 0, 4, 0, 0, 0])
 
 
+def _body_index(text: str, width: int) -> tuple[int, bytes | None]:
+    """`counted_body_index` of `text` laid out at `width`, every tag slot full of breaks: a
+    tag byte is any byte, so a scan that read the slots would count them as lines."""
+    import s3claim.s3._format as _format
+    from s3claim.s3._lines import counted_body_index
+    from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, UNIT_BYTES
+
+    body, _ = _format.laid_out_body(text, width)
+    for at in range(BLOCK_BYTES, len(body), UNIT_BYTES):
+        body[at : at + TAG_BYTES] = b"\n" * TAG_BYTES
+    body[len(body) - TAG_BYTES :] = b"\n" * TAG_BYTES  # the last block's, short or whole
+    return counted_body_index(body, text, width)
+
+
+def _widths(text: str) -> list[int]:
+    """Every width the text can be stored at (the store picks the first)."""
+    from s3claim.handles import content_width
+
+    return [w for w in (1, 2, 4) if w >= content_width(text)]
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.sampled_from(["a", "é", "行", "🙂", "\n", "\r\n", "\n\n"]), max_size=400),
+    st.integers(0, 2),
+)
+def test_the_s3_stores_index_of_a_body_is_the_index_of_its_text(
+    parts: list[str], block_edge: int
+) -> None:
+    """Put across block edges (1,024 to 4,096 characters a block): some texts start with a
+    run of filler that ends one character before, at or after the edge of a block."""
+    text = "".join(parts)
+    filler = "x" * (4096 - 1 + block_edge)
+    for candidate in (text, filler + text, "行" * (2048 - 1 + block_edge) + text):
+        for width in _widths(candidate):
+            assert _body_index(candidate, width) == (
+                count_lines(candidate),
+                line_index(candidate),
+            ), (len(candidate), width)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n",
+        "x" * 4095 + "\n",  # the break ends the first block and the claim
+        "x" * 4095 + "\nnext",  # the second line starts the second block
+        "x" * 4096 + "\n" * 3,
+        "\n" * 50_000,  # every character a break: 12 blocks and a short one
+        "y" * (1 << 20),  # one line of 1 MiB
+        TEXTS["crlf"] * 20,
+    ],
+    ids=["empty", "one-break", "edge-end", "edge-next", "after-edge", "breaks", "mib", "crlf"],
+)
+def test_the_s3_stores_index_at_block_edges(text: str) -> None:
+    for width in _widths(text):
+        assert _body_index(text, width) == (count_lines(text), line_index(text))
+
+
 @given(st.text(alphabet="ab\r\n", max_size=60), st.integers(1, 70), st.integers(1, 7))
 def test_a_scan_finds_every_line_start_in_pieces_of_any_size(
     text: str, line: int, piece: int

@@ -41,7 +41,7 @@ from pydantic import SecretStr
 import s3claim.s3._format as _format
 from s3claim._background import Background
 from s3claim._blocks import digest_of
-from s3claim._lines import counted_index
+from s3claim._lines import count_lines
 from s3claim.clock import Clock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
@@ -53,7 +53,7 @@ from s3claim.s3._errors import MISSING
 from s3claim.s3._format import ClaimInfo
 from s3claim.s3._hand_off import HandOffs, HandsOff
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._lines import LineIndexes, LineReads
+from s3claim.s3._lines import LineIndexes, LineReads, counted_body_index
 from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
 from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
 from s3claim.s3._retry import Refused, RetryPolicy
@@ -72,7 +72,7 @@ __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 _BESIDE = Background(16, "s3claim-indexes")
 """Writes a claim's indexes while its body is sent; shared by every store in the process."""
 _COUNTING = Background(4, "s3claim-lines")
-"""Counts a claim's lines while its CRC32 is taken: a pool of its own, never queued behind
+"""Indexes a claim's lines while its CRC32 is taken: a pool of its own, never queued behind
 other claims' index uploads (and their retries) on `_BESIDE`."""
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
@@ -158,13 +158,11 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         refresh_first, indexed = known is not None, False
         body: Body | None = None
         checksum: str | None = None
-        if refresh_first:  # lines in the sealed metadata, and their index beside the claim
-            lines, index = counted_index(content)
-        else:  # a first write: tagged now, its CRC32 taken here while a worker counts lines
-            body = self._tagged(key, laid, content, width)
-            checksum, (lines, index) = _COUNTING.meanwhile(
-                partial(self._checksum, body), partial(counted_index, content)
-            )
+        index: bytes | None = None
+        if refresh_first:  # lines in the sealed metadata; the body only if it must be written
+            lines = count_lines(content)
+        else:
+            body, checksum, lines, index = self._prepared(key, laid, content, width)
         meta = self._layout.seal(key).metadata(
             _format.metadata(
                 expires_at=expires_at,
@@ -184,9 +182,8 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
                     self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
                     self._lines.refresh(scope, handle, **at)
                 break
-            if body is None:  # tagged once, whatever the loop does next
-                body = self._tagged(key, laid, content, width)
-                checksum = self._checksum(body)
+            if body is None:  # prepared once, whatever the loop does next
+                body, checksum, _, index = self._prepared(key, laid, content, width)
             # The indexes are built and put while the claim's body is sent: never raises. An
             # index whose claim then fails to be written is collected with the run's objects.
             beside = _BESIDE.submit(self._write_indexes, scope, handle, content, index, at)
@@ -210,11 +207,16 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         self._remember(key, expires_at)
         return handle
 
-    def _tagged(
+    def _prepared(
         self, key: str, laid: tuple[Body, list[bytes]] | None, content: str, width: int
-    ) -> Body:
-        """The claim's body as stored: laid out (already, for ASCII) and its blocks tagged."""
-        return self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+    ) -> tuple[Body, str | None, int, bytes | None]:
+        """The claim's body as stored (laid out, already for ASCII; tagged), its CRC32 for
+        `_put`, its line count and index: the CRC taken here while a worker indexes it."""
+        body = self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+        checksum, (lines, index) = _COUNTING.meanwhile(
+            partial(self._checksum, body), partial(counted_body_index, body, content, width)
+        )
+        return body, checksum, lines, index
 
     def _write_indexes(
         self, scope: Scope, handle: str, content: str, index: bytes | None, at: dict[str, int]
@@ -224,11 +226,9 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         self._lines.write(scope, handle, index, **at)
 
     def _refresh(self, key: str, width: int, meta: dict[str, str], days: int) -> bool:
-        """Rewrite expiry in place, without the body; False when the object is gone.
-
-        The copy is a new object (lifecycle counts from now) whose metadata holds the new
-        expiry, so the day class of this TTL covers it, as it does a first write.
-        """
+        """Rewrite expiry in place, without the body; False when the object is gone. The copy
+        is a new object (lifecycle counts from now) whose metadata holds the new expiry, so
+        this TTL's day class covers it, as it does a first write."""
         return self._copy(key, key, _format.CONTENT_TYPES[width], meta, days)
 
     def _remember(self, key: str, expires_at: int) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from benchmarks.baselines import NaiveS3Store
 from benchmarks.documents import KiB, MiB
+from benchmarks.stats import time_once
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from tests.servers import Endpoint, MotoServer, make_client
@@ -108,3 +111,30 @@ def empty_bucket(client: Any, bucket: str) -> None:
         for item in page.get("Contents", []):
             client.delete_object(Bucket=bucket, Key=item["Key"])
     client.delete_bucket(Bucket=bucket)
+
+
+def alternating_puts(
+    client: Any, bucket: str, puts: Sequence[Callable[[int], object]], rounds: int
+) -> list[list[float]]:
+    """Seconds of each put (called with its round), round by round; the bucket is emptied at
+    the end.
+
+    Each put runs once untimed first (connections open, code warm). In each round every put
+    runs once, the bucket emptied after each (untimed: no server holds more than one
+    document), and the order turns from round to round, so no put always follows the same
+    one: what a put leaves the server to do after it answers (a 64 MiB body to let go of,
+    say) falls on the others alike, and so does a drift of the machine.
+    """
+    times: list[list[float]] = [[] for _ in puts]
+    try:
+        for put in puts:
+            put(-1)
+        clear_bucket(client, bucket)
+        for i in range(rounds):
+            for turn in range(len(puts)):
+                kind = (i + turn) % len(puts)
+                times[kind].append(time_once(partial(puts[kind], i)))
+                clear_bucket(client, bucket)
+    finally:
+        empty_bucket(client, bucket)
+    return times

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from benchmarks.context import TTL, Bench, clear_bucket, empty_bucket
+from benchmarks.context import TTL, Bench, alternating_puts
 from benchmarks.documents import CHARSETS, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, median, time_once
@@ -68,17 +68,7 @@ def _on_server(
         lambda i: naive.put(Scope("bench", f"n{i}"), text, ttl_seconds=TTL),
         lambda i: client.put_object(Bucket=bucket, Key=f"utf32/{i}", Body=text.encode("utf-32-le")),
     ]
-    times: list[list[float]] = [[], [], []]
-    try:
-        for put in puts:
-            put(-1)  # untimed: connections open, code warm
-        clear_bucket(client, bucket)
-        for i in range(repeats):
-            for kind, put in enumerate(puts):
-                times[kind].append(time_once(partial(put, i)))
-                clear_bucket(client, bucket)
-    finally:
-        empty_bucket(client, bucket)
+    times = alternating_puts(client, bucket, puts, repeats)
     rounds = [theirs / ours for ours, theirs in zip(times[0], times[1], strict=True)]
     return (median(times[0]), median(times[1]), median(times[2])), rounds
 
@@ -143,7 +133,8 @@ def run(bench: Bench) -> Section:
             f"({bench.profile.checkin_repeats(16 * MiB)} at 16 Mi characters, "
             f"{bench.profile.checkin_repeats(64 * MiB)} above), each "
             "into a new run so that each one writes, in alternating rounds with the naive and "
-            "UTF-32 puts, the bucket emptied after each put. The S3 put is one PutObject of "
+            "UTF-32 puts (the order turning each round, so no put always follows the same "
+            "one), the bucket emptied after each put. The S3 put is one PutObject of "
             "the sealed body at the claim's width (ASCII: Latin-1, 1 byte a character; the "
             "mixed text: UTF-32-LE) and one of its line index, sent while the body is, to "
             "moto's server (in this process: it competes with the client for the GIL) and to "

@@ -21,9 +21,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Callable, Mapping
-from functools import partial
 
-from benchmarks.context import TTL, Bench, clear_bucket, empty_bucket
+from benchmarks.context import TTL, Bench, alternating_puts, empty_bucket
 from benchmarks.documents import Charset, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, median, time_once
@@ -120,16 +119,7 @@ def _checkins(bench: Bench, endpoint: Endpoint, chars: int) -> tuple[float, floa
         lambda i: unsealed.check_in(text, tool="t", scope=Scope("bench", f"u{i}")),
         lambda i: naive.put(Scope("bench", f"n{i}"), text, ttl_seconds=TTL),
     ]
-    times: list[list[float]] = [[], [], []]
-    try:
-        for put in puts:
-            put(-1)  # untimed: connections open, code warm
-        for i in range(repeats):
-            for kind, put in enumerate(puts):
-                times[kind].append(time_once(partial(put, i)))
-                clear_bucket(client, bucket)  # untimed: no server holds more than one document
-    finally:
-        empty_bucket(client, bucket)
+    times = alternating_puts(client, bucket, puts, repeats)
     return median(times[0]), median(times[1]), median(times[2])
 
 
@@ -280,7 +270,7 @@ def run(bench: Bench) -> Section:
             "Bytes are counted on moto with botocore's hooks (1 Mi characters of each kind of "
             "text; windows at offset 409,600, on a block boundary, and 410,600, off one). "
             "Check-ins are `ClaimCheck.check_in` of ASCII text into a new run each, sealed, "
-            "unsealed and naive in alternating rounds (median of "
+            "unsealed and naive in alternating rounds, the order turning each round (median of "
             f"{bench.profile.fetch_repeats}, {bench.profile.checkin_repeats(16 * MiB)} at 16 Mi), "
             "MB/s of input; CPU figures are the "
             f"best of {_CPU_REPEATS} alternating rounds over {_CPU_BYTES // MiB} MiB in this "

@@ -3,7 +3,8 @@
 
 1. Check-in: the S3 store's put of a log (the claim, and its line index beside it) against a
    plain UTF-8 put of the same text (the naive store), on moto and on the timing server, in
-   alternating rounds (median of 9 at 16 Mi characters, 3 above); the index's size per line.
+   alternating rounds whose order turns (median of 9 at 16 Mi characters, 3 above); the
+   index's size per line.
 2. Reads: requests and bytes of one read on S3 (moto, counted on the wire) by line at the
    start, middle and end of the log, from the end, and with small limits, beside the naive
    store's whole download of the object, which every read of it costs.
@@ -15,13 +16,12 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from benchmarks.context import TTL, Bench, clear_bucket, empty_bucket
+from benchmarks.context import TTL, Bench, alternating_puts, empty_bucket
 from benchmarks.documents import MiB
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
@@ -31,7 +31,7 @@ from s3claim.claim_tools import claim_check_tool, run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext
-from tests.servers import Wire
+from tests.servers import Endpoint, Wire
 
 __all__ = ["run", "service_log"]
 
@@ -68,10 +68,15 @@ def service_log(chars: int) -> str:
     return "".join(lines)[: chars - len(trace)] + "\n" + trace
 
 
-def _seconds(call: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
+def _checkin_seconds(bench: Bench, endpoint: Endpoint, text: str) -> tuple[float, float]:
+    """Median seconds of the store's put and the naive put of `text`, in alternating rounds."""
+    client, bucket, store, naive = bench.stores(endpoint)
+    puts: list[Callable[[int], object]] = [
+        lambda i: store.put(Scope("bench", f"s{i}"), text, ttl_seconds=TTL),
+        lambda i: naive.put(Scope("bench", f"n{i}"), text, ttl_seconds=TTL),
+    ]
+    times = alternating_puts(client, bucket, puts, 9 if len(text) <= 16 * MiB else 3)
+    return median(times[0]), median(times[1])
 
 
 def _checkins(bench: Bench, chars: int) -> list[list[str]]:
@@ -81,19 +86,7 @@ def _checkins(bench: Bench, chars: int) -> list[list[str]]:
     lines = count_lines(text)
     rows: list[list[str]] = []
     for endpoint in (bench.moto, bench.timing):
-        client, bucket, store, naive = bench.stores(endpoint)
-        times: tuple[list[float], list[float]] = ([], [])
-        try:
-            for i in range(-1, 9 if chars <= 16 * MiB else 3):  # -1: untimed, code warm
-                for kind, put in enumerate((store.put, naive.put)):
-                    scope = Scope(tenant="bench", run=f"put-{kind}-{i}-{uuid.uuid4().hex[:8]}")
-                    seconds = _seconds(partial(put, scope, text, ttl_seconds=TTL))
-                    if i >= 0:
-                        times[kind].append(seconds)
-                    clear_bucket(client, bucket)  # no server holds more than one log at a time
-        finally:
-            empty_bucket(client, bucket)
-        put_s, naive_s = median(times[0]), median(times[1])
+        put_s, naive_s = _checkin_seconds(bench, endpoint, text)
         rows.append(
             [
                 f"{len(text) / MiB:,.0f} Mi",

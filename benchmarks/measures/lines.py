@@ -79,14 +79,17 @@ def _checkin_seconds(bench: Bench, endpoint: Endpoint, text: str) -> tuple[float
     return median(times[0]), median(times[1])
 
 
-def _checkins(bench: Bench, chars: int) -> list[list[str]]:
-    """One row per server: the median check-in of a log of `chars` against the naive put."""
+def _checkins(bench: Bench, chars: int) -> tuple[list[list[str]], dict[str, float]]:
+    """One row per server: the median check-in of a log of `chars` against the naive put;
+    beside them, each server's naive put time over the check-in's."""
     text = service_log(chars)
     index = line_index(text) or b""
     lines = count_lines(text)
     rows: list[list[str]] = []
+    speeds: dict[str, float] = {}
     for endpoint in (bench.moto, bench.timing):
         put_s, naive_s = _checkin_seconds(bench, endpoint, text)
+        speeds[endpoint.name] = naive_s / put_s
         rows.append(
             [
                 f"{len(text) / MiB:,.0f} Mi",
@@ -99,7 +102,7 @@ def _checkins(bench: Bench, chars: int) -> list[list[str]]:
                 f"{len(index) / max(lines - 1, 1):.1f} B",
             ]
         )
-    return rows
+    return rows, speeds
 
 
 def _reads(store: Any, naive: Any, wire: Wire, text: str) -> tuple[list[list[str]], list[str]]:
@@ -189,7 +192,12 @@ def _model_side(text: str) -> list[list[str]]:
 
 def run(bench: Bench) -> Section:
     chars = bench.profile.memory_chars  # 64 Mi characters in the full profile
-    checkin = [row for size in sorted({16 * MiB, chars}) for row in _checkins(bench, size)]
+    checkin: list[list[str]] = []
+    for size in sorted({16 * MiB, chars}):
+        rows, speeds = _checkins(bench, size)
+        checkin += rows
+        if size == 16 * MiB:  # the check-in budget's size (section 3 has its document's)
+            at_budget, log_lines = speeds[bench.timing.name], rows[0][1]
     text = service_log(chars)
     client, bucket, store, naive = bench.stores(bench.moto)
     wire = Wire.attach(client)
@@ -204,6 +212,9 @@ def run(bench: Bench) -> Section:
         f"Reading by line ({len(text) / MiB:,.0f} Mi-character log): any line in {middle[2]} "
         f"GETs, {middle[3]}; the last window in {tail[2]} GET, {tail[3]} "
         f"(a whole download: {tail[5]})",
+        f"Check-in of a 16 Mi-character log of {log_lines} lines with its line index: "
+        f"{at_budget:.2f}× a plain UTF-8 put on {bench.timing.name} (budget: at least 0.80, "
+        f"{'met' if at_budget >= 0.8 else 'not met'})",
     ]
     return Section(
         title="Reading by line and from the end",

@@ -345,7 +345,8 @@ def run(bench: Bench) -> Section:
             f"whole claim. Checking one window's block costs {fmt_ms(cpu['window'])}.",
         ],
         headlines=[
-            f"Sealed records (format 4): +{100 * worst_overhead:.2f}% stored, one 16-byte tag "
+            f"Integrity: what the seal costs: sealed records (format 4) store "
+            f"+{100 * worst_overhead:.2f}%, one 16-byte tag "
             f"per 4,096 bytes a window moves, the same requests; a sealed check-in of {big} "
             f"ASCII characters runs at {seal_cost:.2f}× an unsealed one's throughput on "
             f"{bench.timing.name} (the check-in budget against a naive put: section 3).",

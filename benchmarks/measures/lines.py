@@ -3,8 +3,8 @@
 
 1. Check-in: the S3 store's put of a log (the claim, and its line index beside it) against a
    plain UTF-8 put of the same text (the naive store), on moto and on the timing server, in
-   alternating rounds whose order turns (median of 9 at 16 Mi characters, 3 above); the
-   index's size per line.
+   alternating rounds whose order turns (as many as the check-in section's: median of 31 at
+   16 Mi characters, 5 above); the index's size per line.
 2. Reads: requests and bytes of one read on S3 (moto, counted on the wire) by line at the
    start, middle and end of the log, from the end, and with small limits, beside the naive
    store's whole download of the object, which every read of it costs.
@@ -75,7 +75,7 @@ def _checkin_seconds(bench: Bench, endpoint: Endpoint, text: str) -> tuple[float
         lambda i: store.put(Scope("bench", f"s{i}"), text, ttl_seconds=TTL),
         lambda i: naive.put(Scope("bench", f"n{i}"), text, ttl_seconds=TTL),
     ]
-    times = alternating_puts(client, bucket, puts, 9 if len(text) <= 16 * MiB else 3)
+    times = alternating_puts(client, bucket, puts, bench.profile.checkin_repeats(len(text)))
     return median(times[0]), median(times[1])
 
 

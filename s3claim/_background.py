@@ -3,8 +3,8 @@
 A large check-in spends most of its time where Python lets go of the GIL (hashing, sending
 the body), so work beside it (hashing the other half of the blocks, indexing lines while the
 caller takes the body's CRC32, writing the indexes) runs on the other core instead of after
-it. Each task runs in its caller's context (its span is the caller's
-child), and a forked child starts with fresh threads.
+it. Each task runs in its caller's context (its span is the caller's child), and a forked
+child starts with fresh threads.
 """
 
 from __future__ import annotations

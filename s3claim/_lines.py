@@ -34,7 +34,6 @@ __all__ = [
     "at_line",
     "at_most_lines",
     "count_lines",
-    "counted_index",
     "find_line",
     "line_index",
     "line_starts",
@@ -76,23 +75,17 @@ def line_starts(text: str, typecode: str = "Q") -> array[int]:
     return starts
 
 
-def counted_index(text: str) -> tuple[int, bytes | None]:
-    """`count_lines(text)` and `line_index(text)`, from one pass over the text."""
-    if len(text) >= MAX_INDEXED_CHARS:
-        return count_lines(text), None
-    starts = line_starts(text, "I")
-    lines = len(starts) + 1 if text else 0
-    if not starts:  # one line (it starts at 0) or none
-        return lines, None
-    if sys.byteorder == "big":  # the index is little-endian wherever it was built
-        starts.byteswap()
-    return lines, starts.tobytes()
-
-
 def line_index(text: str) -> bytes | None:
     """The line index of `text` (`ENTRY_BYTES` a line after the first); None when it needs
     none (one line or none) or cannot have one (2**32 characters or more)."""
-    return counted_index(text)[1]
+    if len(text) >= MAX_INDEXED_CHARS:
+        return None
+    starts = line_starts(text, "I")
+    if not starts:  # one line (it starts at 0) or none
+        return None
+    if sys.byteorder == "big":  # the index is little-endian wherever it was built
+        starts.byteswap()
+    return starts.tobytes()
 
 
 @dataclass(frozen=True, slots=True)

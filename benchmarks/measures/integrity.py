@@ -169,8 +169,7 @@ def _cpu_rows(bench: Bench) -> tuple[list[list[str]], dict[str, float]]:
     rows = [
         [
             "the body laid out: each 4 KiB encoded, hashed and copied into place (format 4's "
-            "handle "
-            "and its tags' input)",
+            "handle and its tags' input)",
             fmt_ms(figures["digests"]),
         ],
         ["SHA-256 of the whole document (format 3's handle)", fmt_ms(figures["sha256"])],

@@ -69,8 +69,8 @@ _log = logging.getLogger("s3claim")
 def counted_body_index(
     body: bytes | bytearray, content: str, width: int
 ) -> tuple[int, bytes | None]:
-    """`s3claim._lines.counted_index(content)`, from `body`: `content` laid out at `width` in
-    sealed blocks (`_seal.laid_out`), tagged or not.
+    """`count_lines(content)` and `line_index(content)` (`s3claim._lines`), from `body`:
+    `content` laid out at `width` in sealed blocks (`_seal.laid_out`), tagged or not.
 
     numpy compares every character of the blocks with a break and lists where they are, with
     the GIL let go: on a 16 Mi-character log of 122,638 lines 3.7 ms, where `str.find` from
@@ -89,8 +89,9 @@ def counted_body_index(
     breaks = np.empty((min(whole, _SCANNED_BLOCKS), per_block), np.bool_)
     starts = []  # little-endian 32-bit, as the index is stored
     for first in range(0, whole, _SCANNED_BLOCKS):
-        found = breaks[: len(units[first : first + _SCANNED_BLOCKS])]
-        np.equal(units[first : first + _SCANNED_BLOCKS], 10, out=found)
+        blocks = units[first : first + _SCANNED_BLOCKS]
+        found = breaks[: len(blocks)]
+        np.equal(blocks, 10, out=found)
         starts.append((np.flatnonzero(found) + (first * per_block + 1)).astype("<u4"))
     starts.append((np.flatnonzero(tail == 10) + (whole * per_block + 1)).astype("<u4"))
     index = b"".join(part.data for part in starts)

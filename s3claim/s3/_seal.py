@@ -191,7 +191,7 @@ class Seal:
 
     def tag(self, stored: Body, digests: Sequence[bytes]) -> Body:
         """Fill the tag slots of a body `laid_out` with these digests, in place: the tags made
-        in one loop, then written in one strided copy, not a slice at a time (16 MiB: 3.2 ms
+        in one loop, then written in one strided copy, not a slice at a time (16 MiB: 3.4 ms
         against 4.7)."""
         tags = [self._tag(index, digest) for index, digest in enumerate(digests)]
         whole = len(stored) // _UNIT  # every block, but a short last one

@@ -71,7 +71,7 @@ __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
 _BESIDE = Background(16, "s3claim-indexes")
 """Writes a claim's indexes while its body is sent; shared by every store in the process."""
-_COUNTING = Background(4, "s3claim-lines")
+_INDEXING = Background(4, "s3claim-lines")
 """Indexes a claim's lines while its CRC32 is taken: a pool of its own, never queued behind
 other claims' index uploads (and their retries) on `_BESIDE`."""
 _WRITTEN_CACHE = 4096
@@ -213,7 +213,7 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         """The claim's body as stored (laid out, already for ASCII; tagged), its CRC32 for
         `_put`, its line count and index: the CRC taken here while a worker indexes it."""
         body = self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
-        checksum, (lines, index) = _COUNTING.meanwhile(
+        checksum, (lines, index) = _INDEXING.meanwhile(
             partial(self._checksum, body), partial(counted_body_index, body, content, width)
         )
         return body, checksum, lines, index

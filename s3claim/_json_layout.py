@@ -18,7 +18,7 @@ is unchanged. Strings are never laid out: a tool returning text returns that tex
 
 from __future__ import annotations
 
-from s3claim._json_index import SCAN
+from s3claim.safejson import SCAN
 
 __all__ = ["records_on_lines"]
 

@@ -27,15 +27,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
-from s3claim._json import MAX_DEPTH, loads
-from s3claim._json_path import NoIndexError, PathError
+from s3claim._reading import NoIndexError, PathError, at_most_lines
 from s3claim._wording import NOT_JSON_MESSAGE, REFERENCE_DESCRIPTION
 from s3claim.claim_tools import _reason, _store_failed, _unavailable
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ClaimUnavailableError, ToolError
 from s3claim.events import ClaimFetchFailed, ClaimPassed
 from s3claim.handles import is_handle
-from s3claim.store import ClaimCheckStore, PathReadableStore, SearchableStore
+from s3claim.safejson import MAX_DEPTH, loads
+from s3claim.store import ClaimCheckStore, LineReadableStore, PathReadableStore
 from s3claim.tools import RunContext, describe_validation_error
 
 __all__ = [
@@ -274,49 +274,21 @@ def _by_lines(
     lines: int,
     budget: _Budget,
 ) -> str:
-    """Lines `line` to `line + lines - 1` (from 1), each with its line break.
-
-    A line ends at `\\n` (so `\\r\\n` is one break, kept whole). The claim is streamed, so a
-    line past the end costs one read of the claim, never more than one piece in memory
-    beyond what is delivered.
-    """
-    if not isinstance(store, SearchableStore):
+    """Lines `line` to `line + lines - 1` (from 1), each with its line break: one read by
+    line of at most what is left of the budget (a line ends at `\\n`, so `\\r\\n` is one
+    break, kept whole). Lines that do not fit in it are refused, never delivered cut."""
+    if not isinstance(store, LineReadableStore):
         raise ToolError("invalid_arguments", "this store cannot read a claim by lines")
-    pieces = store.scan(context.scope, handle)
-    last = line + lines - 1
-    current = 1  # the line the next character belongs to
-    out: list[str] = []
-    taken = 0
-    seen, ended_on_break = False, False
-    try:
-        for piece in pieces:
-            start = 0
-            while start < len(piece) and current <= last:
-                newline = piece.find("\n", start)
-                end = len(piece) if newline < 0 else newline + 1
-                if current >= line:
-                    taken += end - start
-                    if taken > budget.left:
-                        raise budget.refuse()
-                    out.append(piece[start:end])
-                if newline >= 0:
-                    current += 1
-                start = end
-            if piece:
-                seen, ended_on_break = True, piece.endswith("\n")
-            if current > last:
-                break
-    finally:  # a stopped read must not leave an HTTP stream open
-        close = getattr(pieces, "close", None)
-        if close is not None:
-            close()
-    if not out:
-        count = 0 if not seen else current - 1 if ended_on_break else current
+    read = store.read_line(context.scope, handle, line, limit=max(budget.left, 1))
+    if not read.text:
         raise ToolError(
             "no_such_line",
-            f"the claim has {count} line(s) (counted at line breaks), so line {line} is past "
-            "its end",
+            f"the claim has {read.total_lines} line(s) (counted at line breaks), so line "
+            f"{line} is past its end",
         )
-    text = "".join(out)
-    budget.take(len(text))
-    return text
+    wanted = at_most_lines(read, lines, from_end=False)
+    short = wanted is read and read.next_offset is not None and read.text.count("\\n") < lines
+    if short or not read.whole:  # the lines asked for run on past what is left
+        raise budget.refuse()
+    budget.take(len(wanted.text))
+    return wanted.text

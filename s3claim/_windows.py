@@ -14,9 +14,7 @@ from pydantic import BaseModel, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 import s3claim._wording as _wording
-from s3claim._json_path import PathRead, escape
-from s3claim._lines import LineWindow
-from s3claim.store import Window
+from s3claim._reading import LineWindow, PathRead, Window, escape
 
 __all__ = ["one_address", "render_lines", "render_offset", "render_path"]
 

@@ -210,14 +210,14 @@ def past_end_note(
 
 
 NO_LINE_INDEX_MESSAGE = (
-    "this claim cannot be read by line: it was checked in without a line index and the line "
-    "is too far in to find by scanning; read it by offset (from_end=true reads its end), or "
-    "find text with search_result"
+    "this claim cannot be read by line: it is too long to index its lines (2**32 characters "
+    "or more); read it by offset (from_end=true reads its end), or find text with "
+    "search_result"
 )
 NOT_JSON_MESSAGE = (
     "this claim cannot be read by path: it is not a JSON object or array, or one nested "
-    "too deep to index (about 1,000 levels), or it was checked in before reading by path "
-    "existed; read it by offset or by line, or find text with search_result"
+    "too deep to index (more than 200 levels); read it by offset or by line, or find text "
+    "with search_result"
 )
 LINES_WITHOUT_LINE_MESSAGE = (
     "lines counts the whole lines of a read by line or from the end: give it with line "

@@ -20,18 +20,21 @@ import regex
 from pydantic import Field, WithJsonSchema
 
 import s3claim._wording as _wording
-from s3claim._boundary import refusal_text
-from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim._json_path import NoIndexError, PathError, PathRead
-from s3claim._lines import LineWindow, NoLineIndexError, at_most_lines
-from s3claim._search import (
+from s3claim._boundary import neutralise, refusal_text
+from s3claim._reading import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
+    LineWindow,
     MatchTooLongError,
+    NoIndexError,
+    NoLineIndexError,
+    PathError,
+    PathRead,
     PatternTooCostlyError,
     SearchBusyError,
     SearchResult,
+    at_most_lines,
     compile_pattern,
     search_slot,
     search_text,
@@ -47,6 +50,7 @@ from s3claim.events import (
     ToolFailed,
 )
 from s3claim.handles import is_handle
+from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
@@ -55,7 +59,7 @@ from s3claim.store import (
     SearchableStore,
     Window,
 )
-from s3claim.telemetry import Operation, fetch_operation, search_operation
+from s3claim.telemetry import Operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
 
 __all__ = [
@@ -133,13 +137,7 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
             return _read_path(store, context, handle, path, limit)
         if line is not None or from_end:
             return _read_lines(store, context, handle, line, limit, lines)
-        window = _redeem(
-            store,
-            context,
-            handle,
-            offset,
-            lambda: store.fetch(context.scope, handle, offset, limit),
-        )
+        window = _redeem(context, handle, lambda: store.fetch(context.scope, handle, offset, limit))
         return render_offset(window, handle)
 
     fetch_result.__doc__ = _wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
@@ -150,46 +148,30 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 _W = TypeVar("_W", Window, LineWindow, PathRead)
 
 
-def _redeem(
-    store: ClaimCheckStore,
-    context: RunContext,
-    handle: str,
-    offset: int | None,
-    read: Callable[[], _W],
-) -> _W:
+def _redeem(context: RunContext, handle: str, read: Callable[[], _W]) -> _W:
     """One read of a window, its failures rendered for the model, its event emitted.
 
-    `offset` is None when the mode finds the window's start (a line, the end): the
-    telemetry then records where the window turned out to start, as it does the offset.
-    A read by path starts where its value does.
+    The store's read is the operation's span (`s3claim.store.RangedStore`); this is what the
+    model is told of it.
     """
     known = handle if is_handle(handle) else None
-    with fetch_operation(store, context.scope, handle=known, offset=offset) as op:
-        try:
-            if known is None:  # malformed: refused here, it never reaches the store
-                raise ClaimUnavailableError
-            window = read()
-        except ClaimUnavailableError:
-            op.outcome = "unavailable"
-            raise _unavailable(context, known) from None
-        except NoLineIndexError:
-            op.outcome = "failed"
-            raise ToolError(
-                "cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE, own_words=True
-            ) from None
-        except PathError as exc:
-            op.outcome = exc.kind
-            raise ToolError(exc.kind, exc.message) from None
-        except NoIndexError:
-            op.outcome = "not_json"
-            raise ToolError("not_json", _wording.NOT_JSON_MESSAGE, own_words=True) from None
-        except Exception as exc:  # a store fault is told to the model, never the run's end
-            op.outcome = "failed"
-            _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
-            context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-            raise _store_failed(exc) from None
-        start = window.start if isinstance(window, PathRead) else window.offset
-        op.set(window_offset=start, window_chars=len(window.text))
+    try:
+        window = read()
+    except ClaimUnavailableError:
+        raise _unavailable(context, known) from None
+    except NoLineIndexError:
+        raise ToolError(
+            "cannot_read_by_line", _wording.NO_LINE_INDEX_MESSAGE, own_words=True
+        ) from None
+    except PathError as exc:
+        raise ToolError(exc.kind, exc.message) from None
+    except NoIndexError:
+        raise ToolError("not_json", _wording.NOT_JSON_MESSAGE, own_words=True) from None
+    except Exception as exc:  # a store fault is told to the model, never the run's end
+        _log.warning("fetch_result: store failed for %s (%s)", known, _reason(exc))
+        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
+        raise _store_failed(exc) from None
+    start = window.start if isinstance(window, PathRead) else window.offset
     context.emit(
         ClaimFetched(
             handle=handle,
@@ -221,8 +203,7 @@ def _read_lines(
             window = store.read_line(context.scope, handle, line, limit=limit)
         return window if lines is None else at_most_lines(window, lines, from_end=line is None)
 
-    window = _redeem(store, context, handle, None, read)
-    return render_lines(window, handle, line=line)
+    return render_lines(_redeem(context, handle, read), handle, line=line)
 
 
 def _read_path(
@@ -236,7 +217,7 @@ def _read_path(
         return store.read_path(context.scope, handle, path, limit=limit)
 
     # A read by path is a fetch like any other: one span, one audit record (never the path).
-    return render_path(_redeem(store, context, handle, 0, read), handle)
+    return render_path(_redeem(context, handle, read), handle)
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:
@@ -270,7 +251,7 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
                 total_matches=result.total_matches,
             )
         )
-        return result.to_json()
+        return result.to_json(neutralise)
 
     search_result.__doc__ = _wording.SEARCH_DESCRIPTION.format(
         matches=MAX_MATCHES, snippet=SNIPPET_CHARS

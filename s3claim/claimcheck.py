@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3claim._head import extract_head, extract_tail
+from s3claim._reading import extract_head, extract_tail
 from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy

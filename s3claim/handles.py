@@ -3,8 +3,9 @@
 A handle is `claim:`, one digit naming the claim's storage width (1, 2 or 4 bytes a
 character; see `content_width`), and 128 bits (32 lowercase hex digits) of
 HMAC-SHA256(key, len-prefixed("handle", tenant, run, digest, width)), where the content's
-digest is the SHA-256 of the SHA-256s of its UTF-8 bytes' 4,096-byte blocks (`s3claim._blocks`:
-the S3 seal tags the same blocks by their digests, so ASCII text is hashed once for both).
+digest is the SHA-256 of the SHA-256s of its UTF-8 bytes' 4,096-byte blocks (`block_digests`:
+the S3 store tags its stored blocks by their digests, so ASCII text, whose stored bytes are its
+UTF-8, is hashed once for both).
 
 The width travels in the handle because a cold S3 reader must choose its byte range before
 its first request; it is bound into the MAC (and, by the S3 layout, into the object key), so
@@ -22,20 +23,24 @@ import hmac
 import re
 import secrets
 
-from s3claim._blocks import block_digests, digest_of
 from s3claim.scope import Scope
 
 __all__ = [
+    "BLOCK_BYTES",
     "HANDLE_PREFIX",
     "HandleKey",
+    "block_digests",
     "content_digest",
     "content_width",
+    "digest_of",
     "handle_width",
     "is_handle",
     "utf8_of",
 ]
 
 HANDLE_PREFIX = "claim:"
+BLOCK_BYTES = 4096
+"""One 4,096-character window at 1 byte a character: windows read in order are whole blocks."""
 _HANDLE_HEX = 32
 _HANDLE_RE = re.compile(r"claim:[124][0-9a-f]{32}")
 _MIN_KEY_BYTES = 16
@@ -66,6 +71,17 @@ def utf8_of(content: str) -> bytes:
         return content.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("content must be valid Unicode: it contains a lone surrogate") from None
+
+
+def block_digests(data: bytes | bytearray | memoryview) -> list[bytes]:
+    """The SHA-256 of each `BLOCK_BYTES` of `data` in order (the last block may be short)."""
+    view, sha256 = memoryview(data), hashlib.sha256
+    return [sha256(view[at : at + BLOCK_BYTES]).digest() for at in range(0, len(view), BLOCK_BYTES)]
+
+
+def digest_of(digests: list[bytes]) -> bytes:
+    """The content digest of a text whose block digests these are."""
+    return hashlib.sha256(b"".join(digests)).digest()
 
 
 def content_digest(content: str, *, utf8: bytes | None = None) -> bytes:

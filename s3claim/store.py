@@ -1,64 +1,86 @@
-"""The store protocols, side by side: put, fetch, forget; their async twin; and scan.
+"""The store protocols, and the base every store of ours is built on.
 
-`ClaimCheckStore` is all a claim check needs. `AsyncClaimCheckStore` is the same three
-operations for coroutines (a sibling, not a mode flag). `SearchableStore` is the one extra
-capability a store may have: streaming a claim's text, which `search_result` reads.
+`ClaimCheckStore` is all a claim check needs: put, fetch, forget. `AsyncClaimCheckStore` is
+the same three for coroutines (a sibling, not a mode flag). The other protocols name what a
+store may offer beyond them: a stream for search, reads by line and path, hand-off.
+
+`RangedStore` is how a store offers all of them at once: it serves each claim as ranges of
+its text and of its index (`ClaimRanges`; the obspec `get_range` shape), and gets every
+reading mode from the one reading engine (`s3claim._reading`): windows by offset, lines,
+the end, JSON paths and the stream search reads. The memory store and the S3 store are both
+built on it, so a new store gets every mode by offering ranges (and building its index at
+check-in with `build_index`). Each read is one span (`s3claim.fetch`), opened here.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from s3claim.errors import ConfigurationError
+from s3claim._reading import (
+    DEFAULT_FETCH_CHARS,
+    AsyncClaimRanges,
+    ClaimRanges,
+    Facts,
+    IndexPart,
+    LineWindow,
+    NoIndexError,
+    NoLineIndexError,
+    PathError,
+    PathRead,
+    Plan,
+    TextPart,
+    Window,
+    arun,
+    build_index,
+    count_lines,
+    end_plan,
+    line_plan,
+    path_plan,
+    run,
+    window_plan,
+)
+from s3claim.errors import ClaimUnavailableError, ConfigurationError
+from s3claim.handles import is_handle
 from s3claim.scope import Scope
-
-if TYPE_CHECKING:
-    from s3claim._json_path import PathRead
-    from s3claim._lines import LineWindow
+from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
+    "NOWHERE",
     "AsyncClaimCheckStore",
+    "AsyncClaimRanges",
     "ClaimCheckStore",
+    "ClaimRanges",
+    "Facts",
     "HandOffStore",
+    "IndexPart",
     "LineReadableStore",
+    "LineWindow",
+    "NoIndexError",
+    "NoLineIndexError",
+    "PathError",
+    "PathRead",
     "PathReadableStore",
+    "Plan",
+    "RangedStore",
     "SearchableStore",
+    "TextPart",
     "Window",
+    "arun",
+    "build_index",
+    "check_ttl",
+    "count_lines",
+    "end_plan",
+    "finish",
+    "line_plan",
+    "path_plan",
+    "read_outcome",
+    "window_plan",
 ]
 
-DEFAULT_FETCH_CHARS = 4096
-"""One window: enough to read on, small enough not to undo the check-in."""
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """`text` is content[offset:offset + limit], in characters; `next_offset` is None at the end.
-
-    `total_lines` is the claim's line count (`s3claim._lines`) when the store knows it: an S3
-    claim checked in before lines were counted does not.
-    """
-
-    text: str
-    offset: int
-    total_chars: int
-    next_offset: int | None
-    total_lines: int | None = None
-
-    @classmethod
-    def of(
-        cls, text: str, *, offset: int, total_chars: int, total_lines: int | None = None
-    ) -> Window:
-        end = offset + len(text)
-        return cls(text, offset, total_chars, end if end < total_chars else None, total_lines)
-
-    def __repr__(self) -> str:  # the text is tool content: never in a repr
-        return (
-            f"Window(offset={self.offset}, chars={len(self.text)}, "
-            f"total_chars={self.total_chars}, next_offset={self.next_offset})"
-        )
+_T = TypeVar("_T", Window, LineWindow, PathRead)
 
 
 @runtime_checkable
@@ -104,13 +126,12 @@ class SearchableStore(Protocol):
 
 @runtime_checkable
 class LineReadableStore(Protocol):
-    """A store that reads a claim by line and from its end (`s3claim._lines`).
+    """A store that reads a claim by line and from its end.
 
     Both check the handle, scope and expiry exactly as `fetch` does. `read_line` starts at
     the beginning of line `line` (1-based) and holds whole lines, up to `limit` characters;
     `read_end` is the claim's last `limit` characters at most, from a line start when they
-    hold one. A line past the last reads empty; `NoLineIndexError` when the store cannot
-    find the line (an S3 claim checked in before line indexes, past the bounded scan).
+    hold one. A line past the last reads empty.
     """
 
     def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> LineWindow: ...
@@ -132,28 +153,112 @@ class HandOffStore(Protocol):
 
 @runtime_checkable
 class PathReadableStore(Protocol):
-    """A store that keeps a structure index of JSON claims and reads them by JSON Pointer.
+    """A store that reads JSON claims by JSON Pointer.
 
     `read_path` checks the handle, scope and expiry exactly as `fetch` does; it raises
-    `PathError` for a pointer to nothing and `NoIndexError` for a claim without an index.
+    `PathError` for a pointer to nothing and `NoIndexError` for a claim that is not JSON.
     """
 
     def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead: ...
 
 
-def check_window(offset: int, limit: int) -> None:
-    """Refuse window arguments no store can serve (a developer mistake, so it raises)."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+class RangedStore(ABC):
+    """A store that serves its claims as ranges, and so reads them every way.
+
+    A subclass implements `ranges` (and `put`, `forget`); every read below checks the handle's
+    form first (a malformed one never reaches the store) and is one `s3claim.fetch` span.
+    """
+
+    @abstractmethod
+    def ranges(self, scope: Scope, handle: str) -> ClaimRanges:
+        """The claim `handle` names, as ranges (a well-formed handle: the caller checked).
+
+        Making it costs nothing; each range checks the claim as `fetch` does
+        (`ClaimUnavailableError`), and `stream` does so before it returns.
+        """
+
+    def fetch(
+        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+    ) -> Window:
+        """content[offset:offset + limit]; at or past the end, an empty window."""
+        return self._read(scope, handle, offset, window_plan(offset, limit))
+
+    def read_line(
+        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """Whole lines from the start of `line` (`LineReadableStore`)."""
+        return self._read(scope, handle, None, line_plan(line, limit))
+
+    def read_end(
+        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """The last window, from a line's start when it holds one (`LineReadableStore`)."""
+        return self._read(scope, handle, None, end_plan(limit))
+
+    def read_path(
+        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> PathRead:
+        """The value at a JSON Pointer, and its first members (`PathReadableStore`)."""
+        return self._read(scope, handle, 0, path_plan(pointer, limit=limit))
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        """The claim's text in pieces (`SearchableStore`); refuses as `fetch` does."""
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        return self.ranges(scope, handle).stream()
+
+    def _read(self, scope: Scope, handle: str, offset: int | None, plan: Plan[_T]) -> _T:
+        known = handle if is_handle(handle) else None
+        # A malformed handle is refused at the first range, after the plan has checked its
+        # own arguments: it never reaches the store.
+        ranges = self.ranges(scope, known) if known is not None else NOWHERE
+        with fetch_operation(self, scope, handle=known, offset=offset) as op:
+            try:
+                answer = run(plan, ranges)
+            except Exception as exc:
+                op.outcome = read_outcome(exc)
+                raise
+            finish(op, answer)
+            return answer
 
 
-def check_line(line: int, limit: int) -> None:
-    """Refuse line arguments no store can serve (a developer mistake, so it raises)."""
-    if isinstance(line, bool) or not isinstance(line, int) or line < 1:
-        raise ValueError(f"line must be a positive integer (lines count from 1), got {line!r}")
-    check_window(0, limit)
+class _Nowhere:
+    """The ranges of a handle that is not one: every range refused as unavailable."""
+
+    def text(self, start: int, end: int) -> TextPart:
+        raise ClaimUnavailableError
+
+    def tail(self, chars: int) -> TextPart:
+        raise ClaimUnavailableError
+
+    def index(self, start: int, end: int) -> IndexPart:
+        raise ClaimUnavailableError
+
+    def index_tail(self, size: int) -> IndexPart:
+        raise ClaimUnavailableError
+
+    def stream(self) -> Iterator[str]:
+        raise ClaimUnavailableError
+
+
+NOWHERE = _Nowhere()
+
+
+def finish(op: Operation, answer: Window | LineWindow | PathRead) -> None:
+    """What a read's span records of its answer: where it starts, and its size."""
+    start = answer.start if isinstance(answer, PathRead) else answer.offset
+    op.set(window_offset=start, window_chars=len(answer.text))
+
+
+def read_outcome(exc: BaseException) -> str:
+    """A failed read's span outcome, from what it raised."""
+    if isinstance(exc, ClaimUnavailableError):
+        return "unavailable"
+    if isinstance(exc, PathError):
+        return exc.kind
+    if isinstance(exc, NoIndexError):
+        return "not_json"
+    return "failed"
 
 
 def check_ttl(ttl_seconds: int) -> None:

@@ -21,12 +21,11 @@ import pytest
 
 from benchmarks.baselines import NaiveS3Store
 from benchmarks.documents import KiB, MiB, document
-from s3claim._lines import line_index
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.s3._layout import is_claim_key
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS
+from s3claim.store import DEFAULT_FETCH_CHARS, build_index
 from tests._s3 import stored_bytes
 from tests.servers import Wire
 
@@ -76,7 +75,7 @@ def test_a_put_sends_the_body_once_at_its_width(
 ) -> None:
     text = document(100_000, charset)
     store.put(SCOPE, text, ttl_seconds=TTL)
-    index = line_index(text)  # beside the claim: 4 bytes a line after the first, sealed
+    index = build_index(text)  # beside the claim: 4 bytes a line after the first, sealed
     assert dict(wire.requests) == {"PutObject": 1 if index is None else 2}
     width = WINDOW_BYTES[charset] // 4096
     beside = 0 if index is None else stored_bytes(len(index))

@@ -30,7 +30,7 @@ from s3claim import (
     Window,
     claim_tools,
 )
-from s3claim._lines import LineWindow
+from s3claim._reading._lines import LineWindow
 from s3claim._wording import (
     LINES_WITHOUT_LINE_MESSAGE,
     UNAVAILABLE_MESSAGE,

@@ -19,6 +19,7 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
+import s3claim.safejson as _json
 from s3claim import (
     ClaimStoreError,
     ConfigurationError,
@@ -28,7 +29,6 @@ from s3claim import (
     RunContext,
     S3ClaimCheckStore,
     Scope,
-    _json,
     claim_check_tool,
     claim_search_tool,
     run_claim_tool,

@@ -164,7 +164,7 @@ def test_an_endpoint_without_a_bucket_is_a_configuration_error() -> None:
 
 
 def test_without_moto_the_demo_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from s3claim._extras import install_command
+    from s3claim.extras import install_command
 
     monkeypatch.setitem(sys.modules, "moto", None)  # import fails as if not installed
     result = runner.invoke(app, ["demo"])

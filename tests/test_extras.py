@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from s3claim._extras import EXTRAS, MissingExtraError, install_command, require_extra
 from s3claim.cli import app
+from s3claim.extras import EXTRAS, MissingExtraError, install_command, require_extra
 
 ROOT = Path(__file__).parent.parent
 runner = CliRunner()
@@ -128,7 +128,7 @@ def test_import_s3claim_mcp_without_the_sdk_raises_the_line_alone() -> None:
 
 def test_a_broken_install_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """An import that fails with the extra's modules present is not called a missing extra."""
-    from s3claim._extras import reraise_missing
+    from s3claim.extras import reraise_missing
 
     broken = ModuleNotFoundError("No module named 'yarl'", name="yarl")
     with pytest.raises(ModuleNotFoundError) as caught:

@@ -21,11 +21,11 @@ from s3claim import (
     MemoryClaimCheckStore,
     RunContext,
     Scope,
-    _matching,
     claim_search_tool,
     run_claim_tool,
 )
-from s3claim._search import MAX_MATCHES, compile_pattern, search_text
+from s3claim._reading import _matching
+from s3claim._reading._search import MAX_MATCHES, compile_pattern, search_text
 from s3claim.events import Event
 
 SCOPE = Scope(tenant="acme", run="r-1")

@@ -186,7 +186,7 @@ def test_on_s3_a_forged_blocks_field_fails_the_seal(setup: Any) -> None:
     handle = store.put(PARENT, CONTRACT, ttl_seconds=60)
     child = claim_check.hand_off(handle, scope=PARENT, to=CHILD)
     key = store.layout.object_key(CHILD, child)  # type: ignore[attr-defined]
-    bucket = store.bucket  # type: ignore[attr-defined]
+    bucket = store.bucket.name  # type: ignore[attr-defined]
     meta = client.head_object(Bucket=bucket, Key=key)["Metadata"]
     meta["s3claim-blocks"] = store.layout.object_key(Scope("acme", "x"), handle)  # type: ignore[attr-defined]
     client.copy_object(

@@ -6,7 +6,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3claim._head import extract_head
+from s3claim._reading._head import extract_head
 from tests._strategies import unicode_text
 
 _CLUSTER = regex.compile(r"\X")

@@ -89,7 +89,7 @@ def test_an_adapter_without_its_framework_names_the_extra(
     import subprocess
     import sys
 
-    from s3claim._extras import EXTRAS, install_command
+    from s3claim.extras import EXTRAS, install_command
 
     probe = (
         f"import sys; sys.modules[{framework!r}] = None\n"

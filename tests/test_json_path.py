@@ -13,8 +13,16 @@ from typing import Any
 import pytest
 
 from s3claim import MemoryClaimCheckStore, Scope
-from s3claim._json_index import HEAD_BYTES, LISTED, SMALL_BYTES, build_index, parse_head
-from s3claim._json_path import NoIndexError, PathError, PathRead, parse_pointer, read_path
+from s3claim._reading import Facts, IndexPart, TextPart, build_index, count_lines, run
+from s3claim._reading._index import TAIL_BYTES, head_of
+from s3claim._reading._json_index import LISTED, SMALL_BYTES, json_index, parse_head
+from s3claim._reading._json_path import (
+    NoIndexError,
+    PathError,
+    PathRead,
+    parse_pointer,
+    path_plan,
+)
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.s3 import S3ClaimCheckStore
 from tests.conftest import StoreUnderTest
@@ -24,22 +32,66 @@ TTL = 3600
 
 
 class Slices:
-    """A claim and its index as the memory store reads them."""
+    """A claim and its index as ranges (`ClaimRanges`), as the memory store serves them, each
+    read recorded with its size."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.index = build_index(text)
+        self.facts = Facts(len(text), count_lines(text))
         self.reads: list[tuple[str, int]] = []
 
-    def index_bytes(self, start: int, end: int) -> bytes:
-        if self.index is None:
-            raise NoIndexError
-        self.reads.append(("index", min(end, len(self.index)) - start))
-        return self.index[start:end]
-
-    def chars(self, start: int, end: int) -> str:
+    def text_range(self, start: int, end: int) -> TextPart:
         self.reads.append(("chars", end - start))
-        return self.text[start:end]
+        return TextPart(self.text[start:end], start, self.facts)
+
+    def tail(self, chars: int) -> TextPart:
+        raise AssertionError("a read by path never reads the text's end")
+
+    def index_range(self, start: int, end: int) -> IndexPart:
+        assert self.index is not None
+        self.reads.append(("index", min(end, len(self.index)) - start))
+        return IndexPart(self.index[start:end], self.facts)
+
+    def index_tail(self, size: int) -> IndexPart:
+        if self.index is None:
+            return IndexPart(None, self.facts)
+        self.reads.append(("index", min(size, len(self.index))))
+        return IndexPart(self.index[-size:], self.facts)
+
+    def stream(self) -> Any:
+        raise AssertionError("a read by path never streams")
+
+    def head(self) -> Any:
+        """The JSON index's head (the nodes), as a reader finds it at the index's end."""
+        assert self.index is not None
+        found = head_of(self.index[-TAIL_BYTES:])
+        assert found is not None
+        return parse_head(found)
+
+
+def read_path(source: Slices, pointer: str, *, limit: int) -> PathRead:
+    return run(path_plan(pointer, limit=limit), _Ranges(source))
+
+
+class _Ranges:
+    def __init__(self, slices: Slices) -> None:
+        self.slices = slices
+
+    def text(self, start: int, end: int) -> TextPart:
+        return self.slices.text_range(start, end)
+
+    def tail(self, chars: int) -> TextPart:
+        return self.slices.tail(chars)
+
+    def index(self, start: int, end: int) -> IndexPart:
+        return self.slices.index_range(start, end)
+
+    def index_tail(self, size: int) -> IndexPart:
+        return self.slices.index_tail(size)
+
+    def stream(self) -> Any:
+        return self.slices.stream()
 
 
 def value_at(document: Any, tokens: list[str]) -> Any:
@@ -117,7 +169,7 @@ def test_a_large_object_is_found_by_key_in_one_read_of_its_table() -> None:
 
 def test_the_reads_are_few_and_small_whatever_the_position() -> None:
     text = records(20_000)
-    head = parse_head(Slices(text).index[:HEAD_BYTES])  # type: ignore[index]
+    head = Slices(text).head()
     assert len(head.nodes) == 2  # the document and /items: records are read from the claim
     for pointer in ("/items/0/name", "/items/19999/tags/0", "/items/12345"):
         source = Slices(text)
@@ -179,7 +231,7 @@ def test_a_pointer_to_nothing_says_where_it_stopped(pointer: str, says: str) -> 
     ids=lambda t: t[:12],
 )
 def test_what_is_not_a_json_document_has_no_index_and_checks_in_as_text(text: str) -> None:
-    assert build_index(text) is None
+    assert json_index(text, base=0) is None
     store = MemoryClaimCheckStore()
     handle = store.put(SCOPE, text, ttl_seconds=TTL)  # never fails a check-in
     assert store.fetch(SCOPE, handle, 0, 10).text == text[:10]
@@ -190,7 +242,7 @@ def test_what_is_not_a_json_document_has_no_index_and_checks_in_as_text(text: st
 def test_a_huge_array_becomes_a_node_and_its_listing_stays_bounded() -> None:
     text = "[" + ",".join(str(n) for n in range(300_000)) + "]"
     index = build_index(text)
-    assert index is not None and len(index) < 9 * 300_000 + HEAD_BYTES
+    assert index is not None and len(index) < 9 * 300_000 + TAIL_BYTES
     answer = read_path(Slices(text), "/299999", limit=4096)
     assert answer.text == "299999"
     whole = read_path(Slices(text), "", limit=4096)
@@ -201,7 +253,7 @@ def test_nested_large_containers_and_many_nodes_stay_in_the_head() -> None:
     # more large containers than the head holds: the size that counts as small doubles
     text = json.dumps([{"pad": "x" * SMALL_BYTES, "n": n} for n in range(1000)])
     source = Slices(text)
-    head = parse_head(source.index[:HEAD_BYTES])  # type: ignore[index]
+    head = source.head()
     assert head.small_chars > SMALL_BYTES and len(head.nodes) == 1
     assert read_path(source, "/999/n", limit=10).text == "999"
 
@@ -296,11 +348,13 @@ def test_an_s3_index_has_the_claims_encryption_tags_and_expiry(s3: Any, bucket: 
         assert heads[0]["Metadata"][field] == heads[1]["Metadata"][field]
     tags = [s3.get_object_tagging(Bucket=bucket, Key=k)["TagSet"] for k in (claim, index)]
     assert tags[0] == tags[1] and tags[0]
-    # a claim written before indexes existed: it reads by offset, and says it has no index
+    # the claim says it has an index: without it, it still reads by offset, and a read by
+    # path is refused as damaged, as any object of a claim that is not as it was written
     s3.delete_object(Bucket=bucket, Key=index)
     assert store.fetch(SCOPE, handle, 0, 8).text == records(500)[:8]
-    with pytest.raises(NoIndexError):
+    with pytest.raises(ClaimStoreError) as caught:
         store.read_path(SCOPE, handle, "/items/0")
+    assert caught.value.reason == "damaged"
 
 
 def test_a_refresh_gives_the_index_the_claims_new_expiry(s3: Any, bucket: str) -> None:

@@ -15,14 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3claim._lines import (
+from s3claim._reading._lines import (
     LineWindow,
     NoLineIndexError,
     at_most_lines,
     count_lines,
-    find_line,
     line_index,
-    line_starts,
 )
 from s3claim.errors import ClaimUnavailableError
 from s3claim.memory import MemoryClaimCheckStore
@@ -77,78 +75,9 @@ def test_lines_are_counted_as_documented() -> None:
         1,
         1,
     ]
-    assert list(line_starts("ab\ncd\n\nef")) == [3, 6, 7]
+    assert line_index("ab\ncd\n\nef") == bytes([3, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0])
     assert line_index("one line\n") is None and line_index("") is None
     assert line_index("a\nb\nc") == bytes([2, 0, 0, 0, 4, 0, 0, 0])
-
-
-def _body_index(text: str, width: int) -> tuple[int, bytes | None]:
-    """`counted_body_index` of `text` laid out at `width`, every tag slot full of breaks: a
-    tag byte is any byte, so a scan that read the slots would count them as lines."""
-    import s3claim.s3._format as _format
-    from s3claim.s3._lines import counted_body_index
-    from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, UNIT_BYTES
-
-    body, _ = _format.laid_out_body(text, width)
-    for at in range(BLOCK_BYTES, len(body), UNIT_BYTES):
-        body[at : at + TAG_BYTES] = b"\n" * TAG_BYTES
-    body[len(body) - TAG_BYTES :] = b"\n" * TAG_BYTES  # the last block's, short or whole
-    return counted_body_index(body, text, width)
-
-
-def _widths(text: str) -> list[int]:
-    """Every width the text can be stored at (the store picks the first)."""
-    from s3claim.handles import content_width
-
-    return [w for w in (1, 2, 4) if w >= content_width(text)]
-
-
-@settings(max_examples=150)
-@given(
-    st.lists(st.sampled_from(["a", "é", "行", "🙂", "\n", "\r\n", "\n\n"]), max_size=400),
-    st.integers(0, 2),
-)
-def test_the_s3_stores_index_of_a_body_is_the_index_of_its_text(
-    parts: list[str], block_edge: int
-) -> None:
-    """Put across block edges (1,024 to 4,096 characters a block): some texts start with a
-    run of filler that ends one character before, at or after the edge of a block."""
-    text = "".join(parts)
-    filler = "x" * (4096 - 1 + block_edge)
-    for candidate in (text, filler + text, "行" * (2048 - 1 + block_edge) + text):
-        for width in _widths(candidate):
-            assert _body_index(candidate, width) == (
-                count_lines(candidate),
-                line_index(candidate),
-            ), (len(candidate), width)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        "\n",
-        "x" * 4095 + "\n",  # the break ends the first block and the claim
-        "x" * 4095 + "\nnext",  # the second line starts the second block
-        "x" * 4096 + "\n" * 3,
-        "\n" * 50_000,  # every character a break: 12 blocks and a short one
-        "y" * (1 << 20),  # one line of 1 MiB
-        TEXTS["crlf"] * 20,
-    ],
-    ids=["empty", "one-break", "edge-end", "edge-next", "after-edge", "breaks", "mib", "crlf"],
-)
-def test_the_s3_stores_index_at_block_edges(text: str) -> None:
-    for width in _widths(text):
-        assert _body_index(text, width) == (count_lines(text), line_index(text))
-
-
-@given(st.text(alphabet="ab\r\n", max_size=60), st.integers(1, 70), st.integers(1, 7))
-def test_a_scan_finds_every_line_start_in_pieces_of_any_size(
-    text: str, line: int, piece: int
-) -> None:
-    pieces = [text[i : i + piece] for i in range(0, len(text), piece)]
-    starts = _starts(text) if text else [0]
-    assert find_line(pieces, line) == (starts[line - 1] if line <= len(starts) else None)
 
 
 # The stores under test come from conftest's `store_under_test` (memory, moto, s3rver).
@@ -278,56 +207,29 @@ def _s3_store(s3: Any, bucket: str, clock: Any = None) -> Any:
     )
 
 
-def _strip_line_count(store: Any, handle: str) -> None:
-    """Make a claim look checked in before lines were counted: no index, no line count."""
-    import s3claim.s3._format as _format
-
-    key = store.layout.object_key(SCOPE, handle)
-    store.client.delete_object(Bucket=store.bucket, Key=store.layout.lines_key(SCOPE, handle))
-    head = store.client.head_object(Bucket=store.bucket, Key=key)
-    meta = _format.parse_metadata(head["Metadata"], operation="test")
-    fields = _format.metadata(
-        expires_at=meta.expires_at, chars=meta.chars, run_tag=meta.run_tag, width=meta.width
-    )
-    store.client.copy_object(
-        Bucket=store.bucket,
-        Key=key,
-        CopySource={"Bucket": store.bucket, "Key": key},
-        MetadataDirective="REPLACE",
-        Metadata=store.layout.seal(key).metadata(fields),
-    )
-
-
-def test_a_claim_without_a_line_index_is_read_by_a_bounded_scan(s3: Any, bucket: str) -> None:
-    store = _s3_store(s3, bucket)
-    text = TEXTS["log"]
-    handle = store.put(SCOPE, text, ttl_seconds=60)
-    _strip_line_count(store, handle)
-    for line in (2, 1500, 2001, 2002, 5000):
-        got = store.read_line(SCOPE, handle, line, limit=100)
-        assert (got.text, got.offset) == expected_line(text, line, 100), line
-    assert store.read_line(SCOPE, handle, 5000, limit=100).total_lines is None
-    end = store.read_end(SCOPE, handle, limit=50)
-    assert (end.text, end.first_line) == (expected_end(text, 50)[0], None)
-
-
-def test_past_the_bounded_scan_the_read_says_it_cannot(
-    s3: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+def test_a_claim_too_long_for_a_line_index_says_it_cannot_read_by_line(
+    store_under_test: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Line starts are 32-bit: a claim of 2**32 characters or more has none (made shorter
+    here), reads by offset and from the end, and answers a read by line with a refusal."""
     from s3claim import claim_check_tool
     from s3claim.claim_tools import run_claim_tool
     from s3claim.tools import RunContext
 
-    store = _s3_store(s3, bucket)
-    handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
-    _strip_line_count(store, handle)
-    monkeypatch.setattr("s3claim._lines.SCAN_CHARS", 1000)
+    store: Any = store_under_test.store
+    monkeypatch.setattr("s3claim._reading._lines.MAX_INDEXED_CHARS", 1000)
+    text = TEXTS["log"]
+    handle = store.put(SCOPE, text, ttl_seconds=60)
     with pytest.raises(NoLineIndexError):
         store.read_line(SCOPE, handle, 1500, limit=100)
+    assert store.read_line(SCOPE, handle, 1, limit=20).text == expected_line(text, 1, 20)[0]
+    assert store.read_line(SCOPE, handle, 10**6, limit=20).text == ""  # past the last: counted
     answer = run_claim_tool(
         claim_check_tool(store), {"handle": handle, "line": 1500}, RunContext(SCOPE, "a", print)
     )
     assert answer.is_error and '"cannot_read_by_line"' in answer.text
+    end = store.read_end(SCOPE, handle, limit=50)
+    assert (end.text, end.offset) == expected_end(text, 50)
 
 
 def test_a_one_line_claim_has_no_index_and_reads_past_its_line_with_one_head(
@@ -353,11 +255,11 @@ def test_the_index_expires_forgets_and_refreshes_with_its_claim(s3: Any, bucket:
     store = _s3_store(s3, bucket, clock)
     text = TEXTS["crlf"]
     handle = store.put(SCOPE, text, ttl_seconds=60)
-    lines_key = store.layout.lines_key(SCOPE, handle)
-    index = s3.head_object(Bucket=bucket, Key=lines_key)
+    index_key = store.layout.index_key(SCOPE, handle)
+    index = s3.head_object(Bucket=bucket, Key=index_key)
     claim = s3.head_object(Bucket=bucket, Key=store.layout.object_key(SCOPE, handle))
     assert index["ServerSideEncryption"] == claim["ServerSideEncryption"]
-    tags = s3.get_object_tagging(Bucket=bucket, Key=lines_key)["TagSet"]
+    tags = s3.get_object_tagging(Bucket=bucket, Key=index_key)["TagSet"]
     assert tags == s3.get_object_tagging(Bucket=bucket, Key=claim_key(store, handle))["TagSet"]
     clock.advance(50)
     _fresh = _s3_store(s3, bucket, clock)  # another process refreshes it: CopyObject both
@@ -381,7 +283,7 @@ def test_a_rewritten_index_is_refused_as_damaged(s3: Any, bucket: str) -> None:
 
     store = _s3_store(s3, bucket)
     handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
-    key = store.layout.lines_key(SCOPE, handle)
+    key = store.layout.index_key(SCOPE, handle)
     stored = s3.get_object(Bucket=bucket, Key=key)
     body = bytearray(stored["Body"].read())
     body[0] ^= 1  # line 2 now starts elsewhere
@@ -391,19 +293,42 @@ def test_a_rewritten_index_is_refused_as_damaged(s3: Any, bucket: str) -> None:
     assert raised.value.reason == "damaged"
 
 
-def test_a_failed_index_write_never_fails_the_check_in(
-    s3: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+def test_a_failed_index_write_fails_the_check_in_and_a_repeat_mends_it(
+    s3: Any, bucket: str
 ) -> None:
+    """A claim and its index stand together: a check-in whose index is refused fails (the
+    host then falls back, as for any store fault), and checking the same text in again writes
+    the index beside the claim that stands."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from s3claim.errors import ClaimStoreError
+
     store = _s3_store(s3, bucket)
 
-    def refuse(*_: Any, **__: Any) -> None:
-        raise RuntimeError("index refused")
+    def refuse(request: Any, **_: Any) -> None:
+        if request.url.split("?")[0].endswith(".index"):
+            raise EndpointConnectionError(endpoint_url=request.url)
 
-    monkeypatch.setattr(store, "_write", refuse)  # the objects beside a claim, not the claim
+    s3.meta.events.register("before-send.s3.PutObject", refuse)
+    try:
+        with pytest.raises(ClaimStoreError):
+            store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    finally:
+        s3.meta.events.unregister("before-send.s3.PutObject", refuse)
     handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
-    monkeypatch.undo()
-    got = store.read_line(SCOPE, handle, 1500, limit=100)  # no index: the bounded scan
+    got = store.read_line(SCOPE, handle, 1500, limit=100)
     assert (got.text, got.offset) == expected_line(TEXTS["log"], 1500, 100)
+
+
+def test_a_claim_whose_index_is_gone_is_refused_as_damaged(s3: Any, bucket: str) -> None:
+    from s3claim.errors import ClaimStoreError
+
+    store = _s3_store(s3, bucket)
+    handle = store.put(SCOPE, TEXTS["log"], ttl_seconds=60)
+    s3.delete_object(Bucket=bucket, Key=store.layout.index_key(SCOPE, handle))
+    with pytest.raises(ClaimStoreError) as raised:
+        store.read_line(SCOPE, handle, 2, limit=50)
+    assert raised.value.reason == "damaged"
 
 
 def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
@@ -437,7 +362,7 @@ def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
     )
 
 
-def test_the_line_index_is_put_while_the_claims_body_is_sent(s3: Any, bucket: str) -> None:
+def test_the_index_is_put_while_the_claims_body_is_sent(s3: Any, bucket: str) -> None:
     """The claim's PutObject waits, at the wire, for its index's: only a put that sends both
     at once gets past it (one after the other, the index would never come)."""
     import threading
@@ -447,7 +372,7 @@ def test_the_line_index_is_put_while_the_claims_body_is_sent(s3: Any, bucket: st
     claim_waited: list[bool] = []
 
     def hold(request: Any, **_: Any) -> None:
-        if request.url.split("?")[0].endswith(".lines"):
+        if request.url.split("?")[0].endswith(".index"):
             index_sent.set()
         else:
             claim_waited.append(index_sent.wait(timeout=10))
@@ -472,7 +397,7 @@ def test_a_claim_whose_write_fails_is_not_readable_and_forget_erases_its_index(
     store = _s3_store(s3, bucket)
 
     def refuse(request: Any, **_: Any) -> Any:
-        if not request.url.split("?")[0].endswith(".lines"):  # the claim, every retry of it
+        if not request.url.split("?")[0].endswith(".index"):  # the claim, every retry of it
             raise EndpointConnectionError(endpoint_url=request.url)
         return None
 
@@ -483,6 +408,6 @@ def test_a_claim_whose_write_fails_is_not_readable_and_forget_erases_its_index(
     finally:
         s3.meta.events.unregister("before-send.s3.PutObject", refuse)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
-    assert len(keys) == 1 and keys[0].endswith(".lines")  # the index alone, no claim
+    assert len(keys) == 1 and keys[0].endswith(".index")  # the index alone, no claim
     assert store.forget(tenant=SCOPE.tenant) == 0  # it counts claims, and erases the index too
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0

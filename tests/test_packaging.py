@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import s3claim
-from s3claim._extras import EXTRAS
+from s3claim.extras import EXTRAS
 
 ROOT = Path(__file__).parent.parent
 VERSION = s3claim.__version__
@@ -206,7 +206,7 @@ def test_the_library_without_an_extra_fails_at_first_use_naming_the_install(
     assert done.returncode == 1
     feature, (module, *_) = EXTRAS[extra]
     assert _last_line(done.stderr) == (
-        f"s3claim._extras.MissingExtraError: {feature} needs the {extra} extra "
+        f"s3claim.extras.MissingExtraError: {feature} needs the {extra} extra "
         f"({module} is not installed): {_installs(venv, extra)}"
     )
     assert "anyio" not in done.stderr  # the SDK's absence, not one of its dependencies'

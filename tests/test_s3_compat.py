@@ -20,10 +20,10 @@ from botocore.config import Config
 
 from benchmarks.documents import document
 from s3claim import ClaimStoreError, ClaimUnavailableError, ManualClock
-from s3claim._lines import line_index
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
+from s3claim.store import build_index
 from tests._s3 import s3_response, stored_bytes, window_bytes
 from tests.servers import Wire
 from tests.test_s3_faults import Injector, answer
@@ -218,7 +218,7 @@ def test_s3rver_serves_each_window_with_one_ranged_get_at_the_width(
     wire = Wire.attach(s3rver_client)
     text = document(100_000, charset)
     handle = store.put(SCOPE, text, ttl_seconds=TTL)
-    index = line_index(text)  # the line index beside the claim: one PutObject more
+    index = build_index(text)  # the index beside the claim: one PutObject more
     assert dict(wire.requests) == {"PutObject": 1 if index is None else 2}
     width = WINDOW_BYTES[charset] // 4096
     beside = 0 if index is None else stored_bytes(len(index))
@@ -279,7 +279,7 @@ def test_a_cut_search_stream_resumes_from_the_next_byte_or_fails_loudly(
     from botocore.awsrequest import AWSResponse
 
     from s3claim import RunContext, ToolError, claim_search_tool
-    from s3claim._search import compile_pattern, search_text
+    from s3claim._reading._search import compile_pattern, search_text
 
     store = _store(s3, bucket)  # RetryPolicy(attempts=3): two resumes, then a store error
     text = ("ж" * 700_001) + "needle" + ("ж" * 500_000)  # 2 bytes a character

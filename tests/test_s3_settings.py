@@ -145,7 +145,7 @@ def test_every_key_form_derives_the_same_handles(secret: Any) -> None:
 
     store = S3ClaimCheckStore("claims-bucket", handle_key=secret)
     scope = Scope(tenant="t", run="r")
-    assert store._key.handle(scope, "d") == HandleKey(SECRET).handle(scope, "d")
+    assert store.bucket.key.handle(scope, "d") == HandleKey(SECRET).handle(scope, "d")
 
 
 def test_kms_is_accepted_with_a_key_id() -> None:

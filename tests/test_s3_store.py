@@ -29,10 +29,9 @@ from moto import mock_aws
 from s3claim.clock import ManualClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HandleKey
-from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, _bucket
-from s3claim.s3._body import Body
+from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.s3._format import MAX_METADATA_BYTES, check_metadata_size
-from s3claim.s3._seal import Seal, sealed_size
+from s3claim.s3._seal import Seal
 from s3claim.scope import Scope
 from tests._s3 import moto_client
 
@@ -176,15 +175,16 @@ def test_metadata_carries_expiry_size_encoding_format_and_run(
     meta = dict(head["Metadata"])
     assert re.fullmatch("[0-9a-f]{32}", meta.pop("s3claim-mac"))  # the seal: test_integrity
     assert meta == {
-        "s3claim-format": "4",
+        "s3claim-format": "5",
         "s3claim-expires-at": str(math.ceil(clock.now() + TTL)),
         "s3claim-chars": str(len(content)),
+        "s3claim-bytes": str(width * len(content)),
         "s3claim-encoding": encoding,
         "s3claim-run": key.run_tag(SCOPE),
-        "s3claim-lines": "1",  # lines in the claim (s3claim._lines)
+        "s3claim-lines": "1",  # lines in the claim: one, so no index beside it
     }
     assert head["ContentLength"] == width * len(content) + 16  # one block, one 16-byte tag
-    assert head["ContentType"] == f"application/vnd.s3claim.v4; charset={charset}"
+    assert head["ContentType"] == f"application/vnd.s3claim.v5; charset={charset}"
 
 
 def test_no_request_in_this_suite_sends_more_than_2kb_of_metadata(
@@ -329,31 +329,19 @@ def _sent_crc32(request: AWSPreparedRequest) -> tuple[str | None, str]:
     ), crc
 
 
-def test_a_put_carries_the_crc32_of_the_body_it_sends(
-    store: S3ClaimCheckStore, wire: Wire, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The store takes the CRC32 itself (beside counting lines), not botocore: S3 checks the
-    upload against it, so it must be the CRC32 of exactly the bytes sent."""
-    taken: list[int] = []
-    original = _bucket.crc32_checksum
-
-    def crc32_checksum(body: bytes | bytearray) -> str:
-        taken.append(len(body))
-        return original(body)
-
-    monkeypatch.setattr(_bucket, "crc32_checksum", crc32_checksum)
+def test_a_put_carries_the_crc32_of_the_body_it_sends(store: S3ClaimCheckStore, wire: Wire) -> None:
+    """botocore takes the CRC32 of the body as it reads it (a file over the buffer, the same
+    for every endpoint): S3 checks the upload against it, so it is that of the bytes sent."""
     handle = store.put(SCOPE, "a line of a log\n" * 4000, ttl_seconds=TTL)
-    assert taken == [sealed_size(64_000)]  # the claim's; botocore took its index's
     claim = next(r for op, r in wire.sent if op == "PutObject" and "if-none-match" in r.headers)
-    assert isinstance(claim.body, Body)  # plain HTTP: the buffer itself, hashed and sent whole
     header, crc = _sent_crc32(claim)
     assert header == crc
     assert store.fetch(SCOPE, handle, offset=16_000).text.startswith("a line of a log\n")
 
 
 def test_over_https_a_check_in_sends_a_file_that_moto_in_process_reads(key: HandleKey) -> None:
-    """moto's `mock_aws` (https endpoints) reads no bytearray body: over https the store sends
-    a file over its body, and leaves the CRC to botocore, which takes it as it streams."""
+    """moto's `mock_aws` (https endpoints) reads no bytearray body: the store sends a file
+    over its body, and botocore takes the CRC over https as it streams, in the trailer."""
     text = "a line of a log\n" * 4000
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
@@ -698,9 +686,11 @@ def test_a_handle_minted_by_one_process_is_redeemed_by_another(
 # -- objects the store did not write as it would -------------------------------------------
 
 _GOOD_META = {
-    "s3claim-format": "4",
+    "s3claim-format": "5",
     "s3claim-expires-at": "1800000000",
     "s3claim-chars": "3",
+    "s3claim-lines": "1",
+    "s3claim-bytes": "12",
     "s3claim-encoding": "utf-32-le",
 }
 _ABC32 = "abc".encode("utf-32-le")
@@ -709,24 +699,31 @@ _ABC32 = "abc".encode("utf-32-le")
 @pytest.mark.parametrize(
     ("width", "body", "meta", "offset", "message"),
     [
-        (4, _ABC32, {"s3claim-format": "1"}, 0, "format '1', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "2"}, 0, "format '2', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "3"}, 0, "format '3', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-format": "5"}, 0, "format '5', not s3claim format 4"),
-        (4, _ABC32, {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 4"),
+        (4, _ABC32, {"s3claim-format": "1"}, 0, "format '1', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "2"}, 0, "format '2', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "4"}, 0, "format '4', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-format": "6"}, 0, "format '6', not s3claim format 5"),
+        (4, _ABC32, {"s3claim-encoding": "utf-8"}, 0, "not s3claim format 5"),
         (4, _ABC32, {"s3claim-chars": "three"}, 0, "incomplete"),
-        (4, b"abcde", {"s3claim-chars": "2"}, 0, "stored length disagrees"),
-        (4, b"\x00\xd8\x00\x00", {"s3claim-chars": "1"}, 0, "not valid utf-32-le"),
+        (4, _ABC32, {"s3claim-lines": ""}, 0, "incomplete"),
+        (4, b"abcde", {"s3claim-chars": "2", "s3claim-bytes": "8"}, 0, "stored length disagrees"),
+        (
+            4,
+            b"\x00\xd8\x00\x00",
+            {"s3claim-chars": "1", "s3claim-bytes": "4"},
+            0,
+            "not valid utf-32-le",
+        ),
         (
             2,
             b"\x00\xd8",
-            {"s3claim-chars": "1", "s3claim-encoding": "utf-16-le"},
+            {"s3claim-chars": "1", "s3claim-bytes": "2", "s3claim-encoding": "utf-16-le"},
             0,
             "not valid utf-16-le",
         ),
         (4, _ABC32, {"s3claim-encoding": "latin-1"}, 0, "encoding disagrees with its handle"),
-        (4, _ABC32, {"s3claim-chars": "100"}, 0, "stored length disagrees"),
-        (4, _ABC32, {"s3claim-chars": "3000"}, 2000, "refused inside"),
+        (4, _ABC32, {"s3claim-bytes": "400"}, 0, "stored length disagrees"),
+        (4, _ABC32, {"s3claim-bytes": "12000"}, 2000, "refused inside"),
     ],
 )
 def test_a_sealed_object_that_breaks_the_format_is_a_store_error(

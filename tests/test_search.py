@@ -29,7 +29,7 @@ from s3claim import (
     claim_search_tool,
     tool,
 )
-from s3claim._search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
+from s3claim._reading._search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
 from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.events import Event
 from s3claim.scope import Scope
@@ -303,7 +303,7 @@ def test_an_anchored_regex_whose_match_ends_past_the_carry_is_found(
 def test_a_match_too_long_to_hold_is_a_clear_error_never_a_silent_miss(
     store_under_test: StoreUnderTest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from s3claim import _search as module
+    from s3claim._reading import _search as module
 
     monkeypatch.setattr(module, "MAX_HELD_CHARS", 100 * KI)
     text = minified_claim(300_000)
@@ -392,7 +392,7 @@ def test_any_split_finds_what_the_engine_finds_in_the_whole_text(
     offset: int,
     ignore_case: bool,
 ) -> None:
-    from s3claim import _search as module
+    from s3claim._reading import _search as module
 
     monkeypatch.setattr(module, "_CARRY", 16)  # small pieces must cross boundaries often
     monkeypatch.setattr(module, "_CONTEXT", 16)
@@ -503,6 +503,6 @@ def test_a_structured_result_reads_by_path_and_its_matches_are_its_records_lines
     ],
 )
 def test_how_far_a_try_reads_decides_carry_or_probe(pattern: str, reads: int | None) -> None:
-    from s3claim._matching import reach
+    from s3claim._reading._matching import reach
 
     assert reach(regex.compile(pattern), within=64 * KI) == reads

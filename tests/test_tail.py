@@ -24,7 +24,7 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim._head import extract_tail
+from s3claim._reading._head import extract_tail
 from s3claim._wording import MARKER_SEEN, marker
 from tests.conftest import StoreUnderTest
 

@@ -9,8 +9,8 @@ with less loop lag (docs/benchmarks.md, "Async face"). No blocking boto3 call ev
 event-loop thread, and claims are shared: a handle from either face redeems on the other.
 """
 
-from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.aio._claimcheck import AsyncClaimCheck
 from s3claim.aio._threaded import ThreadedAsyncStore
+from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 
-__all__ = ["DEFAULT_MAX_WORKERS", "AsyncClaimCheck", "ThreadedAsyncStore"]
+__all__ = ["DEFAULT_MAX_WORKERS", "AsyncClaimCheck", "ThreadedAsyncStore", "Workers"]

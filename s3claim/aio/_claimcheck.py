@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.aio._threaded import ThreadedAsyncStore
+from s3claim.aio._workers import DEFAULT_MAX_WORKERS
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.scope import Scope
 

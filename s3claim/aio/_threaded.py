@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from s3claim._workers import DEFAULT_MAX_WORKERS, Workers
+from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
@@ -16,8 +16,7 @@ from s3claim.store import (
 )
 
 if TYPE_CHECKING:
-    from s3claim._json_path import PathRead
-    from s3claim._lines import LineWindow
+    from s3claim.store import LineWindow, PathRead
 
 __all__ = ["ThreadedAsyncStore"]
 

@@ -22,13 +22,13 @@ from enum import IntEnum
 import typer
 from pydantic import ValidationError
 
-from s3claim._extras import MissingExtraError
 from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
     ProviderError,
 )
+from s3claim.extras import MissingExtraError
 from s3claim.s3.admin import explain, is_fixable
 from s3claim.tools import describe_validation_error
 

@@ -1,7 +1,7 @@
 """`s3claim mcp-proxy`: the MCP proxy (`s3claim.mcp`) composed from the command line.
 
 The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs; its
-absence is a one-line configuration error (`MissingExtraError`, worded by `s3claim._extras`).
+absence is a one-line configuration error (`MissingExtraError`, worded by `s3claim.extras`).
 Everything the proxy says goes to stderr: on stdio, stdout is the protocol.
 """
 
@@ -14,11 +14,11 @@ from typing import Annotated
 
 import typer
 
-from s3claim._extras import require_extra
 from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.events import ClaimEvicted
+from s3claim.extras import require_extra
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.s3.admin import Target, load_settings, open_store

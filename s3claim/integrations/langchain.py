@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeGuard
 
-from s3claim._extras import reraise_missing
+from s3claim.extras import reraise_missing
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from s3claim._extras import reraise_missing
+from s3claim.extras import reraise_missing
 
 try:
     from agents import (

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import SchemaValidator, core_schema
 
-from s3claim._extras import reraise_missing
+from s3claim.extras import reraise_missing
 
 try:
     from pydantic_ai import ModelRetry, RunContext

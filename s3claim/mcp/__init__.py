@@ -19,8 +19,8 @@ dependencies between the upstream and the claim check, for nothing the proxy use
                             elicitation, roots: forwarded and relayed (_forwarding, _relay)
 """
 
-from s3claim._extras import reraise_missing
 from s3claim.errors import UpstreamError
+from s3claim.extras import reraise_missing
 
 try:
     from s3claim.mcp._proxy import AGENT, DEFAULT_MAX_CALLS, ClaimCheckProxy

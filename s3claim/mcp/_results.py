@@ -40,7 +40,6 @@ from mcp_types import CallToolResult, ResourceLink, TextContent, Tool
 
 from s3claim._admission import admit
 from s3claim._boundary import text_of
-from s3claim._json import loads
 from s3claim._wording import HANDLE_SEEN, claim_link_name
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
@@ -51,6 +50,7 @@ from s3claim.mcp._neutral import (
     neutralised,
     neutralised_listing,
 )
+from s3claim.safejson import loads
 from s3claim.tools import RunContext
 
 __all__ = ["JOIN", "advertised", "claim_check_result", "claim_link", "error_result"]

@@ -1,30 +1,37 @@
 """MemoryClaimCheckStore: a dict behind a lock, for one process and for tests.
 
-Optionally bounded (`max_bytes` in all, `max_tenant_bytes` per tenant, UTF-8 bytes of the
-claims' text): a put that would pass a bound first evicts the oldest claims (the tenant's
-own when its share is full), each reported as a `ClaimEvicted` event to `on_evict`. A claim
-larger than a bound is refused (`ClaimStoreError`), never stored in part.
+Each claim is held as its text and its index (`s3claim.store.build_index`, built at
+check-in, the same bytes the S3 store keeps), served to the reading engine as ranges.
+Optionally bounded (`max_bytes` in all, `max_tenant_bytes` per tenant), counting everything a
+claim holds: the UTF-8 bytes of its text and the bytes of its index. A put that would pass a
+bound first evicts the oldest claims (the tenant's own when its share is full), each reported
+as a `ClaimEvicted` event to `on_evict`. A claim larger than a bound is refused
+(`ClaimStoreError`), never stored in part.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from s3claim._json_index import build_index
-from s3claim._json_path import NoIndexError, PathRead, read_path
-from s3claim._lines import LineWindow, at_end, at_line, count_lines, line_starts, past_last_line
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
-from s3claim.handles import HandleKey, content_digest, is_handle, utf8_of
+from s3claim.handles import HandleKey, content_digest, utf8_of
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_line, check_ttl, check_window
-from s3claim.telemetry import traced_fetch, traced_forget
+from s3claim.store import (
+    Facts,
+    IndexPart,
+    RangedStore,
+    TextPart,
+    build_index,
+    check_ttl,
+    count_lines,
+)
+from s3claim.telemetry import traced_forget
 
 if TYPE_CHECKING:
     from s3claim.memory._journal import MemoryRunJournal
@@ -39,50 +46,14 @@ _SCAN_CHARS = 1024 * 1024
 class _Entry:
     scope: Scope
     content: str
-    expires_at: float
-    size: int = 0
-    index: bytes | None = None
-    starts: array[int] | None = None
-    """Line starts (`s3claim._lines.line_starts`), built at the first read by line."""
-    lines: int | None = None
-
-    def line_starts(self) -> array[int]:
-        # Built outside any lock: two readers racing build the same array, one is kept.
-        if self.starts is None:
-            self.starts = line_starts(self.content)
-        return self.starts
-
-    def total_lines(self) -> int:
-        if self.lines is None:  # counted once, at the first read (a C scan of the text)
-            self.lines = count_lines(self.content)
-        return self.lines
-
-
-def _index_of(content: str) -> bytes | None:
-    """The structure index, built at check-in; a check-in never fails for want of one."""
-    try:
-        return build_index(content)
-    except Exception:  # whatever the text, it is still stored as text
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Slices:
-    """A claim and its index as `read_path` reads them (`s3claim._json_path.Source`)."""
-
-    content: str
     index: bytes | None
-
-    def index_bytes(self, start: int, end: int) -> bytes:
-        if self.index is None:
-            raise NoIndexError
-        return self.index[start:end]
-
-    def chars(self, start: int, end: int) -> str:
-        return self.content[start:end]
+    facts: Facts
+    expires_at: float
+    size: int
+    """What the caps count: the text's UTF-8 bytes and the index's bytes."""
 
 
-class MemoryClaimCheckStore:
+class MemoryClaimCheckStore(RangedStore):
     """Claims in this process's memory; they die with it, which suits a run in flight.
 
     Expired entries are never served; they are dropped when touched and swept at most
@@ -130,73 +101,69 @@ class MemoryClaimCheckStore:
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         check_ttl(ttl_seconds)
-        bounded = self.max_bytes is not None or self.max_tenant_bytes is not None
-        if not bounded:
-            size, handle = 0, self._key.handle(scope, content)
-        elif content.isascii():  # one byte a character: no copy to count them
-            size, handle = len(content), self._key.handle(scope, content)
-        else:  # encoded once, for the size and the digest both
-            utf8 = utf8_of(content)
-            size, handle = (
-                len(utf8),
-                self._key.handle(scope, content, digest=content_digest(content, utf8=utf8)),
-            )
-            del utf8
+        utf8 = utf8_of(content)  # encoded once, for the size and the digest both
+        handle = self._key.handle(scope, content, digest=content_digest(content, utf8=utf8))
+        text_bytes = len(utf8)
+        del utf8
         for bound in (self.max_bytes, self.max_tenant_bytes):
-            if bound is not None and size > bound:
+            if bound is not None and text_bytes > bound:
                 raise ClaimStoreError(
-                    f"a claim of {size} bytes is larger than the memory store holds ({bound})"
+                    f"a claim of {text_bytes} bytes is larger than the memory store holds ({bound})"
                 )
-        index = _index_of(content) if handle not in self._entries else None
+        with self._lock:
+            known = self._entries.get(handle)
+        if known is None or known.expires_at <= self._clock.now():
+            index = build_index(content)
+            facts = Facts(len(content), count_lines(content))
+            entry = _Entry(scope, content, index, facts, 0.0, text_bytes + len(index or b""))
+        else:
+            entry = known
+        self._hold(handle, entry, ttl_seconds)
+        return handle
+
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`): a new entry
+        sharing the text and index (no copy), with its own expiry; `forget` of either run
+        leaves the other's. Refuses exactly as `fetch` does; never across tenants."""
+        check_ttl(ttl_seconds)
+        if to.tenant != scope.tenant:
+            raise ValueError("a claim is handed off within its tenant only")
+        parent = self._entry(scope, handle)
+        child = self._key.handed_off(handle, to)
+        entry = _Entry(to, parent.content, parent.index, parent.facts, 0.0, parent.size)
+        self._hold(child, entry, ttl_seconds)
+        return child
+
+    def _hold(self, handle: str, entry: _Entry, ttl_seconds: int) -> None:
+        """Keep `entry` under `handle` for `ttl_seconds` from now; one held already lives on,
+        for at least that long (a repeat put never shortens a claim's life)."""
         evicted: list[ClaimEvicted] = []
         with self._lock:
             now = self._clock.now()
             if now >= self._next_sweep:
                 self._sweep(now)
                 self._next_sweep = now + _SWEEP_EVERY_SECONDS
-            entry = self._entries.get(handle)
-            if entry is None or entry.expires_at <= now:
-                if entry is not None:
+            held = self._entries.get(handle)
+            if held is not None and held.expires_at > now:
+                held.expires_at = max(held.expires_at, now + ttl_seconds)
+            else:
+                if held is not None:
                     self._drop(handle)
-                evicted = self._make_room(scope.tenant, size)
-                self._entries[handle] = _Entry(scope, content, now + ttl_seconds, size, index)
-                self._bytes += size
-                self._tenant_bytes[scope.tenant] = self._tenant_bytes.get(scope.tenant, 0) + size
-            else:  # handed out again: it must live a full TTL from now
-                entry.expires_at = max(entry.expires_at, now + ttl_seconds)
+                tenant = entry.scope.tenant
+                for bound in (self.max_bytes, self.max_tenant_bytes):
+                    if bound is not None and entry.size > bound:
+                        raise ClaimStoreError(
+                            f"a claim of {entry.size} bytes with its index is larger than the "
+                            f"memory store holds ({bound})"
+                        )
+                evicted = self._make_room(tenant, entry.size)
+                entry.expires_at = now + ttl_seconds
+                self._entries[handle] = entry
+                self._bytes += entry.size
+                self._tenant_bytes[tenant] = self._tenant_bytes.get(tenant, 0) + entry.size
         for event in evicted:  # outside the lock: the callback may log, or call back in
             if self._on_evict is not None:
                 self._on_evict(event)
-        return handle
-
-    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`): a new entry
-        sharing the text (no copy), with its own expiry; `forget` of either run leaves the
-        other's. Refuses exactly as `fetch` does; never across tenants."""
-        check_ttl(ttl_seconds)
-        if to.tenant != scope.tenant:
-            raise ValueError("a claim is handed off within its tenant only")
-        content = self._content(scope, handle)
-        child = self._key.handed_off(handle, to)
-        with self._lock:
-            parent = self._entries.get(handle)
-            index = parent.index if parent is not None else None
-            size = parent.size if parent is not None else 0
-            now = self._clock.now()
-            entry = self._entries.get(child)
-            if entry is not None and entry.expires_at > now:
-                entry.expires_at = max(entry.expires_at, now + ttl_seconds)
-                return child
-            if entry is not None:
-                self._drop(child)
-            evicted = self._make_room(to.tenant, size)
-            self._entries[child] = _Entry(to, content, now + ttl_seconds, size, index)
-            self._bytes += size
-            self._tenant_bytes[to.tenant] = self._tenant_bytes.get(to.tenant, 0) + size
-        for event in evicted:
-            if self._on_evict is not None:
-                self._on_evict(event)
-        return child
 
     def _make_room(self, tenant: str, size: int) -> list[ClaimEvicted]:
         evicted: list[ClaimEvicted] = []
@@ -227,74 +194,10 @@ class MemoryClaimCheckStore:
             self._tenant_bytes.pop(entry.scope.tenant, None)
         return entry.size
 
-    @traced_fetch
-    def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Window:
-        check_window(offset, limit)
-        entry = self._entry(scope, handle)
-        content = entry.content
-        return Window.of(
-            content[offset : offset + limit],
-            offset=offset,
-            total_chars=len(content),
-            total_lines=entry.total_lines(),
-        )
-
-    def read_line(
-        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
-    ) -> LineWindow:
-        """Whole lines from the start of `line` (`LineReadableStore`); refuses as `fetch` does."""
-        check_line(line, limit)
-        entry = self._entry(scope, handle)
-        content, starts = entry.content, entry.line_starts()
-        lines = entry.total_lines()
-        if line > lines:
-            return past_last_line(len(content), lines)
-        start = 0 if line == 1 else starts[line - 2]
-        window = Window.of(
-            content[start : start + limit],
-            offset=start,
-            total_chars=len(content),
-            total_lines=lines,
-        )
-        return at_line(window, line)
-
-    def read_end(
-        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
-    ) -> LineWindow:
-        """The last window (`LineReadableStore`); refuses exactly as `fetch` does."""
-        check_window(0, limit)
-        entry = self._entry(scope, handle)
-        content = entry.content
-        start = max(0, len(content) - limit - 1)
-        window = Window.of(
-            content[start:], offset=start, total_chars=len(content), total_lines=entry.total_lines()
-        )
-        return at_end(window, limit)
-
-    def read_path(
-        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
-    ) -> PathRead:
-        """The value at a JSON Pointer (`PathReadableStore`); refuses exactly as `fetch` does."""
-        check_window(0, limit)
-        content = self._content(scope, handle)
-        with self._lock:
-            entry = self._entries.get(handle)
-        index = entry.index if entry is not None else None
-        return read_path(_Slices(content, index), pointer, limit=limit)
-
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
-        """The claim's text in pieces (`SearchableStore`); refuses exactly as `fetch` does."""
-        content = self._content(scope, handle)
-        return (content[i : i + _SCAN_CHARS] for i in range(0, len(content), _SCAN_CHARS))
-
-    def _content(self, scope: Scope, handle: str) -> str:
-        return self._entry(scope, handle).content
+    def ranges(self, scope: Scope, handle: str) -> _Ranges:
+        return _Ranges(self, scope, handle)
 
     def _entry(self, scope: Scope, handle: str) -> _Entry:
-        if not is_handle(handle):
-            raise ClaimUnavailableError
         with self._lock:
             entry = self._entries.get(handle)
             if entry is not None and entry.expires_at <= self._clock.now():
@@ -335,3 +238,37 @@ class MemoryClaimCheckStore:
 
     def __repr__(self) -> str:
         return f"MemoryClaimCheckStore(claims={len(self)}, clock={self._clock!r})"
+
+
+class _Ranges:
+    """One claim of a memory store, as slices; each checks the claim is there for its reader."""
+
+    __slots__ = ("_handle", "_scope", "_store")
+
+    def __init__(self, store: MemoryClaimCheckStore, scope: Scope, handle: str) -> None:
+        self._store, self._scope, self._handle = store, scope, handle
+
+    def _entry(self) -> _Entry:
+        return self._store._entry(self._scope, self._handle)
+
+    def text(self, start: int, end: int) -> TextPart:
+        entry = self._entry()
+        return TextPart(entry.content[start:end], start, entry.facts)
+
+    def tail(self, chars: int) -> TextPart:
+        entry = self._entry()
+        start = max(0, len(entry.content) - chars)
+        return TextPart(entry.content[start:], start, entry.facts)
+
+    def index(self, start: int, end: int) -> IndexPart:
+        entry = self._entry()
+        return IndexPart(None if entry.index is None else entry.index[start:end], entry.facts)
+
+    def index_tail(self, size: int) -> IndexPart:
+        entry = self._entry()
+        index = entry.index
+        return IndexPart(None if index is None else index[max(0, len(index) - size) :], entry.facts)
+
+    def stream(self) -> Iterator[str]:
+        content = self._entry().content  # checked now, before the first piece
+        return (content[i : i + _SCAN_CHARS] for i in range(0, len(content), _SCAN_CHARS))

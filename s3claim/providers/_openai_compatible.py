@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from s3claim._json import loads
 from s3claim.errors import ConfigurationError, ProviderError
 from s3claim.messages import (
     AssistantMessage,
@@ -38,6 +37,7 @@ from s3claim.messages import (
     ToolMessage,
     UserMessage,
 )
+from s3claim.safejson import loads
 
 __all__ = ["INVALID_ARGUMENTS_KEY", "OpenAICompatibleProvider", "TokenUsage"]
 

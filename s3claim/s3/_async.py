@@ -1,15 +1,13 @@
-"""AsyncS3ClaimCheckStore: the S3 store for coroutines, its fetches on aiobotocore.
+"""AsyncS3ClaimCheckStore: the S3 store for coroutines, its reads on aiobotocore.
 
-A fetch is the one request an agent repeats at a model turn's pace, so it is sent from the
-event loop on an async client, with at most `max_in_flight` at once: no thread competes with
-the loop for the GIL, and no more requests than that parse their answers on it. Everything
-else about a fetch is shared with the sync store (`s3claim.s3._read`: the range, the expiry
-and scope checks, the format), and so is the retry policy (`request_async`). The last window
-(`read_end`, one suffix-range GET) is sent from the loop the same way; reads by line and by
-path, a few ranged GETs each, run through the sync store on worker threads. `put` and
-`forget` run on worker threads through the sync store: a check-in serialises and hashes the
-whole result (milliseconds of CPU that must stay off the loop), and erasure is rare. So does
-`hand_off`: a few requests, none of them a body.
+A read is what an agent repeats at a model turn's pace, so every reading mode is sent from
+the event loop on an async client: the same plans as the sync store's (`s3claim.store`, the
+reading engine) over the same ranges (`_reads`: the byte ranges, every check on the answers,
+the format), with at most `max_in_flight` requests on the wire at once. No thread competes
+with the loop for the GIL, and no more answers than that are parsed on it at once. `put`,
+`forget` and `hand_off` run on worker threads through the sync store: a check-in serialises
+and hashes the whole result (milliseconds of CPU that must stay off the loop), erasure is
+rare, and a hand-off is a few requests, none of them a body.
 
 The async client is built, on first use in the running loop, from the sync store's client:
 its endpoint, region, configuration and credentials (botocore keeps those on the client's
@@ -23,37 +21,43 @@ from __future__ import annotations
 import asyncio
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.config import Config
 
-from s3claim._extras import require_extra
-from s3claim._json_path import PathRead
-from s3claim._lines import LineWindow, at_end
-from s3claim._workers import DEFAULT_MAX_WORKERS
-from s3claim.aio import ThreadedAsyncStore
+from s3claim.aio import DEFAULT_MAX_WORKERS, ThreadedAsyncStore
 from s3claim.errors import ClaimUnavailableError
+from s3claim.extras import require_extra
+from s3claim.handles import is_handle
 from s3claim.s3._counting import count_requests
-from s3claim.s3._errors import MISSING
-from s3claim.s3._read import (
-    WindowRead,
-    empty_window_of,
-    plan_read,
-    plan_tail,
-    tail_window_of,
-    window_of,
-)
-from s3claim.s3._retry import Refused, request_async
-from s3claim.s3._store import S3ClaimCheckStore
+from s3claim.s3._reads import Call, ClaimOps, Reply, async_sender, perform_async
+from s3claim.s3._store import S3ClaimCheckStore, claim_objects
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window
-from s3claim.telemetry import traced_fetch_async
+from s3claim.store import (
+    DEFAULT_FETCH_CHARS,
+    IndexPart,
+    LineWindow,
+    PathRead,
+    Plan,
+    TextPart,
+    Window,
+    arun,
+    end_plan,
+    finish,
+    line_plan,
+    path_plan,
+    read_outcome,
+    window_plan,
+)
+from s3claim.telemetry import fetch_operation
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "AsyncS3ClaimCheckStore"]
 
 DEFAULT_MAX_IN_FLIGHT = 4
-"""Fetches on the wire at once. More adds throughput only while the loop has time to spare:
-every answer is parsed on it (64 at once stalled it for over 100 ms in `make bench`)."""
+"""Requests on the wire at once. More adds throughput only while the loop has time to spare:
+every answer is parsed on it."""
+
+_T = TypeVar("_T", Window, LineWindow, PathRead)
 
 
 class AsyncS3ClaimCheckStore:
@@ -99,94 +103,47 @@ class AsyncS3ClaimCheckStore:
         """The sync store's `hand_off` (a HeadObject and server-side copies), on a worker."""
         return await self._threads.hand_off(scope, handle, to=to, ttl_seconds=ttl_seconds)
 
-    @traced_fetch_async
     async def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
-        """content[offset:offset + limit]: the sync store's one ranged GET, sent from the loop."""
-        store = self.store
-        read = plan_read(store.layout, scope, handle, offset, limit)
-        client = await self._open()
-        async with self._bound:
-            if read.past_any_object:
-                return await self._empty_window(client, read)
-
-            async def get() -> tuple[Any, str | None, bytes]:
-                response = await client.get_object(
-                    Bucket=store.bucket, Key=read.key, Range=read.byte_range
-                )
-                content_range = response.get("ContentRange")
-                async with response["Body"] as body:  # read inside the retry, like the sync one
-                    data = await body.read() if read.has_body(content_range) else b""
-                return response["Metadata"], content_range, data
-
-            try:
-                answer = await request_async(
-                    "GetObject", get, policy=store.retry, expect=MISSING | {"InvalidRange"}
-                )
-            except Refused as refused:
-                if refused.code == "InvalidRange":
-                    return await self._empty_window(client, read)
-                raise ClaimUnavailableError from None
-        return window_of(read, *answer, now=store.clock.now())
-
-    async def read_end(
-        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
-    ) -> LineWindow:
-        """The last window: the sync store's one suffix-range GET, sent from the loop."""
-        store = self.store
-        read = plan_tail(store.layout, scope, handle, limit + 1)
-        client = await self._open()
-
-        async def get(byte_range: str = read.byte_range) -> tuple[Any, str | None, bytes]:
-            response = await client.get_object(Bucket=store.bucket, Key=read.key, Range=byte_range)
-            content_range = response.get("ContentRange")
-            async with response["Body"] as body:
-                data = await body.read() if WindowRead.has_body(content_range) else b""
-            return response["Metadata"], content_range, data
-
-        async with self._bound:
-            try:
-                answer = await request_async(
-                    "GetObject", get, policy=store.retry, expect=MISSING | {"InvalidRange"}
-                )
-                again = read.missed_end(answer[1])
-                if again is not None:  # a server without suffix ranges
-                    answer = await request_async(
-                        "GetObject", lambda: get(again), policy=store.retry, expect=MISSING
-                    )
-            except Refused as refused:
-                if refused.code != "InvalidRange":
-                    raise ClaimUnavailableError from None
-                empty = await self._empty_window(
-                    client, plan_read(store.layout, scope, handle, 0, 1)
-                )
-                return at_end(empty, limit)
-        return at_end(tail_window_of(read, *answer, now=store.clock.now()), limit)
+        """content[offset:offset + limit]: the sync store's one ranged GET, from the loop."""
+        return await self._read(scope, handle, offset, window_plan(offset, limit))
 
     async def read_line(
         self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        """Whole lines from `line`: the sync store's reads (index block, window), on a worker."""
-        return await self._threads.read_line(scope, handle, line, limit=limit)
+        """Whole lines from `line`: the index range, then the window, from the loop."""
+        return await self._read(scope, handle, None, line_plan(line, limit))
+
+    async def read_end(
+        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+    ) -> LineWindow:
+        """The last window: one suffix-range GET, from the loop."""
+        return await self._read(scope, handle, None, end_plan(limit))
 
     async def read_path(
         self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> PathRead:
-        """The value at a JSON Pointer: the sync store's ranged reads, on a worker."""
-        return await self._threads.read_path(scope, handle, pointer, limit=limit)
+        """The value at a JSON Pointer: at most three ranged GETs, from the loop."""
+        return await self._read(scope, handle, 0, path_plan(pointer, limit=limit))
 
-    async def _empty_window(self, client: Any, read: WindowRead) -> Window:
-        async def head() -> Any:
-            return await client.head_object(Bucket=self.store.bucket, Key=read.key)
+    async def _read(self, scope: Scope, handle: str, offset: int | None, plan: Plan[_T]) -> _T:
+        known = handle if is_handle(handle) else None
+        with fetch_operation(self.store, scope, handle=known, offset=offset) as op:
+            try:
+                answer = await arun(plan, _Ranges(self, scope, known))
+            except Exception as exc:
+                op.outcome = read_outcome(exc)
+                raise
+            finish(op, answer)
+            return answer
 
-        try:
-            answer = await request_async(
-                "HeadObject", head, policy=self.store.retry, expect=MISSING
-            )
-        except Refused:
-            raise ClaimUnavailableError from None
-        return empty_window_of(read, answer["Metadata"], now=self.store.clock.now())
+    async def send(self, call: Call) -> Reply:
+        """One call of a read, on the loop's client, within `max_in_flight`."""
+        client = await self._open()
+        store = self.store
+        async with self._bound:
+            return await async_sender(client, store.bucket.name, store.retry)(call)
 
     async def _open(self) -> Any:
         if self._client is None:
@@ -223,6 +180,38 @@ class AsyncS3ClaimCheckStore:
 
     def __repr__(self) -> str:
         return f"AsyncS3ClaimCheckStore({self.store!r}, max_in_flight={self._max_in_flight})"
+
+
+class _Ranges:
+    """One claim as the engine reads it from the loop (`AsyncClaimRanges`); a malformed
+    handle's ranges refuse every read, after the plan has checked its own arguments."""
+
+    __slots__ = ("_ops", "_send")
+
+    def __init__(self, face: AsyncS3ClaimCheckStore, scope: Scope, handle: str | None) -> None:
+        store = face.store
+        self._send = face.send
+        self._ops = None
+        if handle is not None:
+            claim, index = claim_objects(store.layout, scope, handle, store.clock)
+            self._ops = ClaimOps(claim, index, claim.width or 1)
+
+    def _claim(self) -> ClaimOps:
+        if self._ops is None:
+            raise ClaimUnavailableError
+        return self._ops
+
+    async def text(self, start: int, end: int) -> TextPart:
+        return await perform_async(self._claim().text(start, end), self._send)
+
+    async def tail(self, chars: int) -> TextPart:
+        return await perform_async(self._claim().tail(chars), self._send)
+
+    async def index(self, start: int, end: int) -> IndexPart:
+        return await perform_async(self._claim().index(start, end), self._send)
+
+    async def index_tail(self, size: int) -> IndexPart:
+        return await perform_async(self._claim().index_tail(size), self._send)
 
 
 def _client_arguments(sync: Any, max_in_flight: int) -> dict[str, Any]:

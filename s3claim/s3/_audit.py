@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Iterator
 from functools import partial
 
-from s3claim.s3._lifecycle import tagging
+from s3claim.s3._bucket import Bucket
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.telemetry import AuditRecord, names
@@ -30,13 +30,18 @@ _TAG = re.compile(r"[0-9a-f]{32}")
 
 
 class S3AuditTrail:
-    """The audit records of `store`'s bucket: `handler()` keeps them, `records()` reads them."""
+    """The audit records of a store's bucket: `handler()` keeps them, `records()` reads them.
 
-    def __init__(self, store: S3ClaimCheckStore) -> None:
-        if not isinstance(store, S3ClaimCheckStore):
-            raise TypeError(f"S3AuditTrail keeps records in an S3ClaimCheckStore's bucket, got "
-                            f"{type(store).__name__}")  # fmt: skip
-        self.store = store
+    `S3AuditTrail(store)`, or `S3AuditTrail(store.bucket)`: the same `Bucket`.
+    """
+
+    def __init__(self, bucket: S3ClaimCheckStore | Bucket) -> None:
+        if isinstance(bucket, S3ClaimCheckStore):
+            bucket = bucket.bucket
+        if not isinstance(bucket, Bucket):
+            raise TypeError(f"S3AuditTrail keeps records in an S3 store's bucket, got "
+                            f"{type(bucket).__name__}")  # fmt: skip
+        self.bucket = bucket
 
     def handler(self, level: int = logging.INFO) -> logging.Handler:
         """A handler for the `s3claim.audit` logger that keeps every record in the bucket:
@@ -47,32 +52,30 @@ class S3AuditTrail:
         """One PutObject for one record (`ClaimStoreError` when the bucket refuses it)."""
         if _TAG.fullmatch(record.tenant) is None or _TAG.fullmatch(record.run) is None:
             raise ValueError("an audit record's tenant and run must be keyed tags")
-        store = self.store
+        bucket = self.bucket
         name = f"{round(record.at * 1000):013d}-{secrets.token_hex(4)}"
-        key = f"{store.layout.prefix}{record.tenant}/{record.run}/{names.AUDIT_FOLDER}/{name}"
-        call = partial(
-            store.client.put_object,
-            Bucket=store.bucket,
-            Key=key,
-            Body=record.to_json().encode("utf-8"),
-            ContentType="application/json",
-            Tagging=tagging(store._classes[-1]),
-            **store._sse,  # type: ignore[arg-type]
+        key = f"{bucket.layout.prefix}{record.tenant}/{record.run}/{names.AUDIT_FOLDER}/{name}"
+        # Kept as long as the bucket keeps anything: the largest day class.
+        bucket.put(
+            key,
+            record.to_json().encode("utf-8"),
+            content_type="application/json",
+            meta={},
+            days=bucket.classes[-1],
         )
-        store._request("PutObject", call)
 
     def records(self, *, tenant: str, run: str | None = None) -> Iterator[AuditRecord]:
         """A tenant's records (or one run's), run by run, oldest first within a run."""
-        store = self.store
+        bucket = self.bucket
         if run is not None:
-            under = store.layout.run_prefix(Scope(tenant, run)) + names.AUDIT_FOLDER + "/"
+            under = bucket.layout.run_prefix(Scope(tenant, run)) + names.AUDIT_FOLDER + "/"
         else:
-            under = store.layout.tenant_prefix(tenant)
-        for key in store._keys(under):
+            under = bucket.layout.tenant_prefix(tenant)
+        for key in bucket.keys(under):
             if key.rsplit("/", 2)[-2:-1] != [names.AUDIT_FOLDER]:
                 continue  # a claim or a journal
-            body = store._request(
-                "GetObject", partial(store.client.get_object, Bucket=store.bucket, Key=key)
+            body = bucket.request(
+                "GetObject", partial(bucket.client.get_object, Bucket=bucket.name, Key=key)
             )["Body"].read()
             try:
                 yield AuditRecord.from_json(body)
@@ -80,7 +83,7 @@ class S3AuditTrail:
                 _log.warning("audit: skipping an object that is not a record")
 
     def __repr__(self) -> str:
-        return f"S3AuditTrail({self.store!r})"
+        return f"S3AuditTrail({self.bucket!r})"
 
 
 class _Keeping(logging.Handler):

@@ -1,22 +1,28 @@
-"""What the S3 store and the run journal share: one bucket and how to talk to it.
+"""`Bucket`: the one value the S3 store, the run journal and the audit trail all hold.
 
-Both keep objects under the same keyed layout, with the same SSE and lifecycle day classes,
-through one client whose retries the shared policy owns; so both are built from the same
-settings (`_config.bucket_arguments`) and checked the same way here.
+Built once, checked once (`Bucket.of`, `Bucket.from_settings`): the client (whose retries
+the policy owns), the bucket's name, the keyed layout, the retry policy, the encryption and
+the lifecycle day classes. Every request any of them makes goes through its methods, under
+the policy, tagged and encrypted alike, so their objects follow the same erasure and
+lifecycle rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import contextvars
+import io
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import IO, TYPE_CHECKING, Literal, TypedDict, TypeVar, cast
 
 from pydantic import SecretStr
 
-from s3claim.clock import Clock, SystemClock
 from s3claim.handles import HandleKey
-from s3claim.s3._body import Body, BodyFile, crc32_checksum, signs_payload
 from s3claim.s3._config import (
+    Encryption,
+    bucket_arguments,
     check_bucket,
     check_day_classes,
     check_prefix,
@@ -29,97 +35,122 @@ from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import tagging
 from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
-from s3claim.scope import Scope
+from s3claim.s3.settings import S3ClaimSettings
 
 if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_s3.type_defs import HeadObjectOutputTypeDef
+    from mypy_boto3_s3.type_defs import (
+        CopyObjectRequestTypeDef,
+        HeadObjectOutputTypeDef,
+        PutObjectRequestTypeDef,
+    )
 
-__all__ = ["InBucket"]
+__all__ = ["Bucket", "BucketOptions"]
 
 _T = TypeVar("_T")
 _EXISTS = frozenset({"PreconditionFailed"})
+_SIDE_WORKERS = 8
 
 
-class InBucket:
-    """The base of the S3 store and the run journal: settings checked at construction."""
+class BucketOptions(TypedDict, total=False):
+    """The settings of a `Bucket` besides its name, as the store and the journal take them."""
+
+    handle_key: HandleKey | SecretStr | str | bytes
+    prefix: str
+    client: S3Client | None
+    sse: Literal["AES256", "aws:kms"]
+    kms_key_id: str | None
+    ttl_day_classes: Sequence[int]
+    retry: RetryPolicy | None
+
+
+class Bucket:
+    """One S3 bucket as s3claim uses it; see the module docstring."""
+
+    __slots__ = (
+        "_pool",
+        "_pool_lock",
+        "classes",
+        "client",
+        "key",
+        "layout",
+        "name",
+        "retry",
+        "sse",
+    )
 
     def __init__(
         self,
-        bucket: str,
+        name: str,
         *,
-        handle_key: HandleKey | SecretStr | str | bytes,
+        key: HandleKey,
+        layout: Layout,
+        client: S3Client,
+        retry: RetryPolicy,
+        sse: Encryption,
+        classes: tuple[int, ...],
+    ) -> None:
+        """Use `Bucket.of` or `Bucket.from_settings`, which check every setting."""
+        self.name, self.key, self.layout = name, key, layout
+        self.client, self.retry, self.sse, self.classes = client, retry, sse, classes
+        own_retries(client)
+        count_requests(client)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        *,
+        handle_key: HandleKey | SecretStr | str | bytes | None = None,
         prefix: str = "claims/",
         client: S3Client | None = None,
-        clock: Clock | None = None,
         sse: Literal["AES256", "aws:kms"] = "AES256",
         kms_key_id: str | None = None,
         ttl_day_classes: Sequence[int] = (1, 7, 30),
         retry: RetryPolicy | None = None,
-    ) -> None:
-        self._bucket = check_bucket(bucket)
-        self._key = handle_key_of(handle_key)
-        self._layout = Layout(check_prefix(prefix), self._key)
-        self._classes = check_day_classes(ttl_day_classes)
-        self._sse = check_sse(sse, kms_key_id)
-        self._clock = clock or SystemClock()
-        self._retry = retry or RetryPolicy()
-        self._client = client if client is not None else make_client()
-        own_retries(self._client)
-        count_requests(self._client)
-        self._plain_http = signs_payload(self._client)
-        config = self._client.meta.config  # the stubs do not know the setting yet
-        checksums = getattr(config, "request_checksum_calculation", None)
-        # Where botocore would take a CRC32 in a pass of its own before sending (plain HTTP,
-        # its default `when_supported`), the caller takes it instead, beside other work.
-        self._own_crc32 = self._plain_http and checksums == "when_supported"
+    ) -> Bucket:
+        """The bucket `name`, every setting checked here (a `ConfigurationError` naming it)."""
+        key = handle_key_of(handle_key)
+        return cls(
+            check_bucket(name),
+            key=key,
+            layout=Layout(check_prefix(prefix), key),
+            client=client if client is not None else make_client(),
+            retry=retry or RetryPolicy(),
+            sse=check_sse(sse, kms_key_id),
+            classes=check_day_classes(ttl_day_classes),
+        )
 
-    @property
-    def bucket(self) -> str:
-        return self._bucket
-
-    @property
-    def client(self) -> S3Client:
-        """The client every request goes through (its retries stand down for ours)."""
-        return self._client
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self._retry
-
-    @property
-    def layout(self) -> Layout:
-        """Where each scope's objects live (keyed tags, never names)."""
-        return self._layout
-
-    def tenant_tag(self, tenant: str) -> str:
-        """The tenant's keyed tag: its prefix in the bucket, its name in telemetry."""
-        return self._key.tenant_tag(tenant)
-
-    def run_tag(self, scope: Scope) -> str:
-        return self._key.run_tag(scope)
+    @classmethod
+    def from_settings(
+        cls, settings: S3ClaimSettings | None = None, *, retry: RetryPolicy | None = None
+    ) -> Bucket:
+        """The bucket the `S3CLAIM_*` variables (or the settings given) name; refuses a
+        missing bucket or handle key by variable name, here rather than at first use."""
+        return cls.of(**bucket_arguments(settings), retry=retry)
 
     @property
     def max_ttl_seconds(self) -> int:
         """The longest TTL an object may have: lifecycle deletes after the largest day class."""
-        return self._classes[-1] * 86_400
+        return self.classes[-1] * 86_400
 
-    def _request(
+    # -- requests, each under the retry policy ---------------------------------------------
+
+    def request(
         self, operation: str, call: Callable[[], _T], *, expect: frozenset[str] = frozenset()
     ) -> _T:
         """One logical request under the retry policy (`s3claim.s3._retry.request`)."""
-        return request(operation, call, policy=self._retry, expect=expect)
+        return request(operation, call, policy=self.retry, expect=expect)
 
-    def _keys(self, prefix: str) -> Iterator[str]:
+    def keys(self, prefix: str) -> Iterator[str]:
         """Every key under `prefix`, in key order, page by page (ListObjectsV2)."""
-        first_page = partial(self._client.list_objects_v2, Bucket=self._bucket, Prefix=prefix)
+        first_page = partial(self.client.list_objects_v2, Bucket=self.name, Prefix=prefix)
         token: str | None = None
         while True:
-            page = self._request(
+            page = self.request(
                 "ListObjectsV2",
                 partial(first_page, ContinuationToken=token) if token else first_page,
             )
@@ -129,92 +160,158 @@ class InBucket:
             if not page.get("IsTruncated") or not token:
                 return
 
-    def _head(self, key: str) -> HeadObjectOutputTypeDef | None:
+    def head(self, key: str) -> HeadObjectOutputTypeDef | None:
         """The object's HeadObject answer (metadata, ETag), or None when there is none."""
         try:
-            return self._request(
+            return self.request(
                 "HeadObject",
-                partial(self._client.head_object, Bucket=self._bucket, Key=key),
+                partial(self.client.head_object, Bucket=self.name, Key=key),
                 expect=MISSING,
             )
         except Refused:
             return None
 
-    def _copy(
-        self, source: str, key: str, content_type: str, meta: dict[str, str], days: int
-    ) -> bool:
-        """One server-side CopyObject with new metadata and tags (a refresh in place, a
-        hand-off, an index beside either); False when the source is gone."""
-
-        def call() -> None:
-            self._client.copy_object(
-                Bucket=self._bucket,
-                Key=key,
-                CopySource={"Bucket": self._bucket, "Key": source},
-                MetadataDirective="REPLACE",
-                ContentType=content_type,
-                Metadata=meta,
-                TaggingDirective="REPLACE",
-                Tagging=tagging(days),
-                **self._sse,  # type: ignore[arg-type]
-            )
-
-        try:
-            self._request("CopyObject", call, expect=MISSING)
-        except Refused:
-            return False
-        return True
-
-    def _write(
-        self, key: str, body: bytes | bytearray, content_type: str, meta: dict[str, str], days: int
-    ) -> None:
-        """One unconditional PutObject of an object beside a claim (an index)."""
-        self._put(key, body, content_type, meta, days)
-
-    def _put(
+    def put_arguments(
         self,
         key: str,
         body: bytes | bytearray,
-        content_type: str,
-        meta: dict[str, str],
-        days: int,
         *,
+        content_type: str,
+        meta: Mapping[str, str],
+        days: int,
+        if_none_match: bool = False,
+        if_match: str | None = None,
+    ) -> PutObjectRequestTypeDef:
+        """A PutObject's arguments, tagged and encrypted as every object of the bucket is.
+
+        The body goes as a file over the buffer, afresh for each attempt (build them in the
+        attempt): botocore reads it in pieces (hashing or checksumming it as the endpoint
+        needs), never copying it whole, and its repr (botocore logs a request's parameters at
+        DEBUG) shows nothing of it.
+        """
+        arguments: PutObjectRequestTypeDef = {
+            "Bucket": self.name,
+            "Key": key,
+            "Body": cast("IO[bytes]", _BodyFile(body)),  # a RawIOBase is what botocore reads
+            "ContentType": content_type,
+            "Metadata": dict(meta),
+            "Tagging": tagging(days),
+            "ServerSideEncryption": self.sse.algorithm,
+        }
+        if self.sse.kms_key_id is not None:
+            arguments["SSEKMSKeyId"] = self.sse.kms_key_id
+        if if_none_match:
+            arguments["IfNoneMatch"] = "*"
+        if if_match is not None:
+            arguments["IfMatch"] = if_match
+        return arguments
+
+    def put(
+        self,
+        key: str,
+        body: bytes | bytearray,
+        *,
+        content_type: str,
+        meta: Mapping[str, str],
+        days: int,
         exclusive: bool = False,
-        checksum: str | None = None,
     ) -> bool:
-        """One PutObject, tagged and encrypted as every object of the store is. `exclusive`:
-        only where no object is (`If-None-Match: *`); False when one is (412). `checksum`:
-        the body's `crc32_checksum`, computed by the caller (botocore then computes none).
-        Over plain HTTP the body goes as a `Body` (a copy, when it is not one: an index's
-        bytes), else as a file over it (`s3claim.s3._body`)."""
-        whole = self._plain_http
-        if whole and not isinstance(body, Body):
-            body = Body(body)
-        extra = dict(self._sse)
-        if exclusive:
-            extra["IfNoneMatch"] = "*"
-        if checksum:
-            extra["ChecksumCRC32"] = checksum
+        """One PutObject (`put_arguments`). `exclusive`: only where no object is
+        (`If-None-Match: *`); False when one is (412)."""
 
         def call() -> None:
-            self._client.put_object(
-                Bucket=self._bucket,
-                Key=key,
-                # A file afresh for each attempt: one that failed may have been read part way.
-                Body=body if whole else BodyFile(body),  # type: ignore[arg-type]  # stubs: IO
-                ContentType=content_type,
-                Metadata=meta,
-                Tagging=tagging(days),
-                **extra,  # type: ignore[arg-type]
+            self.client.put_object(
+                **self.put_arguments(
+                    key,
+                    body,
+                    content_type=content_type,
+                    meta=meta,
+                    days=days,
+                    if_none_match=exclusive,
+                )
             )
 
         try:
-            self._request("PutObject", call, expect=_EXISTS if exclusive else frozenset())
+            self.request("PutObject", call, expect=_EXISTS if exclusive else frozenset())
         except Refused:
             return False
         return True
 
-    def _checksum(self, body: bytes | bytearray) -> str | None:
-        """The body's CRC32 for `_put`, where the store takes it (see `_own_crc32`); None
-        where botocore does (over https, as it streams the body) or none is wanted."""
-        return crc32_checksum(body) if self._own_crc32 else None
+    def copy(
+        self, source: str, key: str, *, content_type: str, meta: Mapping[str, str], days: int
+    ) -> bool:
+        """One server-side CopyObject with new metadata and tags (a refresh in place, a
+        hand-off); False when the source is gone."""
+        arguments: CopyObjectRequestTypeDef = {
+            "Bucket": self.name,
+            "Key": key,
+            "CopySource": {"Bucket": self.name, "Key": source},
+            "MetadataDirective": "REPLACE",
+            "ContentType": content_type,
+            "Metadata": dict(meta),
+            "TaggingDirective": "REPLACE",
+            "Tagging": tagging(days),
+            "ServerSideEncryption": self.sse.algorithm,
+        }
+        if self.sse.kms_key_id is not None:
+            arguments["SSEKMSKeyId"] = self.sse.kms_key_id
+        try:
+            self.request(
+                "CopyObject", partial(self.client.copy_object, **arguments), expect=MISSING
+            )
+        except Refused:
+            return False
+        return True
+
+    def beside(self, function: Callable[[], _T]) -> Future[_T]:
+        """`function()` on a worker of this bucket's one pool, in the caller's context (its
+        span counts the request): sent while the caller's own is in flight (a claim's index
+        beside the claim)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_SIDE_WORKERS, thread_name_prefix="s3claim")
+            return self._pool.submit(contextvars.copy_context().run, function)
+
+    def __repr__(self) -> str:
+        return (
+            f"Bucket({self.name!r}, prefix={self.layout.prefix!r}, "
+            f"sse={self.sse.algorithm!r}, ttl_day_classes={self.classes})"
+        )
+
+
+class _BodyFile(io.RawIOBase):
+    """A read-only file over a body: botocore reads it in pieces, never a copy of the whole."""
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        super().__init__()
+        self._view, self._at = memoryview(data), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: len(self._view)}[whence]
+        self._at = min(max(0, base + offset), len(self._view))
+        return self._at
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = len(self._view) if size is None or size < 0 else self._at + size
+        piece = bytes(self._view[self._at : end])
+        self._at += len(piece)
+        return piece
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        into = memoryview(buffer).cast("B")
+        piece = self._view[self._at : self._at + len(into)]
+        into[: len(piece)] = piece
+        self._at += len(piece)
+        return len(piece)
+
+    def __repr__(self) -> str:
+        return f"<body of {len(self._view):,} bytes>"

@@ -12,7 +12,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 import boto3
 from botocore.config import Config
@@ -20,10 +20,10 @@ from botocore.exceptions import ProfileNotFound
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
-from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
 from s3claim.s3.settings import S3ClaimSettings
+from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SSE_ALGORITHMS",
     "BucketArguments",
+    "Encryption",
     "bucket_arguments",
     "check_bucket",
     "check_day_classes",
@@ -121,21 +122,28 @@ def check_endpoint_url(url: object, *, name: str = "endpoint_url") -> str | None
     return url
 
 
+class Encryption(NamedTuple):
+    """The server-side encryption sent with every PutObject and CopyObject."""
+
+    algorithm: Literal["AES256", "aws:kms"]
+    kms_key_id: str | None = None
+
+
 def check_sse(
     sse: str, kms_key_id: str | None, *, names: tuple[str, str] = ("sse", "kms_key_id")
-) -> dict[str, str]:
-    """The encryption parameters sent with every PutObject and CopyObject."""
-    if sse not in SSE_ALGORITHMS:
-        raise ConfigurationError(f"{names[0]} must be one of {SSE_ALGORITHMS}, got {sse!r}")
+) -> Encryption:
+    """The encryption every object is written with, checked."""
     if sse == "aws:kms":
         if not kms_key_id:
             raise ConfigurationError(f"{names[0]}='aws:kms' needs {names[1]}; it is not set")
-        return {"ServerSideEncryption": sse, "SSEKMSKeyId": kms_key_id}
+        return Encryption("aws:kms", kms_key_id)
+    if sse != "AES256":
+        raise ConfigurationError(f"{names[0]} must be one of {SSE_ALGORITHMS}, got {sse!r}")
     if kms_key_id:
         raise ConfigurationError(
             f"{names[1]} is set but {names[0]} is {sse!r}: set {names[0]}='aws:kms' to use it"
         )
-    return {"ServerSideEncryption": sse}
+    return Encryption("AES256")
 
 
 def handle_key_of(
@@ -155,9 +163,9 @@ def handle_key_of(
 
 
 class BucketArguments(TypedDict):
-    """The constructor arguments the store and the run journal share."""
+    """`Bucket.of`'s arguments, as the settings give them."""
 
-    bucket: str
+    name: str
     handle_key: HandleKey
     prefix: str
     client: S3Client
@@ -175,7 +183,8 @@ def bucket_arguments(
     """Every `S3CLAIM_*` setting (from the environment unless given), checked under its
     variable's name, as the constructor arguments of `S3ClaimCheckStore` and `S3RunJournal`.
 
-    Both start from these, so they refuse the same settings with the same messages. `client`
+    The store and the journal build their `Bucket` from these, so they refuse the same
+    settings with the same messages. `client`
     is built from the settings unless given; `bucket_name` is what a missing bucket is called.
     """
     if settings is None:
@@ -186,7 +195,7 @@ def bucket_arguments(
     check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
     check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
     return BucketArguments(
-        bucket=bucket,
+        name=bucket,
         handle_key=key,
         prefix=settings.prefix,
         client=client or make_client(endpoint_url=settings.endpoint_url, region=settings.region),

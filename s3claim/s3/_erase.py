@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
-from s3claim.s3._bucket import InBucket
+from s3claim.s3._bucket import Bucket
 from s3claim.s3._errors import UNSUPPORTED, RetryableStoreFault
 from s3claim.s3._layout import is_claim_key
 from s3claim.s3._retry import Refused, request
@@ -30,7 +30,7 @@ _DELETE_BATCH = 1000  # S3's limit per DeleteObjects; moto accepts more, S3 does
 class Eraser:
     """Erases prefixes of one bucket; remembers whether its server has the versioning API."""
 
-    def __init__(self, bucket: InBucket) -> None:
+    def __init__(self, bucket: Bucket) -> None:
         self._in = bucket
         self._versions_api = True  # until the server says it has none
 
@@ -73,7 +73,7 @@ class Eraser:
                 page = request(
                     "ListObjectVersions",
                     lambda: self._in.client.list_object_versions(
-                        Bucket=self._in.bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+                        Bucket=self._in.name, Prefix=prefix, MaxKeys=_DELETE_BATCH
                     ),
                     policy=self._in.retry,
                     expect=UNSUPPORTED,
@@ -90,7 +90,7 @@ class Eraser:
         listing = request(
             "ListObjectsV2",
             lambda: self._in.client.list_objects_v2(
-                Bucket=self._in.bucket, Prefix=prefix, MaxKeys=_DELETE_BATCH
+                Bucket=self._in.name, Prefix=prefix, MaxKeys=_DELETE_BATCH
             ),
             policy=self._in.retry,
         )
@@ -104,7 +104,7 @@ class Eraser:
         def call() -> None:
             nonlocal pending
             response = self._in.client.delete_objects(
-                Bucket=self._in.bucket, Delete={"Objects": pending, "Quiet": True}
+                Bucket=self._in.name, Delete={"Objects": pending, "Quiet": True}
             )
             errors = response.get("Errors", [])
             if not errors:

@@ -1,4 +1,5 @@
-"""The object format (version 4): a fixed-width body in sealed blocks, and sealed metadata.
+"""The object format (version 5): a claim and its index, each in sealed blocks, with sealed
+metadata.
 
 Why a fixed width. A reader has to choose its byte range before its first request: the
 object's metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4
@@ -15,17 +16,21 @@ of it is 4,096 bytes, and mostly-CJK text is smaller than in UTF-8. One characte
 BMP (an emoji) makes the whole claim 4 bytes a character: the cost of the one-GET window. The
 width travels in the handle (`s3claim.handles`), so the reader knows it before it asks.
 
-Metadata carries what a read must check without another request: the expiry (integer epoch
-seconds, enforced to the second on every read), the run tag (the scope is checked, not only
-hashed into the key), the length in characters, the encoding and the format version.
+Two objects per claim, and no more (`docs/s3.md` argues the layout with its requests):
 
-Version 4 seals both (`s3claim.s3._seal`): the body is stored in blocks of 4,096 bytes, each
-followed by a 16-byte tag (a MAC of the block's SHA-256, the digest the handle is made of
-too), so the one ranged GET of a window carries the tags that prove it; the metadata carries
-a MAC of its fields. Both are bound to the object's key. Format 3 (tags over the blocks'
-bytes) and format 2 (the same body without tags, metadata without a MAC) are refused as
-damaged, and
-format 1 (always UTF-32-LE, 32-digit handles) is not read: its handles no longer parse.
+- **the claim**, `{run prefix}{handle digits}`: its text at its width;
+- **its index**, the claim's key and `.index` (`s3claim._reading._index`: the line starts
+  first, the JSON structure index last), only for a claim of two lines or more, or JSON.
+
+Both carry the same metadata, which a read checks without another request: the expiry
+(integer epoch seconds, enforced to the second on every read), the run tag (the scope is
+checked, not only hashed into the key), the claim's length in characters and in lines, the
+object's own length in bytes, and the format version; the claim also its encoding and whether
+an index sits beside it. Both are sealed the same way (`s3claim.s3._seal`): the body in
+blocks of 4,096 bytes, each followed by a 16-byte tag, so the one ranged GET of a window
+carries the tags that prove it, and the metadata with a MAC of its fields, each bound to its
+object's key. Objects of earlier formats are refused as damaged (format 1's handles no
+longer parse).
 """
 
 from __future__ import annotations
@@ -35,16 +40,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim.errors import ClaimStoreError
-from s3claim.s3._body import Body
 from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
+from s3claim.store import Facts
 
 __all__ = [
     "CONTENT_TYPES",
     "ENCODINGS",
+    "INDEX_CONTENT_TYPE",
     "MAX_METADATA_BYTES",
     "MAX_OBJECT_BYTES",
     "ClaimInfo",
-    "ClaimMeta",
+    "ObjectMeta",
     "check_metadata_size",
     "content_range",
     "decode",
@@ -55,14 +61,15 @@ __all__ = [
     "parse_metadata",
 ]
 
-FORMAT_VERSION = "4"
+FORMAT_VERSION = "5"
 ENCODINGS = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}
 """Storage width (bytes a character) -> the codec that has exactly that width."""
 CONTENT_TYPES = {  # text at that width, with a 16-byte tag after every 4,096 bytes
-    1: "application/vnd.s3claim.v4; charset=iso-8859-1",
-    2: "application/vnd.s3claim.v4; charset=utf-16le",
-    4: "application/vnd.s3claim.v4; charset=utf-32le",
+    1: "application/vnd.s3claim.v5; charset=iso-8859-1",
+    2: "application/vnd.s3claim.v5; charset=utf-16le",
+    4: "application/vnd.s3claim.v5; charset=utf-32le",
 }
+INDEX_CONTENT_TYPE = "application/vnd.s3claim.index.v5"
 
 MAX_METADATA_BYTES = 2048
 """S3 refuses more user metadata than this (names and values, UTF-8); moto does not."""
@@ -76,9 +83,10 @@ _META_CHARS = "s3claim-chars"
 _META_ENCODING = "s3claim-encoding"
 _META_RUN = "s3claim-run"
 _META_LINES = "s3claim-lines"
-_META_JSON = "s3claim-json"
-"""Present when the text looked like JSON at check-in, so a structure index may sit beside
-it: a hand-off copies one only then."""
+_META_BYTES = "s3claim-bytes"
+_META_INDEX = "s3claim-index"
+"""On a claim with an index beside it: the index's length in bytes (a hand-off and a refresh
+copy it too, and a read that finds it missing knows the claim is damaged)."""
 _META_BLOCKS = "s3claim-blocks"
 """On a claim handed off by server-side copy: the key its block tags are bound to (the
 original's). Sealed with the rest, so only a holder of the handle key can name one."""
@@ -101,17 +109,25 @@ class ClaimInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ClaimMeta:
+class ObjectMeta:
+    """The metadata of a claim or of its index, as read back (once its seal has held)."""
+
     expires_at: int
     chars: int
+    lines: int
+    size: int
+    """The object's own content bytes (its stored size less the tags)."""
     run_tag: str
-    width: int
-    lines: int | None = None
-    """Lines in the claim (`s3claim._lines`); None in a claim written before they were
-    counted, which still reads by offset."""
+    width: int | None = None
+    """The claim's bytes a character; None on an index."""
+    index_size: int = 0
+    """On a claim: its index's length in bytes (0: it has none)."""
     blocks_key: str | None = None
     """The key the body's block tags are bound to, when it is not the object's own."""
-    json: bool = False
+
+    @property
+    def facts(self) -> Facts:
+        return Facts(self.chars, self.lines)
 
     def readable(self, *, run_tag: str, now: float) -> bool:
         """Readable while now < expires_at, and only from the run that stored it."""
@@ -123,7 +139,7 @@ def max_chars(width: int) -> int:
     return content_bytes_within(MAX_OBJECT_BYTES) // width
 
 
-def laid_out_body(content: str, width: int) -> tuple[Body, list[bytes]]:
+def laid_out_body(content: str, width: int) -> tuple[bytearray, list[bytes]]:
     """The body at `width` (which `content_width` chose, so every character fits) as stored,
     tag slots empty, and its blocks' digests (`_seal.laid_out`)."""
     return laid_out(_encoded_blocks(content, width), width * len(content))
@@ -185,49 +201,53 @@ def check_metadata_size(meta: Mapping[str, str]) -> None:
 def metadata(
     *,
     expires_at: int,
-    chars: int,
+    facts: Facts,
+    size: int,
     run_tag: str,
-    width: int,
-    lines: int | None = None,
+    width: int | None = None,
+    index_size: int = 0,
     blocks_key: str | None = None,
-    json: bool = False,
 ) -> dict[str, str]:
+    """The fields of a claim (`width` given) or of its index (none)."""
     meta = {
         _META_FORMAT: FORMAT_VERSION,
         _META_EXPIRES: str(expires_at),
-        _META_CHARS: str(chars),
-        _META_ENCODING: ENCODINGS[width],
+        _META_CHARS: str(facts.chars),
+        _META_LINES: str(facts.lines),
+        _META_BYTES: str(size),
         _META_RUN: run_tag,
     }
-    if lines is not None:
-        meta[_META_LINES] = str(lines)
+    if width is not None:
+        meta[_META_ENCODING] = ENCODINGS[width]
+    if index_size:
+        meta[_META_INDEX] = str(index_size)
     if blocks_key is not None:
         meta[_META_BLOCKS] = blocks_key
-    if json:
-        meta[_META_JSON] = "1"
     check_metadata_size(meta)
     return meta
 
 
-def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ClaimMeta:
+def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ObjectMeta:
     """Read our fields back; an object we cannot read is a store fault, not a refusal."""
     version = meta.get(_META_FORMAT)
-    width = _WIDTH_OF.get(meta.get(_META_ENCODING, ""))
-    if version != FORMAT_VERSION or width is None:
+    encoding = meta.get(_META_ENCODING)
+    width = None if encoding is None else _WIDTH_OF.get(encoding)
+    if version != FORMAT_VERSION or (encoding is not None and width is None):
         found = f"format {version[:16]!r}" if version else "not an s3claim object"
         raise ClaimStoreError(
             f"{operation}: object is {found}, not s3claim format {FORMAT_VERSION}",
             reason="damaged",
         )
     try:
-        return ClaimMeta(
+        return ObjectMeta(
             expires_at=int(meta[_META_EXPIRES]),
             chars=int(meta[_META_CHARS]),
+            lines=int(meta[_META_LINES]),
+            size=int(meta[_META_BYTES]),
             run_tag=meta[_META_RUN],
             width=width,
-            lines=int(meta[_META_LINES]) if _META_LINES in meta else None,
+            index_size=int(meta.get(_META_INDEX, "0")),
             blocks_key=meta.get(_META_BLOCKS),
-            json=_META_JSON in meta,
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(

@@ -32,35 +32,30 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, Unpack, get_args
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from s3claim._json import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim.clock import Clock
+from s3claim.clock import Clock, SystemClock
 from s3claim.errors import (
     ClaimStoreError,
     ConfigurationError,
     RunConflictError,
     RunNotFoundError,
 )
-from s3claim.handles import HandleKey
 from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord, RunStatus
-from s3claim.s3._bucket import InBucket
-from s3claim.s3._config import bucket_arguments
+from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._errors import MISSING
 from s3claim.s3._layout import JOURNAL_NAME
-from s3claim.s3._lifecycle import day_class, tagging
+from s3claim.s3._lifecycle import day_class
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3._seal import Seal
 from s3claim.s3.settings import S3ClaimSettings
+from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.scope import Scope
 from s3claim.store import check_ttl
 from s3claim.telemetry import traced_journal_load, traced_journal_save
-
-if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
 
 __all__ = ["FORMAT", "S3RunJournal"]
 
@@ -92,42 +87,30 @@ class _Stored(BaseModel):
     record: RunRecord
 
 
-class S3RunJournal(InBucket):
+class S3RunJournal:
     """Run records in the claim bucket, one object per run under the run's key prefix.
 
-    Takes the store's settings (bucket, `handle_key`, prefix, SSE, day classes) so that its
-    objects sit under the same tags and follow the same erasure and lifecycle rules. A
-    `ttl_seconds` longer than the largest day class is refused, as a claim TTL is.
+    Takes the store's bucket (a `Bucket`, such as `store.bucket`, or its name and settings as
+    keywords, as the store does) so that its objects sit under the same tags and follow the
+    same erasure and lifecycle rules. A `ttl_seconds` longer than the largest day class is
+    refused, as a claim TTL is.
     """
 
     def __init__(
         self,
-        bucket: str,
+        bucket: str | Bucket,
         *,
-        handle_key: HandleKey | SecretStr | str | bytes,
-        prefix: str = "claims/",
-        client: S3Client | None = None,
         clock: Clock | None = None,
-        sse: Literal["AES256", "aws:kms"] = "AES256",
-        kms_key_id: str | None = None,
-        ttl_day_classes: Sequence[int] = (1, 7, 30),
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
-        retry: RetryPolicy | None = None,
+        **options: Unpack[BucketOptions],
     ) -> None:
-        super().__init__(
-            bucket,
-            handle_key=handle_key,
-            prefix=prefix,
-            client=client,
-            clock=clock,
-            sse=sse,
-            kms_key_id=kms_key_id,
-            ttl_day_classes=ttl_day_classes,
-            retry=retry,
-        )
+        if options and not isinstance(bucket, str):
+            raise TypeError("the settings of a Bucket given whole are its own: pass no others")
+        self._bucket = Bucket.of(bucket, **options) if isinstance(bucket, str) else bucket
+        self._clock = clock or SystemClock()
         check_ttl(ttl_seconds)
         try:
-            self._days = day_class(ttl_seconds, self._classes)
+            self._days = day_class(ttl_seconds, self._bucket.classes)
         except ValueError as exc:
             raise ConfigurationError(f"run journal: {exc}") from None
         self._ttl = ttl_seconds
@@ -142,24 +125,32 @@ class S3RunJournal(InBucket):
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
     ) -> S3RunJournal:
         """A journal on the bucket `S3ClaimCheckStore.from_settings()` uses: the same variables."""
-        return cls(
-            **bucket_arguments(settings),
-            clock=clock,
-            ttl_seconds=ttl_seconds,
-            retry=retry,
-        )
+        bucket = Bucket.from_settings(settings, retry=retry)
+        return cls(bucket, clock=clock, ttl_seconds=ttl_seconds)
+
+    @property
+    def bucket(self) -> Bucket:
+        return self._bucket
+
+    def tenant_tag(self, tenant: str) -> str:
+        """The tenant's keyed tag (telemetry names tenants by it)."""
+        return self._bucket.key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._bucket.key.run_tag(scope)
 
     # -- the protocol ---------------------------------------------------------------------
 
     def exists(self, scope: Scope) -> bool:
-        return self._head(self._layout.journal_key(scope)) is not None
+        return self._bucket.head(self._bucket.layout.journal_key(scope)) is not None
 
     @traced_journal_load
     def load(self, scope: Scope) -> JournalEntry:
-        key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
+        bucket = self._bucket
+        key, run_tag = bucket.layout.journal_key(scope), bucket.layout.run_tag(scope)
 
         def get() -> tuple[Mapping[str, str], bytes, str]:
-            response = self._client.get_object(Bucket=self._bucket, Key=key)
+            response = bucket.client.get_object(Bucket=bucket.name, Key=key)
             body = response["Body"]
             try:
                 data = body.read()  # inside the retry: a cut stream is read again
@@ -168,10 +159,10 @@ class S3RunJournal(InBucket):
             return response.get("Metadata", {}), data, response["ETag"]
 
         try:
-            meta, data, etag = self._request("GetObject", get, expect=MISSING)
+            meta, data, etag = bucket.request("GetObject", get, expect=MISSING)
         except Refused:
             raise RunNotFoundError from None
-        stored = _decode(meta, data, run_tag, self._layout.seal(key))
+        stored = _decode(meta, data, run_tag, bucket.layout.seal(key))
         if stored.run != run_tag or stored.expires_at <= self._clock.now():
             raise RunNotFoundError
         return JournalEntry(stored.record, etag)
@@ -180,7 +171,8 @@ class S3RunJournal(InBucket):
     def save(self, scope: Scope, record: RunRecord, *, replaces: str | None) -> str:
         if not isinstance(record, RunRecord):
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
-        key, run_tag = self._layout.journal_key(scope), self._layout.run_tag(scope)
+        bucket = self._bucket
+        key, run_tag = bucket.layout.journal_key(scope), bucket.layout.run_tag(scope)
         now = self._clock.now()
         stored = _Stored(
             format=FORMAT,
@@ -191,30 +183,28 @@ class S3RunJournal(InBucket):
             record=record,
         )
         body = stored.model_dump_json().encode("utf-8")
-        sealed = self._layout.seal(key).metadata(_metadata(stored), body=body)
-        condition = {"IfNoneMatch": "*"} if replaces is None else {"IfMatch": replaces}
+        sealed = bucket.layout.seal(key).metadata(_metadata(stored), body=body)
         attempts = 0
 
         def put() -> str:
             nonlocal attempts
             attempts += 1
-            response = self._client.put_object(
-                Bucket=self._bucket,
-                Key=key,
-                Body=body,
-                ContentType=_CONTENT_TYPE,
-                Metadata=sealed,
-                Tagging=tagging(self._days),
-                **condition,  # type: ignore[arg-type]
-                **self._sse,  # type: ignore[arg-type]
+            arguments = bucket.put_arguments(
+                key,
+                body,
+                content_type=_CONTENT_TYPE,
+                meta=sealed,
+                days=self._days,
+                if_none_match=replaces is None,
+                if_match=replaces,
             )
-            return response["ETag"]
+            return bucket.client.put_object(**arguments)["ETag"]
 
         try:
-            return self._request("PutObject", put, expect=_PRECONDITION | MISSING)
+            return bucket.request("PutObject", put, expect=_PRECONDITION | MISSING)
         except Refused as refused:
             if attempts > 1:  # an earlier attempt may have landed, its answer lost
-                current = self._head(key)
+                current = bucket.head(key)
                 if (
                     current is not None
                     and current.get("Metadata", {}).get(_META_WRITE) == stored.write
@@ -230,19 +220,21 @@ class S3RunJournal(InBucket):
         """Every run of a tenant with a journal (or the one named `run`, if it has one), by
         tag, expired ones included: one HEAD each, and no body (which holds tool results) is
         ever read."""
-        tenant_prefix = self._layout.tenant_prefix(tenant)
-        under = tenant_prefix if run is None else self._layout.run_prefix(Scope(tenant, run))
-        for key in self._keys(under):
+        layout = self._bucket.layout
+        tenant_prefix = layout.tenant_prefix(tenant)
+        under = tenant_prefix if run is None else layout.run_prefix(Scope(tenant, run))
+        for key in self._bucket.keys(under):
             parts = key[len(tenant_prefix) :].split("/")
             if len(parts) != 2 or parts[1] != JOURNAL_NAME:
                 continue
-            head = self._head(key)
+            head = self._bucket.head(key)
             if head is not None:  # forgotten or collected since the listing
-                yield _info(head.get("Metadata", {}), parts[0], self._layout.seal(key))
+                yield _info(head.get("Metadata", {}), parts[0], layout.seal(key))
 
     def __repr__(self) -> str:
+        bucket = self._bucket
         return (
-            f"S3RunJournal(bucket={self._bucket!r}, prefix={self._layout.prefix!r}, "
+            f"S3RunJournal(bucket={bucket.name!r}, prefix={bucket.layout.prefix!r}, "
             f"ttl_seconds={self._ttl}, clock={self._clock!r})"
         )
 

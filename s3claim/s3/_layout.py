@@ -6,10 +6,9 @@ of its place. Tenant first, then run: `forget` erases a tenant or one run with a
 The digest is the handle's own 32 hex digits; the handle is derived exactly as in every other
 store (`HandleKey.handle`).
 
-A JSON claim's structure index lives beside it, at `{claim key}.index` (`s3claim._json_index`):
-the same prefix, so `forget` erases it with its claim, and never 33 hex digits, so never a claim.
-
-Its line index (`s3claim._lines`) lives at `{claim key}.lines`, for the same reasons.
+A claim's index (its line starts and JSON structure, when it has either) lives beside it, at
+`{claim key}.index`: the same prefix, so `forget` erases it with its claim, and never 33 hex
+digits, so never a claim.
 
 A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
 erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
@@ -27,7 +26,6 @@ __all__ = [
     "AUDIT_FOLDER",
     "INDEX_SUFFIX",
     "JOURNAL_NAME",
-    "LINES_SUFFIX",
     "Layout",
     "is_audit_key",
     "is_claim_key",
@@ -36,7 +34,6 @@ __all__ = [
 
 JOURNAL_NAME = "journal"
 INDEX_SUFFIX = ".index"
-LINES_SUFFIX = ".lines"
 AUDIT_FOLDER = names.AUDIT_FOLDER
 
 
@@ -46,12 +43,7 @@ def is_journal_key(key: str) -> bool:
 
 def is_claim_key(key: str) -> bool:
     """A claim's own object: not a journal, an audit record or an index beside a claim."""
-    return not (
-        is_journal_key(key)
-        or is_audit_key(key)
-        or key.endswith(INDEX_SUFFIX)
-        or key.endswith(LINES_SUFFIX)
-    )
+    return not (is_journal_key(key) or is_audit_key(key) or key.endswith(INDEX_SUFFIX))
 
 
 def is_audit_key(key: str) -> bool:
@@ -80,12 +72,13 @@ class Layout:
         return self.run_prefix(scope) + handle.removeprefix(HANDLE_PREFIX)
 
     def index_key(self, scope: Scope, handle: str) -> str:
-        """Where a JSON claim's structure index lives: beside the claim."""
-        return self.object_key(scope, handle) + INDEX_SUFFIX
+        """Where a claim's index lives: beside the claim."""
+        return self.index_of(self.object_key(scope, handle))
 
-    def lines_key(self, scope: Scope, handle: str) -> str:
-        """Where a claim's line index lives: beside the claim."""
-        return self.object_key(scope, handle) + LINES_SUFFIX
+    @staticmethod
+    def index_of(claim_key: str) -> str:
+        """The key of the index beside the claim at `claim_key`."""
+        return claim_key + INDEX_SUFFIX
 
     def journal_key(self, scope: Scope) -> str:
         return self.run_prefix(scope) + JOURNAL_NAME

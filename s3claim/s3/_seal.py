@@ -4,28 +4,23 @@ Anyone who may write the bucket (an upstream tool holding the role, a misconfigu
 compromised neighbour) can rewrite an object in s3claim's own format. So every object s3claim
 writes is sealed under a key derived from the handle key *and the object's own key*
 (`HandleKey.subkey("seal", object_key)`): a seal holds only where it was made, so a record
-copied or moved to another key fails it, as does any edit. One derivation (one HMAC) per
-object per operation; then two seals, one for each way an object is read:
+copied or moved to another key fails it, as does any edit. Two seals, one for each way an
+object is read, both HMAC-SHA256 from the standard library:
 
 - **Metadata** (`Seal.metadata`, `Seal.check_metadata`): `s3claim-mac` is a MAC of every other
-  `s3claim-*` field, names and values. An object read whole seals its body into the metadata
-  too (`s3claim-body`, the body's SHA-256), so one check covers both and a HEAD alone can
-  still check the fields. Fields of other names are never read, so they are not sealed.
-- **Blocks** (`Seal.blocks`, or `laid_out` then `Seal.tag`; `Seal.open_blocks`, `BlockStream`):
-  a body read in ranges is stored as blocks of `BLOCK_BYTES`, each followed by a `TAG_BYTES`
-  tag (MAC of the block's index and SHA-256: for ASCII text the digests its handle is made
-  of, so a check-in hashes its bytes once, as it lays them out). The ranged GET of the blocks
-  around a window carries their tags with them: no extra request, and nothing is returned from a
-  block whose tag fails. The index in the tag keeps blocks in their place; the sealed length
-  (the metadata's) keeps the object whole.
+  `s3claim-*` field, names and values. An object read whole (a journal) seals its body into
+  the metadata too (`s3claim-body`, the body's SHA-256), so one check covers both. Fields of
+  other names are never read, so they are not sealed.
+- **Blocks** (`laid_out` then `Seal.tag`, or `Seal.blocks`; `Seal.open_blocks`, `BlockStream`):
+  a body read in ranges (a claim's text, its index) is stored as blocks of `BLOCK_BYTES`,
+  each followed by a `TAG_BYTES` tag (a MAC of the block's index and SHA-256: for ASCII text
+  the digests its handle is made of, so its bytes are hashed once for both). The ranged GET
+  of the blocks around a window carries their tags with them: no extra request, and nothing
+  is returned from a block whose tag fails. The index in the tag keeps blocks in their place;
+  the sealed length (the metadata's) keeps the object whole.
 
 Any failure is a `ClaimStoreError` with reason `damaged`, which quotes nothing of the object;
 the claim tools tell the model the uniform `claim_unavailable`.
-
-This is the one piece to seal any object that sits beside a claim (an index, say): build a
-`Seal(handle_key, that_object_key)`, pass its metadata through `metadata(..., body=...)` at
-the write and `check_metadata` (and `check_body`) at the read; or, for an object read in
-ranges, write `blocks(body)` and read with `block_span` / `open_blocks`.
 
 What a seal cannot tell: an older object that was itself sealed at the same key (a replay of
 an earlier version), and an object deleted (that is a missing object). See docs/security.md.
@@ -37,12 +32,8 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping, Sequence
 
-import numpy as np
-
-from s3claim._blocks import BLOCK_BYTES
 from s3claim.errors import ClaimStoreError
-from s3claim.handles import HandleKey
-from s3claim.s3._body import Body
+from s3claim.handles import BLOCK_BYTES, HandleKey
 
 __all__ = [
     "BLOCK_BYTES",
@@ -65,9 +56,6 @@ _SEALED_PREFIX = "s3claim-"
 UNIT_BYTES = BLOCK_BYTES + TAG_BYTES
 """A block and its tag, as stored."""
 _UNIT = UNIT_BYTES
-_HMAC_BLOCK = 64
-"""SHA-256's block size: an HMAC key is padded to it."""
-_TAG_LABEL = b"block"
 _SEAL_FAILED = "the object's seal does not hold (rewritten, moved, or not written with this key)"
 
 
@@ -90,17 +78,16 @@ def block_span(first_byte: int, end_byte: int) -> tuple[int, int, int]:
     return first, first * _UNIT, (last + 1) * _UNIT - 1
 
 
-def laid_out(blocks: Iterable[bytes | memoryview], content_bytes: int) -> tuple[Body, list[bytes]]:
+def laid_out(
+    blocks: Iterable[bytes | memoryview], content_bytes: int
+) -> tuple[bytearray, list[bytes]]:
     """A body of `content_bytes` as stored, its tag slots left empty for `Seal.tag`, and the
     SHA-256 of each block, taken as the block is placed (every block whole but the last).
 
-    One buffer, written once: a large check-in that encoded its content whole and then
-    joined blocks and tags into a second buffer paid for twice the fresh pages (up to 8,600
-    page faults a check-in at 16 Mi ASCII characters: 35 ms of work against 23 ms this way).
-    Made whole first, not grown: growing it skips the zeroing, and measured faster alone
-    (15.2 ms against 16.1), but slower in a check-in (21.1 against 20.1 ms, median of 20).
+    One buffer, written once: the body is the largest thing a check-in holds, and encoding
+    it whole, then joining blocks and tags into a second buffer, held it twice.
     """
-    stored = Body(sealed_size(content_bytes))
+    stored = bytearray(sealed_size(content_bytes))
     view, sha256, digests, at = memoryview(stored), hashlib.sha256, [], 0
     for block in blocks:
         if at % _UNIT:  # a short block before the last: `Seal.tag` would write over content
@@ -135,15 +122,10 @@ def _value(meta: Mapping[str, str], lower: str) -> str:
 class Seal:
     """The seal of one object, under a key only the handle key and the object's key give."""
 
-    __slots__ = ("_inner", "_key", "_outer")
+    __slots__ = ("_key",)
 
     def __init__(self, handle_key: HandleKey, object_key: str) -> None:
         self._key = handle_key.subkey("seal", object_key)
-        # HMAC-SHA256's two keyed states (RFC 2104), made once: a copy of each per block tag
-        # costs a third of `hmac.digest`, which derives them again for every block.
-        padded = self._key.ljust(_HMAC_BLOCK, b"\0")
-        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in padded))
-        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
 
     def _mac(self, data: bytes) -> str:
         return hmac.digest(self._key, b"metadata" + data, "sha256")[:16].hex()
@@ -177,30 +159,20 @@ class Seal:
 
     def _tag(self, index: int, digest: bytes) -> bytes:
         """HMAC-SHA256(key, "block", index, the block's SHA-256), cut to `TAG_BYTES`."""
-        inner = self._inner.copy()
-        inner.update(_TAG_LABEL + index.to_bytes(8, "big") + digest)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()[:TAG_BYTES]
+        message = b"block" + index.to_bytes(8, "big") + digest
+        return hmac.digest(self._key, message, "sha256")[:TAG_BYTES]
 
-    def blocks(self, body: bytes) -> Body:
+    def blocks(self, body: bytes) -> bytearray:
         """The body as stored: each block followed by its tag."""
         view = memoryview(body)
         blocks = (view[at : at + BLOCK_BYTES] for at in range(0, len(body), BLOCK_BYTES))
         return self.tag(*laid_out(blocks, len(body)))
 
-    def tag(self, stored: Body, digests: Sequence[bytes]) -> Body:
-        """Fill the tag slots of a body `laid_out` with these digests, in place: the tags made
-        in one loop, then written in one strided copy, not a slice at a time (16 MiB: 3.4 ms
-        against 4.7)."""
-        tags = [self._tag(index, digest) for index, digest in enumerate(digests)]
-        whole = len(stored) // _UNIT  # every block, but a short last one
-        slots = np.frombuffer(stored, np.uint8)[: whole * _UNIT].reshape(whole, _UNIT)
-        slots[:, BLOCK_BYTES:] = np.frombuffer(b"".join(tags[:whole]), np.uint8).reshape(
-            whole, TAG_BYTES
-        )
-        if len(tags) > whole:  # a short last block: its tag ends the body
-            stored[len(stored) - TAG_BYTES :] = tags[-1]
+    def tag(self, stored: bytearray, digests: Sequence[bytes]) -> bytearray:
+        """Fill the tag slots of a body `laid_out` with these digests, in place."""
+        for index, digest in enumerate(digests):
+            end = min((index + 1) * _UNIT, len(stored))  # a short last block ends the body
+            stored[end - TAG_BYTES : end] = self._tag(index, digest)
         return stored
 
     def open_blocks(self, data: bytes, *, first: int, operation: str) -> bytes:

@@ -1,20 +1,18 @@
 """S3ClaimCheckStore: claims shared by every process that holds the bucket and the handle key.
 
-Request budgets (each a single HTTP request unless retried):
+A claim is at most two objects (`_format`): its text, at a fixed width so that any window
+is one ranged GET, and its index beside it. Every reading mode comes from the reading
+engine over their ranges (`s3claim.store.RangedStore`, `_reads`). Request budgets, each a
+single HTTP request unless retried:
 
-- put: one conditional PutObject (`If-None-Match: *`). Identical content in the same scope is
-  one object; putting it again refreshes its expiry with one in-place CopyObject (no body).
-  A process that stored it itself and whose recorded expiry already covers the new one sends
-  nothing. Indexes go beside it, one request more each, sent while the claim's body is: a
-  JSON claim's (`_paths`), and the line index of a claim of two lines or more (`_lines`,
-  which also reads by line and end).
-- fetch: one ranged GetObject of the sealed blocks holding the window (width*limit bytes and
-  a 16-byte tag per 4,096 when the window starts on a block, at most a block more when not),
-  the width (1, 2 or 4) read from the handle; the seal, expiry and run are checked from that
-  response's metadata, every block's tag from its bytes (`_seal`). The only two-request case
-  is a window at or past the end of the last block (or an empty claim): S3 answers 416
-  without metadata, so one HeadObject checks the claim still stands.
-- hand_off: a HeadObject and server-side copies, no body through the process (`_hand_off`).
+- put: one conditional PutObject of the claim (`If-None-Match: *`) and, for a claim of two
+  lines or more or a JSON one, one PutObject of its index, sent beside it. Identical content
+  in the same scope is one claim: putting it again refreshes its expiry with an in-place
+  CopyObject of each object (no body); a process that stored it itself and whose recorded
+  expiry already covers the new one sends nothing.
+- a window: one ranged GET; by line: at most two (the index, the text); from the end: one;
+  by JSON path: at most three (`_reads` has the exceptions, all at or past an end).
+- hand_off: a HeadObject and a server-side copy of each object, no body through the process.
 - forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round: every version
   and delete marker under the prefix (`_erase`, also for servers without a versioning API).
 
@@ -32,36 +30,35 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import SecretStr
+from typing import TYPE_CHECKING, Unpack
 
 import s3claim.s3._format as _format
-from s3claim._background import Background
-from s3claim._blocks import digest_of
-from s3claim._lines import count_lines
-from s3claim.clock import Clock
+from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
-from s3claim.handles import HANDLE_PREFIX, HandleKey, handle_width, is_handle
-from s3claim.s3._body import Body
-from s3claim.s3._bucket import InBucket
-from s3claim.s3._config import bucket_arguments
+from s3claim.handles import HANDLE_PREFIX, content_width, digest_of, handle_width, is_handle
+from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING
 from s3claim.s3._format import ClaimInfo
-from s3claim.s3._hand_off import HandOffs, HandsOff
+from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._lines import LineIndexes, LineReads, counted_body_index
-from s3claim.s3._paths import JsonIndexes, PathReads, looks_like_json
-from s3claim.s3._read import WindowRead, checked_meta, empty_window_of, plan_read, window_of
+from s3claim.s3._reads import ClaimOps, Sealed, head, perform, sync_sender
 from s3claim.s3._retry import Refused, RetryPolicy
 from s3claim.s3._scan import pieces
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window, check_ttl
-from s3claim.telemetry import traced_fetch, traced_forget
+from s3claim.store import (
+    Facts,
+    IndexPart,
+    RangedStore,
+    TextPart,
+    build_index,
+    check_ttl,
+    count_lines,
+)
+from s3claim.telemetry import traced_forget
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -69,53 +66,30 @@ if TYPE_CHECKING:
 
 __all__ = ["ClaimInfo", "S3ClaimCheckStore"]
 
-_BESIDE = Background(16, "s3claim-indexes")
-"""Writes a claim's indexes while its body is sent; shared by every store in the process."""
-_INDEXING = Background(4, "s3claim-lines")
-"""Indexes a claim's lines while its CRC32 is taken: a pool of its own, never queued behind
-other claims' index uploads (and their retries) on `_BESIDE`."""
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
 
 
-class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
+class S3ClaimCheckStore(RangedStore):
     """Claims in an S3 bucket, each at a fixed width so any window is one ranged GET.
 
-    `handle_key` is the shared secret behind handles and key tags: every process that must
-    redeem another's handles needs the same key and bucket. A `client` you pass keeps its
-    credentials, endpoint and hooks, but not its retries for the store's requests: the
-    store's `retry` policy is the only one (see `s3claim.s3._retry.own_retries`).
+    `bucket` is its name, with the settings as keywords (`handle_key` is the shared secret
+    behind handles and key tags: every process that must redeem another's handles needs the
+    same key and bucket), or a `Bucket` already built (shared with a run journal). A
+    `client` you pass keeps its credentials, endpoint and hooks, but not its retries for the
+    store's requests: the store's `retry` policy is the only one (`s3claim.s3._retry`).
     """
 
     def __init__(
-        self,
-        bucket: str,
-        *,
-        handle_key: HandleKey | SecretStr | str | bytes,
-        prefix: str = "claims/",
-        client: S3Client | None = None,
-        clock: Clock | None = None,
-        sse: Literal["AES256", "aws:kms"] = "AES256",
-        kms_key_id: str | None = None,
-        ttl_day_classes: Sequence[int] = (1, 7, 30),
-        retry: RetryPolicy | None = None,
+        self, bucket: str | Bucket, *, clock: Clock | None = None, **options: Unpack[BucketOptions]
     ) -> None:
-        super().__init__(
-            bucket,
-            handle_key=handle_key,
-            prefix=prefix,
-            client=client,
-            clock=clock,
-            sse=sse,
-            kms_key_id=kms_key_id,
-            ttl_day_classes=ttl_day_classes,
-            retry=retry,
-        )
+        self._bucket = Bucket.of(bucket, **options) if isinstance(bucket, str) else bucket
+        if options and not isinstance(bucket, str):
+            raise TypeError("the settings of a Bucket given whole are its own: pass no others")
+        self._clock = clock or SystemClock()
         self._written: OrderedDict[str, int] = OrderedDict()
-        self._eraser, self._indexes = Eraser(self), JsonIndexes(self)
-        self._lines = LineIndexes(self)
-        self._hand_offs = HandOffs(self)
         self._lock = threading.Lock()
+        self._eraser = Eraser(self._bucket)
 
     @classmethod
     def from_settings(
@@ -129,25 +103,62 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
 
         Refuses a missing bucket or handle key by variable name, here rather than at first use.
         """
-        return cls(**bucket_arguments(settings), clock=clock, retry=retry)
+        return cls(Bucket.from_settings(settings, retry=retry), clock=clock)
+
+    @property
+    def bucket(self) -> Bucket:
+        """The bucket, its client and settings: share it with a run journal or audit trail."""
+        return self._bucket
+
+    @property
+    def client(self) -> S3Client:
+        """The client every request goes through (its retries stand down for ours)."""
+        return self._bucket.client
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._bucket.retry
+
+    @property
+    def layout(self) -> Layout:
+        """Where each scope's objects live (keyed tags, never names)."""
+        return self._bucket.layout
+
+    @property
+    def max_ttl_seconds(self) -> int:
+        """The longest TTL a claim may have: lifecycle deletes after the largest day class."""
+        return self._bucket.max_ttl_seconds
+
+    def tenant_tag(self, tenant: str) -> str:
+        """The tenant's keyed tag: its prefix in the bucket, its name in telemetry."""
+        return self._bucket.key.tenant_tag(tenant)
+
+    def run_tag(self, scope: Scope) -> str:
+        return self._bucket.key.run_tag(scope)
+
+    # -- put ----------------------------------------------------------------------------
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         """Store content for this scope; the handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
-        days = day_class(ttl_seconds, self._classes)
-        # ASCII is its own UTF-8 and its own Latin-1 body: laid out once, its blocks hashed
-        # as they are placed, for the handle and the seal's tags both.
-        laid = _format.laid_out_body(content, 1) if content.isascii() else None
-        handle = self._key.handle(
-            scope, content, digest=digest_of(laid[1]) if laid is not None else None
-        )
-        width = handle_width(handle)
+        bucket, layout = self._bucket, self._bucket.layout
+        days = day_class(ttl_seconds, bucket.classes)
+        width = content_width(content)
         if len(content) > _format.max_chars(width):
             raise ValueError(
                 f"content of {len(content)} characters exceeds the {_format.max_chars(width)} "
                 f"a single S3 object can hold at {width} byte(s) a character"
             )
-        key = self._layout.object_key(scope, handle)
+        # ASCII is its own UTF-8 and its own Latin-1 body: laid out once, its blocks hashed
+        # as they are placed, for the handle and the seal's tags both.
+        laid = _format.laid_out_body(content, 1) if content.isascii() else None
+        digest = digest_of(laid[1]) if laid is not None else None
+        handle = bucket.key.handle(scope, content, digest=digest)
+        key = layout.object_key(scope, handle)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)  # lives at least its TTL
         with self._lock:
             known = self._written.get(key)
@@ -155,81 +166,18 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
                 self._written.move_to_end(key)
         if known is not None and known >= expires_at:
             return handle
-        refresh_first, indexed = known is not None, False
-        body: Body | None = None
-        checksum: str | None = None
-        index: bytes | None = None
-        if refresh_first:  # lines in the sealed metadata; the body only if it must be written
-            lines = count_lines(content)
-        else:
-            body, checksum, lines, index = self._prepared(key, laid, content, width)
-        meta = self._layout.seal(key).metadata(
-            _format.metadata(
-                expires_at=expires_at,
-                chars=len(content),
-                run_tag=self._layout.run_tag(scope),
-                width=width,
-                lines=lines,
-                json=looks_like_json(content),
-            )
+        objects = _Objects.of(
+            bucket, scope, handle, content, width=width, expires_at=expires_at, days=days
         )
-        at = {"chars": len(content), "lines": lines, "expires_at": expires_at, "days": days}
-        # Known to exist: refresh first. Otherwise write; a 412 says it exists: refresh. A
-        # refresh that finds nothing (forgotten or collected meanwhile) writes again.
-        for _ in range(2):
-            if refresh_first and self._refresh(key, width, meta, days):
-                if not indexed:
-                    self._indexes.refresh(scope, handle, content, expires_at=expires_at, days=days)
-                    self._lines.refresh(scope, handle, **at)
-                break
-            if body is None:  # prepared once, whatever the loop does next
-                body, checksum, _, index = self._prepared(key, laid, content, width)
-            # The indexes are built and put while the claim's body is sent: never raises. An
-            # index whose claim then fails to be written is collected with the run's objects.
-            beside = _BESIDE.submit(self._write_indexes, scope, handle, content, index, at)
-            try:
-                created = self._put(
-                    key,
-                    body,
-                    _format.CONTENT_TYPES[width],
-                    meta,
-                    days,
-                    exclusive=True,
-                    checksum=checksum,
-                )
-            finally:
-                beside.result()
-            if created:
-                break
-            refresh_first = indexed = True
-        else:
-            raise ClaimStoreError("PutObject: the claim vanished while it was being refreshed")
+        if known is None or not objects.refresh(index=True):
+            body = layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+            # Written; or there already (another writer's), its expiry refreshed; or gone
+            # between the two (forgotten, collected), written once more.
+            written = objects.write(body) or objects.refresh(index=False)
+            if not written and not objects.write(body):
+                raise ClaimStoreError("PutObject: the claim vanished while it was refreshed")
         self._remember(key, expires_at)
         return handle
-
-    def _prepared(
-        self, key: str, laid: tuple[Body, list[bytes]] | None, content: str, width: int
-    ) -> tuple[Body, str | None, int, bytes | None]:
-        """The claim's body as stored (laid out, already for ASCII; tagged), its CRC32 for
-        `_put`, its line count and index: the CRC taken here while a worker indexes it."""
-        body = self._layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
-        checksum, (lines, index) = _INDEXING.meanwhile(
-            partial(self._checksum, body), partial(counted_body_index, body, content, width)
-        )
-        return body, checksum, lines, index
-
-    def _write_indexes(
-        self, scope: Scope, handle: str, content: str, index: bytes | None, at: dict[str, int]
-    ) -> None:
-        """Put the indexes of a claim being written beside it (JSON, lines); never raises."""
-        self._indexes.write(scope, handle, content, expires_at=at["expires_at"], days=at["days"])
-        self._lines.write(scope, handle, index, **at)
-
-    def _refresh(self, key: str, width: int, meta: dict[str, str], days: int) -> bool:
-        """Rewrite expiry in place, without the body; False when the object is gone. The copy
-        is a new object (lifecycle counts from now) whose metadata holds the new expiry, so
-        this TTL's day class covers it, as it does a first write."""
-        return self._copy(key, key, _format.CONTENT_TYPES[width], meta, days)
 
     def _remember(self, key: str, expires_at: int) -> None:
         with self._lock:
@@ -238,100 +186,59 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
             while len(self._written) > _WRITTEN_CACHE:
                 self._written.popitem(last=False)
 
-    # -- fetch --------------------------------------------------------------------------
+    # -- reads ---------------------------------------------------------------------------
 
-    @traced_fetch
-    def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Window:
-        """content[offset:offset + limit] with one ranged GET (see the module docstring)."""
-        read = plan_read(self.layout, scope, handle, offset, limit)
-        if read.past_any_object:
-            return self._empty_window(read)
-
-        def get() -> tuple[Mapping[str, str], str | None, bytes]:
-            response = self._client.get_object(
-                Bucket=self._bucket, Key=read.key, Range=read.byte_range
-            )
-            # Read inside the retry, so a cut stream is retried, and through StreamingBody
-            # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
-            # length and checksum checks and raises urllib3's own errors, not botocore's.
-            body = response["Body"]
-            content_range = response.get("ContentRange")
-            try:
-                data = body.read() if read.has_body(content_range) else b""
-            finally:
-                body.close()
-            return response["Metadata"], content_range, data
-
-        try:
-            answer = self._request("GetObject", get, expect=MISSING | {"InvalidRange"})
-        except Refused as refused:
-            if refused.code == "InvalidRange":
-                return self._empty_window(read)
-            raise ClaimUnavailableError from None
-        return window_of(read, *answer, now=self.clock.now())
-
-    def _empty_window(self, read: WindowRead) -> Window:
-        """After a 416 (no metadata in it): one HEAD decides between empty and unavailable."""
-        try:
-            head = self._request(
-                "HeadObject",
-                lambda: self._client.head_object(Bucket=self._bucket, Key=read.key),
-                expect=MISSING,
-            )
-        except Refused:
-            raise ClaimUnavailableError from None
-        return empty_window_of(read, head["Metadata"], now=self.clock.now())
-
-    # -- scan (search) --------------------------------------------------------------------
-
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
-        """The claim's text, start to end, in pieces, from one streaming GET.
-
-        The GET and every check `fetch` makes happen here, before the first piece, so an
-        unavailable claim raises at the call. The body is then read 1 MiB at a time
-        (memory stays bounded whatever the claim's size); a stream cut midway resumes with a
-        ranged GET from the next byte, at most `RetryPolicy.attempts` times.
-        """
-        if not is_handle(handle):
-            raise ClaimUnavailableError
-        key = self._layout.object_key(scope, handle)
-        width, seal = handle_width(handle), self._layout.seal(key)
-        response = self._open(key, first_byte=0)
-        try:
-            meta = checked_meta(
-                response["Metadata"],
-                seal=seal,
-                run_tag=self._layout.run_tag(scope),
-                width=width,
-                now=self._clock.now(),
-                operation="GetObject",
-            )
-        except BaseException:
-            response["Body"].close()
-            raise
-        if meta.blocks_key is not None:  # handed off by copy: the tags are the original's
-            seal = self._layout.seal(meta.blocks_key)
-        return pieces(
-            response["Body"],
-            width=width,
-            seal=seal,
-            content_bytes=meta.chars * width,
-            reopen=lambda first_byte: self._open(key, first_byte=first_byte)["Body"],
-            attempts=self._retry.attempts,
+    def ranges(self, scope: Scope, handle: str) -> _Ranges:
+        return _Ranges(
+            self._bucket, *claim_objects(self._bucket.layout, scope, handle, self._clock)
         )
 
-    def _open(self, key: str, *, first_byte: int) -> GetObjectOutputTypeDef:
-        ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
+    # -- hand-off --------------------------------------------------------------------------
+
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`).
+
+        One HeadObject checks the claim as a read would; one server-side CopyObject of each
+        of its objects puts it under `to`'s run prefix with new sealed metadata (`to`'s run,
+        its own expiry, and the key the block tags are bound to). No byte of the body passes
+        through this process; the copy lives on whatever becomes of the original, until its
+        own expiry or a `forget` of its tenant or run.
+        """
+        check_ttl(ttl_seconds)
+        if to.tenant != scope.tenant:
+            raise ValueError("a claim is handed off within its tenant only")
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        bucket, layout = self._bucket, self._bucket.layout
+        claim, _ = claim_objects(layout, scope, handle, self._clock)
         try:
-            return self._request(
-                "GetObject",
-                lambda: self._client.get_object(Bucket=self._bucket, Key=key, **ranged),  # type: ignore[arg-type]
-                expect=MISSING,
-            )
+            meta = perform(head(claim), sync_sender(bucket))
         except Refused:
             raise ClaimUnavailableError from None
+        child = bucket.key.handed_off(handle, to)
+        days = day_class(ttl_seconds, bucket.classes)
+        expires_at = math.ceil(self._clock.now() + ttl_seconds)
+        original = meta.blocks_key or claim.key  # a hand-off of a hand-off: still the original
+        copies = [(claim.key, layout.object_key(to, child), original, meta.size, meta.width)]
+        if meta.index_size:
+            index_keys = layout.index_key(scope, handle), layout.index_key(to, child)
+            copies.append((*index_keys, layout.index_of(original), meta.index_size, None))
+        for source, target, blocks_key, size, width in copies:
+            fields = _format.metadata(
+                expires_at=expires_at,
+                facts=meta.facts,
+                size=size,
+                run_tag=layout.run_tag(to),
+                width=width,
+                index_size=meta.index_size if width else 0,
+                blocks_key=blocks_key,
+            )
+            content_type = _format.CONTENT_TYPES[width] if width else _format.INDEX_CONTENT_TYPE
+            sealed = layout.seal(target).metadata(fields)
+            if not bucket.copy(source, target, content_type=content_type, meta=sealed, days=days):
+                raise ClaimUnavailableError  # gone between the HEAD and the copy
+        self._remember(layout.object_key(to, child), expires_at)
+        return child
 
     # -- forget -------------------------------------------------------------------------
 
@@ -345,14 +252,15 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
     ) -> int:
         """Erase every claim of a tenant (or of one run): every version, every delete marker.
 
-        Returns the number of claims (distinct keys) removed; a run's journal goes with its
-        run but is not a claim, so it is not counted. `progress(removed_so_far)` is
-        called after each batch.
+        Returns the number of claims (distinct keys) removed; a claim's index, and a run's
+        journal and audit trail, go with it but are not claims, so they are not counted.
+        `progress(removed_so_far)` is called after each batch.
         """
+        layout = self._bucket.layout
         if run is not None:
-            prefix = self._layout.run_prefix(Scope(tenant=tenant, run=run))
+            prefix = layout.run_prefix(Scope(tenant=tenant, run=run))
         elif isinstance(tenant, str) and tenant:
-            prefix = self._layout.tenant_prefix(tenant)
+            prefix = layout.tenant_prefix(tenant)
         else:
             raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
         try:
@@ -371,21 +279,22 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
         (tool content) is ever read. Objects under the prefix that are not claims are skipped;
         a claim whose metadata seal fails (or of an older format) is listed as `damaged`.
         """
+        bucket, layout = self._bucket, self._bucket.layout
         if run is not None:
-            under, depth = self._layout.run_prefix(Scope(tenant=tenant, run=run)), 1
+            under, depth = layout.run_prefix(Scope(tenant=tenant, run=run)), 1
         else:
-            under, depth = self._layout.tenant_prefix(tenant), 2  # run_tag/digest
-        for key in self._keys(under):
+            under, depth = layout.tenant_prefix(tenant), 2  # run_tag/digest
+        for key in bucket.keys(under):
             parts = key[len(under) :].split("/")
             handle = HANDLE_PREFIX + parts[-1]
             if len(parts) != depth or not is_handle(handle):
                 continue
-            head = self._head(key)
-            if head is None:
+            found = bucket.head(key)
+            if found is None:
                 continue  # forgotten or collected since the listing
             try:
-                meta = _format.parse_metadata(head["Metadata"], operation="HeadObject")
-                self._layout.seal(key).check_metadata(head["Metadata"], operation="HeadObject")
+                meta = _format.parse_metadata(found["Metadata"], operation="HeadObject")
+                layout.seal(key).check_metadata(found["Metadata"], operation="HeadObject")
             except ClaimStoreError:
                 run_tag = key.rsplit("/", 2)[-2]  # {prefix}{tenant}/{run}/{digest}
                 yield ClaimInfo(handle, run_tag, 0, 0, damaged=True)
@@ -393,8 +302,165 @@ class S3ClaimCheckStore(InBucket, PathReads, LineReads, HandsOff):
             yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
 
     def __repr__(self) -> str:
+        bucket = self._bucket
         return (
-            f"S3ClaimCheckStore(bucket={self._bucket!r}, prefix={self._layout.prefix!r}, "
-            f"sse={self._sse['ServerSideEncryption']!r}, ttl_day_classes={self._classes}, "
+            f"S3ClaimCheckStore(bucket={bucket.name!r}, prefix={bucket.layout.prefix!r}, "
+            f"sse={bucket.sse.algorithm!r}, ttl_day_classes={bucket.classes}, "
             f"clock={self._clock!r})"
         )
+
+
+class _Objects:
+    """A claim's objects as one put writes them: the claim's key and sealed metadata, its
+    index sealed whole (the only form of it kept), and how to write and refresh them."""
+
+    __slots__ = ("_bucket", "_claim", "_days", "_index", "_width")
+
+    def __init__(
+        self,
+        bucket: Bucket,
+        claim: tuple[str, dict[str, str]],
+        index: tuple[str, dict[str, str], bytearray] | None,
+        *,
+        width: int,
+        days: int,
+    ) -> None:
+        self._bucket, self._claim, self._index = bucket, claim, index
+        self._width, self._days = width, days
+
+    @classmethod
+    def of(
+        cls,
+        bucket: Bucket,
+        scope: Scope,
+        handle: str,
+        content: str,
+        *,
+        width: int,
+        expires_at: int,
+        days: int,
+    ) -> _Objects:
+        layout = bucket.layout
+        built = build_index(content)
+        facts = Facts(len(content), count_lines(content))
+        fields = partial(
+            _format.metadata, expires_at=expires_at, facts=facts, run_tag=layout.run_tag(scope)
+        )
+        key, index_key = layout.object_key(scope, handle), layout.index_key(scope, handle)
+        claim_meta = fields(size=width * len(content), width=width, index_size=len(built or b""))
+        index = None
+        if built is not None:
+            index_meta = layout.seal(index_key).metadata(fields(size=len(built)))
+            index = (index_key, index_meta, layout.seal(index_key).blocks(built))
+        return cls(
+            bucket, (key, layout.seal(key).metadata(claim_meta)), index, width=width, days=days
+        )
+
+    def write(self, body: bytearray) -> bool:
+        """The claim where none is (`If-None-Match: *`) and its index beside it, sent at once;
+        False when the claim is there already. Both stand, or the check-in fails."""
+        key, meta = self._claim
+        beside = self._bucket.beside(self._write_index) if self._index is not None else None
+        try:
+            return self._bucket.put(
+                key,
+                body,
+                content_type=_format.CONTENT_TYPES[self._width],
+                meta=meta,
+                days=self._days,
+                exclusive=True,
+            )
+        finally:
+            if beside is not None:
+                beside.result()
+
+    def refresh(self, *, index: bool) -> bool:
+        """The claim's new expiry, in place, no body sent (a new object: lifecycle counts
+        from now, and this TTL's day class covers it); the index's too when `index` (written
+        again if it is gone). False when the claim is gone."""
+        key, meta = self._claim
+        content_type = _format.CONTENT_TYPES[self._width]
+        if not self._bucket.copy(key, key, content_type=content_type, meta=meta, days=self._days):
+            return False
+        if index and self._index is not None:
+            index_key, index_meta, _ = self._index
+            content_type = _format.INDEX_CONTENT_TYPE
+            if not self._bucket.copy(
+                index_key, index_key, content_type=content_type, meta=index_meta, days=self._days
+            ):
+                self._write_index()
+        return True
+
+    def _write_index(self) -> None:
+        assert self._index is not None
+        key, meta, sealed = self._index
+        content_type = _format.INDEX_CONTENT_TYPE
+        self._bucket.put(key, sealed, content_type=content_type, meta=meta, days=self._days)
+
+
+def claim_objects(layout: Layout, scope: Scope, handle: str, clock: Clock) -> tuple[Sealed, Sealed]:
+    """The claim's two objects (its text, its index) as a reader in `scope` checks them."""
+    run_tag = layout.run_tag(scope)
+    return (
+        Sealed(layout.object_key(scope, handle), run_tag, handle_width(handle), layout, clock.now),
+        Sealed(layout.index_key(scope, handle), run_tag, None, layout, clock.now),
+    )
+
+
+class _Ranges:
+    """One claim of an S3 store as the engine reads it (`ClaimRanges`): each range a few
+    requests (`_reads`), sent on the bucket's client."""
+
+    __slots__ = ("_bucket", "_claim", "_ops", "_send")
+
+    def __init__(self, bucket: Bucket, claim: Sealed, index: Sealed) -> None:
+        self._bucket, self._claim = bucket, claim
+        self._ops, self._send = ClaimOps(claim, index, claim.width or 1), sync_sender(bucket)
+
+    def text(self, start: int, end: int) -> TextPart:
+        return perform(self._ops.text(start, end), self._send)
+
+    def tail(self, chars: int) -> TextPart:
+        return perform(self._ops.tail(chars), self._send)
+
+    def index(self, start: int, end: int) -> IndexPart:
+        return perform(self._ops.index(start, end), self._send)
+
+    def index_tail(self, size: int) -> IndexPart:
+        return perform(self._ops.index_tail(size), self._send)
+
+    def stream(self) -> Iterator[str]:
+        """The claim's text, start to end, in pieces, from one streaming GET.
+
+        The GET and every check a range makes happen here, before the first piece, so an
+        unavailable claim raises at the call. The body is then read 1 MiB at a time (memory
+        stays bounded whatever the claim's size); a stream cut midway resumes with a ranged
+        GET from the next byte, at most `RetryPolicy.attempts` times.
+        """
+        claim = self._claim
+        response = self._open(first_byte=0)
+        try:
+            meta = claim.checked(response["Metadata"], operation="GetObject")
+        except BaseException:
+            response["Body"].close()
+            raise
+        return pieces(
+            response["Body"],
+            width=claim.width or 1,
+            seal=claim.blocks_seal(meta),
+            content_bytes=meta.size,
+            reopen=lambda first_byte: self._open(first_byte=first_byte)["Body"],
+            attempts=self._bucket.retry.attempts,
+        )
+
+    def _open(self, *, first_byte: int) -> GetObjectOutputTypeDef:
+        bucket, key = self._bucket, self._claim.key
+        ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
+        try:
+            return bucket.request(
+                "GetObject",
+                lambda: bucket.client.get_object(Bucket=bucket.name, Key=key, **ranged),  # type: ignore[arg-type]
+                expect=MISSING,
+            )
+        except Refused:
+            raise ClaimUnavailableError from None

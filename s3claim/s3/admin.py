@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
+from s3claim.s3._bucket import Bucket
 from s3claim.s3._check import Check, Status
 from s3claim.s3._config import bucket_arguments, make_client, settings_from_env
 from s3claim.s3._config import check_bucket as check_bucket_name
@@ -76,15 +77,16 @@ class Target:
         )
 
 
+def open_bucket(target: Target) -> Bucket:
+    """The bucket as the store uses it; refuses a missing S3CLAIM_HANDLE_KEY by name."""
+    return Bucket.of(**bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET))
+
+
 def open_store(target: Target) -> S3ClaimCheckStore:
-    """The store on this bucket; refuses a missing S3CLAIM_HANDLE_KEY by name."""
-    return S3ClaimCheckStore(
-        **bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET)
-    )
+    """The store on this bucket."""
+    return S3ClaimCheckStore(open_bucket(target))
 
 
 def open_journal(target: Target) -> S3RunJournal:
     """The run journal on this bucket, under the store's settings and key."""
-    return S3RunJournal(
-        **bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET)
-    )
+    return S3RunJournal(open_bucket(target))

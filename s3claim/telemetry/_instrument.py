@@ -1,8 +1,8 @@
 """The instrumented entry points: what each face wraps, so every face gets the same spans.
 
 The core opens its operations with the `*_operation` helpers (a check-in in `ClaimCheck`, a
-fetch or search in the claim tools); the stores and journals decorate their methods
-(`traced_fetch`, `traced_forget`, ...), which join an operation already open around them.
+read in `s3claim.store.RangedStore`, a search in the claim tools); the stores and journals
+decorate the rest of their methods (`traced_forget`, `traced_journal_save`, ...).
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import s3claim.telemetry._names as n
-from s3claim.errors import ClaimUnavailableError, RunConflictError, RunNotFoundError
-from s3claim.handles import is_handle
+from s3claim.errors import RunConflictError, RunNotFoundError
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS
 from s3claim.telemetry._spans import (
     Operation,
     configure,
@@ -34,8 +32,6 @@ __all__ = [
     "record_duration",
     "search_operation",
     "tool_call_span",
-    "traced_fetch",
-    "traced_fetch_async",
     "traced_forget",
     "traced_journal_load",
     "traced_journal_save",
@@ -104,47 +100,6 @@ def agent_run_span(agent: str) -> Operation:
         f"{n.INVOKE_AGENT} {agent}",
         attributes={n.GEN_AI_OPERATION: n.INVOKE_AGENT, n.GEN_AI_AGENT_NAME: agent},
     )
-
-
-def traced_fetch(method: _F) -> _F:
-    """`fetch(self, scope, handle, offset=0, limit=...)` of a sync store, as an operation."""
-
-    @functools.wraps(method)
-    def fetch(
-        self: Any, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Any:
-        known = handle if is_handle(handle) else None
-        with fetch_operation(self, scope, handle=known, offset=offset) as op:
-            try:
-                window = method(self, scope, handle, offset, limit)
-            except ClaimUnavailableError:
-                op.outcome = "unavailable"
-                raise
-            op.set(window_chars=len(window.text))
-            return window
-
-    return cast(_F, fetch)
-
-
-def traced_fetch_async(method: _F) -> _F:
-    """`traced_fetch` for a coroutine method."""
-
-    @functools.wraps(method)
-    async def fetch(
-        self: Any, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Any:
-        known = handle if is_handle(handle) else None
-        owner = getattr(self, "store", self)  # an async face tags as the store it wraps
-        with fetch_operation(owner, scope, handle=known, offset=offset) as op:
-            try:
-                window = await method(self, scope, handle, offset, limit)
-            except ClaimUnavailableError:
-                op.outcome = "unavailable"
-                raise
-            op.set(window_chars=len(window.text))
-            return window
-
-    return cast(_F, fetch)
 
 
 def traced_forget(method: _F) -> _F:

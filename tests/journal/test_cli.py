@@ -129,7 +129,7 @@ def test_the_journal_lists_one_named_run_with_one_listing(bucket: tuple[Any, str
     journal = S3RunJournal.from_settings()
     for run in ("r1", "r2", "r3"):
         journal.save(Scope("acme", run), record(1), replaces=None)
-    wire = Wire.attach(journal.client)
+    wire = Wire.attach(journal.bucket.client)
     (info,) = journal.runs(tenant="acme", run="r2")
     assert info.run_tag == HandleKey(SECRET).run_tag(Scope("acme", "r2"))
     assert dict(wire.requests) == {"ListObjectsV2": 1, "HeadObject": 1}

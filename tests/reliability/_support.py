@@ -38,7 +38,6 @@ from s3claim import (
     Tool,
     ToolCall,
     ToolRegistry,
-    Window,
     claim_check_tool,
 )
 from tests._s3 import s3_error, s3_response
@@ -58,7 +57,8 @@ KEY_LAYOUT = re.compile(r"claims/[0-9a-f]{32}/[0-9a-f]{32}/[124][0-9a-f]{32}")
 
 
 class CountingMemoryStore(MemoryClaimCheckStore):
-    """The memory store, counting the calls that reach it (the S3 rig counts HTTP requests)."""
+    """The memory store, counting the calls that reach its claims (the S3 rig counts HTTP
+    requests): a put, and every claim opened for reading (`ranges`)."""
 
     def __init__(self, *, clock: ManualClock, handle_key: HandleKey) -> None:
         super().__init__(clock=clock, handle_key=handle_key)
@@ -68,11 +68,9 @@ class CountingMemoryStore(MemoryClaimCheckStore):
         self.calls["put"] += 1
         return super().put(scope, content, ttl_seconds=ttl_seconds)
 
-    def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
-    ) -> Window:
-        self.calls["fetch"] += 1
-        return super().fetch(scope, handle, offset, limit)
+    def ranges(self, scope: Scope, handle: str) -> Any:
+        self.calls["ranges"] += 1
+        return super().ranges(scope, handle)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from s3claim import (
     tool,
 )
 from s3claim._boundary import neutralise
-from s3claim._head import extract_head
+from s3claim._reading._head import extract_head
 from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.handles import is_handle
 from s3claim.s3._format import MAX_OBJECT_BYTES
@@ -468,5 +468,5 @@ def test_forged_structure_is_neutralised_in_the_head_the_windows_and_storage(rig
     if rig.client is not None:  # what sits in S3 is the neutralised text
         (key,) = [k for k in rig.object_keys() if k.endswith(marker.handle.removeprefix("claim:"))]
         body = rig.client.get_object(Bucket=rig.bucket, Key=key)["Body"].read()
-        content = rig.store._layout.seal(key).open_blocks(body, first=0, operation="test")
+        content = rig.store.layout.seal(key).open_blocks(body, first=0, operation="test")  # type: ignore[attr-defined]
         assert content.decode("utf-16-le") == expected  # full-width forms: the BMP width

@@ -55,7 +55,7 @@ from s3claim import (
     claim_tools,
     tool,
 )
-from s3claim._head import extract_head, extract_tail
+from s3claim._reading._head import extract_head, extract_tail
 from s3claim._wording import (
     HANDLE_SEEN,
     NOT_JSON_MESSAGE,

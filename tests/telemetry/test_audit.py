@@ -152,12 +152,12 @@ def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
     mine = list(trail.records(tenant="acme", run="matter-7"))
     assert mine == telemetry.audit_records[:5]
     run_prefix = store.layout.run_prefix(SCOPE)
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=store.bucket)["Contents"]]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=store.bucket.name)["Contents"]]
     audit_keys = [k for k in keys if "/audit/" in k]
     assert len(audit_keys) == 10
     assert sum(k.startswith(run_prefix + "audit/") for k in audit_keys) == 5
     for key in audit_keys:  # what each object holds: a record, never content
-        body = s3.get_object(Bucket=store.bucket, Key=key)["Body"].read().decode()
+        body = s3.get_object(Bucket=store.bucket.name, Key=key)["Body"].read().decode()
         assert AuditRecord.from_json(body) in telemetry.audit_records
         assert "Clause" not in body and "term 59" not in body
     assert [c.handle for c in store.claims(tenant="acme")] != []  # listing skips the records
@@ -167,7 +167,7 @@ def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
     assert list(trail.records(tenant="acme")) == mine
     assert store.forget(tenant="acme") == 1
     assert list(trail.records(tenant="acme")) == []
-    assert s3.list_objects_v2(Bucket=store.bucket).get("KeyCount") == 0
+    assert s3.list_objects_v2(Bucket=store.bucket.name).get("KeyCount") == 0
 
 
 def test_a_record_the_bucket_refuses_is_dropped_and_logged(

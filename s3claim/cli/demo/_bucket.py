@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
-from s3claim._extras import require_extra
 from s3claim.cli._exit import CliError
+from s3claim.extras import require_extra
 from s3claim.s3 import S3ClaimSettings
 from s3claim.s3.admin import Target, make_client, provision_bucket
 

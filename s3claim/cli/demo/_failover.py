@@ -29,7 +29,6 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from s3claim._json import loads
 from s3claim.cli._exit import CliError, Exit
 from s3claim.cli.demo._bucket import demo_bucket
 from s3claim.cli.demo._closing import next_steps, render_closing
@@ -46,6 +45,7 @@ from s3claim.handles import HandleKey
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, conversation_chars
 from s3claim.s3.admin import Target, load_settings, open_journal, open_store
+from s3claim.safejson import loads
 from s3claim.scope import Scope
 
 __all__ = ["failover_demo"]

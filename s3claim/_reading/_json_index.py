@@ -10,10 +10,12 @@ whatever the claim's size. Two ideas make that hold.
   its first members, and a table to find any member in one read (an array: one 8-byte entry
   per element; an object: an open-addressed hash table of 16-byte slots keyed by the
   member's name).
-- **The nodes sit in the first `HEAD_BYTES` of the index**, each under a 64-bit fingerprint
-  of its pointer, so the reader's first read finds the deepest node on the pointer's way at
-  once, however deep it is. When a document has more large containers than fit there,
-  `small_chars` is doubled until they fit.
+- **The nodes sit in the index's head, at most `HEAD_BYTES` just before its trailer**
+  (`s3claim._reading._index`: the head closes the claim's index, so a reader finds it with
+  one read of the index's end), each under a 64-bit fingerprint of its pointer, so the
+  reader's first read finds the deepest node on the pointer's way at once, however deep it
+  is. When a document has more large containers than fit there, `small_chars` is doubled
+  until they fit.
 
 So a read is: the head (one read), one member entry or the node's listing (one read), and
 the characters of the answer, or of the small container holding it (one read, from the
@@ -30,14 +32,16 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import json.scanner
 import re
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from s3claim.handles import content_width
+from s3claim.safejson import MAX_DEPTH, SCAN, deeper_than
 
 __all__ = [
     "HEAD_BYTES",
@@ -47,8 +51,8 @@ __all__ = [
     "WHITESPACE",
     "Head",
     "Node",
-    "build_index",
     "entry_of",
+    "json_index",
     "key_fingerprint",
     "kind_of",
     "parse_head",
@@ -57,7 +61,7 @@ __all__ = [
 ]
 
 HEAD_BYTES = 24 * 1024
-"""What the reader's first read of an index asks for: the header and every node."""
+"""The most a head takes (the header and every node): what the reader's first read asks for."""
 SMALL_BYTES = 16 * 1024
 """Containers of at most this many bytes (as the S3 store keeps the text: 1, 2 or 4 a
 character) are read whole from the claim, not indexed; doubled while too many nodes."""
@@ -67,8 +71,6 @@ KEY_CHARS = 64
 """A listed key longer than this is shown cut (the listing says so)."""
 PROBE = 32
 """Slots an object lookup reads from a key's home slot; every key sits within them."""
-MAX_DESCENT = 256
-"""Large containers nested deeper than this: the text is indexed as text (no index)."""
 
 _MAGIC = b"S3CJIX1\x00"
 _HEADER = struct.Struct("<8sQQQQI4x")  # magic, total chars, small chars, root start/end, nodes
@@ -80,16 +82,6 @@ WHITESPACE = re.compile(r"[ \t\n\r]*")
 _OBJECT_FLAG = 1 << 31
 _SIZE_SHIFT = 20  # flags: listing bytes (bits 0-19), log2 of an object's slots (20-26)
 _LISTING_MASK = (1 << _SIZE_SHIFT) - 1
-
-_Scan = Callable[[str, int], tuple[Any, int]]
-
-
-def _scanner() -> _Scan:
-    scan: _Scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-    return scan
-
-
-SCAN = _scanner()
 
 
 class NotIndexable(ValueError):
@@ -164,11 +156,11 @@ class Head:
 
 
 def parse_head(data: bytes) -> Head:
-    """The header and the nodes, from the first `HEAD_BYTES` (or fewer) of an index."""
+    """The header and the nodes, from a head's bytes exactly."""
     if len(data) < _HEADER.size:
         raise ValueError("index too short")
     magic, total, small, root_start, root_end, count = _HEADER.unpack_from(data)
-    if magic != _MAGIC or _HEADER.size + count * _NODE.size > len(data):
+    if magic != _MAGIC or _HEADER.size + count * _NODE.size != len(data):
         raise ValueError("not an s3claim JSON index")
     nodes: dict[int, Node] = {}
     for n in range(count):
@@ -190,13 +182,14 @@ class _Found:
     keys: list[str] | None
 
 
-def build_index(text: str) -> bytes | None:
-    """The index of `text`, or None when it is not a JSON object or array (it is text)."""
+def json_index(text: str, *, base: int) -> tuple[bytes, bytes] | None:
+    """The structure index of `text` as (its listings and tables, its head), to be placed at
+    `base` in the claim's index; None when it is not a JSON object or array (it is text)."""
     start = WHITESPACE.match(text).end()  # type: ignore[union-attr]
     if start >= len(text) or text[start] not in "[{":
         return None
     found: list[_Found] = []
-    small = SMALL_BYTES // _width(text)
+    small = SMALL_BYTES // content_width(text)
     # The scanner builds each member's values whole before dropping them: trees of fresh
     # objects that the cyclic collector would traverse again and again (a 16 MiB nested
     # document: 3.6 s with it, 0.4 s without). Nothing here makes a cycle.
@@ -215,15 +208,8 @@ def build_index(text: str) -> bytes | None:
         small *= 2
     if small >= _LENGTH_MAX:  # member entries could no longer tell a node by its length
         return None
-    return _encode(text, [f for f in found if f.end - f.start > small], small, (start, end))
-
-
-def _width(text: str) -> int:
-    """Bytes a character as the S3 store keeps `text` (`s3claim.s3._format`)."""
-    if text.isascii():
-        return 1
-    widest = ord(max(text))
-    return 1 if widest < 0x100 else 2 if widest < 0x10000 else 4
+    kept = [f for f in found if f.end - f.start > small]
+    return _encode(text, kept, small, (start, end), base)
 
 
 def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, small: int) -> int:
@@ -235,7 +221,7 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, sm
     runs: the partitions of a document, the records of a page of pages), which saves
     parsing it twice; a walk validates as the scanner does.
     """
-    if depth > MAX_DESCENT:
+    if depth >= MAX_DEPTH:
         raise NotIndexable
     is_object = text[start] == "{"
     close = "}" if is_object else "]"
@@ -265,6 +251,8 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, sm
                 i = _walk(text, value_start, child, found, depth + 1, small)
             else:
                 _, i = scan(text, i)
+                if nested and _deeper(text, value_start, i, MAX_DEPTH - depth - 1):
+                    raise NotIndexable
                 if nested and i - value_start > small:
                     child = state.copy()
                     child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
@@ -284,6 +272,14 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, sm
         fp = int.from_bytes(state.copy().digest(), "little")
         found.append(_Found(fp, start, i, is_object, spans, keys))
     return i
+
+
+def _deeper(text: str, start: int, end: int, levels: int) -> bool:
+    """Whether the value at text[start:end] nests deeper than `levels`: counted only where it
+    holds that many brackets at all (a count in C), so most members cost no walk."""
+    if text.count("[", start, end) + text.count("{", start, end) <= levels:
+        return False
+    return deeper_than(text[start:end], levels)
 
 
 def _entries(spans: array[int]) -> array[int]:
@@ -323,12 +319,14 @@ def _listing(text: str, found: _Found) -> bytes:
     return json.dumps(rows, ensure_ascii=True).encode("ascii")
 
 
-def _encode(text: str, nodes: Iterable[_Found], small: int, root: tuple[int, int]) -> bytes:
-    kept = list(nodes)
+def _encode(
+    text: str, nodes: Sequence[_Found], small: int, root: tuple[int, int], base: int
+) -> tuple[bytes, bytes]:
+    """(the nodes' listings and tables, the head naming where each sits from `base`)."""
     blocks: list[bytes] = []
     rows: list[bytes] = []
-    offset = _HEADER.size + len(kept) * _NODE.size
-    for node in kept:
+    offset = base
+    for node in nodes:
         listing = _listing(text, node)
         entries = _entries(node.starts)
         flags = len(listing)
@@ -343,5 +341,5 @@ def _encode(text: str, nodes: Iterable[_Found], small: int, root: tuple[int, int
         rows.append(_NODE.pack(node.fp, node.start, node.end, offset, count, flags))
         blocks += (listing, table.tobytes())
         offset += len(listing) + len(blocks[-1])
-    header = _HEADER.pack(_MAGIC, len(text), small, root[0], root[1], len(kept))
-    return b"".join([header, *rows, *blocks])
+    header = _HEADER.pack(_MAGIC, len(text), small, root[0], root[1], len(nodes))
+    return b"".join(blocks), b"".join([header, *rows])

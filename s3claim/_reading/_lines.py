@@ -4,11 +4,11 @@ A line ends at `\\n` (so a `\\r\\n` is one break, its `\\r` the line's last char
 `\\r` is not a break). Lines count from 1; a text of n characters has `count("\\n")` lines,
 one more when it does not end in a break, and none when it is empty.
 
-The line index a store keeps is the start offset (in characters) of every line after the
-first, as little-endian 32-bit integers (`ENTRY_BYTES` a line): line N starts at entry N-2.
-A claim of one line needs none (line 1 starts at 0), and a claim of 2**32 characters or more
-gets none (its lines are found by a bounded scan, or not at all). The S3 store keeps it
-sealed in blocks beside the claim, so the start of any line is one ranged GET of one block.
+The line index is the start offset (in characters) of every line after the first, as
+little-endian 32-bit integers (`ENTRY_BYTES` a line): line N starts at entry N-2. It opens a
+claim's index (`s3claim._reading._index`), so a reader finds the start of any line with one
+ranged read of the index. A claim of one line needs none (line 1 starts at 0), and a claim of
+2**32 characters or more gets none: it reads by offset and from the end, not by line.
 
 A window read by line is cut after its last break, so it holds whole lines; a line longer
 than the window is returned from its start, and the reader goes on by offset. A window read
@@ -20,35 +20,30 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from s3claim.store import Window
+from ._window import Window
 
 __all__ = [
     "ENTRY_BYTES",
-    "SCAN_CHARS",
+    "MAX_INDEXED_CHARS",
     "LineWindow",
     "NoLineIndexError",
     "at_end",
     "at_line",
     "at_most_lines",
     "count_lines",
-    "find_line",
     "line_index",
-    "line_starts",
     "past_last_line",
 ]
 
 ENTRY_BYTES = 4
 """Bytes of one line start in an index: a claim indexed by line is under 2**32 characters."""
 MAX_INDEXED_CHARS = 2**32
-SCAN_CHARS = 64 * 1024 * 1024
-"""How far a claim without a line index is scanned for a line before the read gives up."""
 
 
 class NoLineIndexError(LookupError):
-    """The line cannot be found without reading more of the claim than a read may."""
+    """The claim has no line index to find the line with (2**32 characters or more)."""
 
 
 def count_lines(text: str) -> int:
@@ -57,14 +52,14 @@ def count_lines(text: str) -> int:
     return breaks + (1 if text and not text.endswith("\n") else 0)
 
 
-def line_starts(text: str, typecode: str = "Q") -> array[int]:
-    """The start of every line after the first, in characters ("Q": any length).
+def _line_starts(text: str) -> array[int]:
+    """The start of every line after the first, in characters.
 
     `str.find` from break to break (a memchr in C): faster than the regex engine's matches
     (a third on a log) and than a split with a running sum. Appended to the array as found,
-    4 bytes a line ("I") where a list would hold an int object of 36 a line until the end.
+    4 bytes a line, where a list would hold an int object of 36 a line until the end.
     """
-    starts = array(typecode)
+    starts = array("I")
     add, find = starts.append, text.find
     at = find("\n") + 1
     while at:
@@ -75,17 +70,18 @@ def line_starts(text: str, typecode: str = "Q") -> array[int]:
     return starts
 
 
-def line_index(text: str) -> bytes | None:
-    """The line index of `text` (`ENTRY_BYTES` a line after the first); None when it needs
-    none (one line or none) or cannot have one (2**32 characters or more)."""
+def line_index(text: str) -> memoryview | None:
+    """The line index of `text` (`ENTRY_BYTES` a line after the first), a view of the array
+    it was built in (no copy); None when it needs none (one line or none) or cannot have one
+    (2**32 characters or more)."""
     if len(text) >= MAX_INDEXED_CHARS:
         return None
-    starts = line_starts(text, "I")
+    starts = _line_starts(text)
     if not starts:  # one line (it starts at 0) or none
         return None
     if sys.byteorder == "big":  # the index is little-endian wherever it was built
         starts.byteswap()
-    return starts.tobytes()
+    return memoryview(starts).cast("B")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,38 +183,3 @@ def at_most_lines(window: LineWindow, lines: int, *, from_end: bool) -> LineWind
 def past_last_line(total_chars: int, total_lines: int | None) -> LineWindow:
     """A line past the last: nothing, at the end."""
     return LineWindow("", total_chars, total_chars, total_lines, None)
-
-
-def find_line(pieces: Iterable[str], line: int, *, max_chars: int | None = None) -> int | None:
-    """Where `line` starts in a text streamed as pieces: None past its last line.
-
-    For a claim without a line index; `NoLineIndexError` when the line is not within the
-    first `max_chars` characters (`SCAN_CHARS`: reading on would cost more than a read may).
-    """
-    bound = SCAN_CHARS if max_chars is None else max_chars
-    if line == 1:
-        return 0
-    pieces = iter(pieces)
-    seen = 0
-    breaks = 0
-    for piece in pieces:
-        at = -1
-        while breaks < line - 1:
-            at = piece.find("\n", at + 1)
-            if at < 0:
-                break
-            breaks += 1
-        if breaks == line - 1:
-            start = seen + at + 1
-            if start >= bound:
-                raise NoLineIndexError
-            return start if at + 1 < len(piece) else _start_after(start, pieces)
-        seen += len(piece)
-        if seen >= bound:
-            raise NoLineIndexError
-    return None
-
-
-def _start_after(start: int, rest: Iterator[str]) -> int | None:
-    """A break ended a piece: the line starts there only if a character follows."""
-    return start if any(rest) else None

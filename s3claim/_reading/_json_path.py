@@ -1,28 +1,31 @@
-"""Reading a JSON claim by JSON Pointer (RFC 6901), the same way from every store.
+"""Reading a JSON claim by JSON Pointer (RFC 6901): a plan over the claim's ranges.
 
-`read_path(source, pointer, limit=...)` needs two things of a store, as a `Source`: a range
-of the claim's index bytes and a range of its characters. The memory store slices; the S3
-store sends a ranged GET for each. So both stores give the same answer for the same claim,
-and the S3 store's cost is the reads below (see `s3claim._json_index` for the layout):
+`path_plan(pointer, limit=...)` asks a store for ranges of the claim's index and of its
+characters (`s3claim._reading._ranges`), so every store gives the same answer for the same
+claim, and costs at most three reads (see `_json_index` for the layout):
 
-1. the index's head (`HEAD_BYTES`): the deepest large container on the pointer's way;
+1. the index's end (`TAIL_BYTES`): its head, the deepest large container on the pointer's way;
 2. that container's listing (the pointer names it), or its entry for the next token;
 3. the characters of the answer's window, or of the small container that holds the answer,
    which is then parsed here.
 
-Every failure a model can act on is a `PathError` with a kind the claim tool reports.
+Every failure a model can act on is a `PathError` with a kind the claim tool reports; a
+claim with no structure index is a `NoIndexError`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
-from s3claim._json_index import (
-    HEAD_BYTES,
+from s3claim.errors import ClaimStoreError
+
+from ._index import TAIL_BYTES, head_of
+from ._json_index import (
     KEY_CHARS,
     LISTED,
     PROBE,
@@ -36,16 +39,16 @@ from s3claim._json_index import (
     parse_head,
     pointer_fingerprints,
 )
+from ._ranges import Plan, index_range, index_tail, text_range
 
 __all__ = [
     "Member",
     "NoIndexError",
     "PathError",
     "PathRead",
-    "Source",
     "escape",
     "parse_pointer",
-    "read_path",
+    "path_plan",
 ]
 
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -54,7 +57,7 @@ _Q = struct.Struct("<Q")
 
 
 class NoIndexError(LookupError):
-    """The claim has no structure index (not JSON, or checked in before indexes existed)."""
+    """The claim has no structure index: it is not one JSON object or array."""
 
 
 class PathError(ValueError):
@@ -64,18 +67,6 @@ class PathError(ValueError):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-class Source(Protocol):
-    """What `read_path` asks of a store for one claim."""
-
-    def index_bytes(self, start: int, end: int) -> bytes:
-        """Index bytes [start, end), fewer at the end; `NoIndexError` when there is none."""
-        ...
-
-    def chars(self, start: int, end: int) -> str:
-        """The claim's characters [start, end)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,30 +138,47 @@ def _join(tokens: Sequence[str]) -> str:
     return "".join("/" + escape(t) for t in tokens)
 
 
-def read_path(source: Source, pointer: str, *, limit: int) -> PathRead:
+def _damaged(what: str) -> ClaimStoreError:
+    return ClaimStoreError(f"read by path: {what}", reason="damaged")
+
+
+def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
     """The value at `pointer`; see the module docstring for the reads it costs."""
-    tokens = parse_pointer(pointer)
-    head = parse_head(source.index_bytes(0, HEAD_BYTES))
+    tokens = parse_pointer(pointer)  # before any read: a malformed pointer costs none
+    tail = yield from index_tail(TAIL_BYTES)
+    if tail.data is None:
+        raise NoIndexError
+    try:
+        found = head_of(tail.data)
+        if found is None:
+            raise NoIndexError
+        head = parse_head(found)
+    except ValueError:
+        raise _damaged("the index's head does not parse") from None
+    if head.total_chars != tail.facts.chars:
+        raise _damaged("the index is another claim's")
     prints = pointer_fingerprints(tokens)
     depth = max((d for d, fp in enumerate(prints) if fp in head.nodes), default=-1)
     if depth == len(tokens):
-        return _node_answer(source, head, tokens, head.nodes[prints[depth]], limit)
+        return (yield from _node_answer(head, tokens, head.nodes[prints[depth]], limit))
     if depth < 0:
         start, end = head.root
         rest = tokens
     else:
         node = head.nodes[prints[depth]]
-        start, end = _member_span(source, node, tokens, depth)
+        start, end = yield from _member_span(node, tokens, depth)
         rest = tokens[depth + 1 :]
-    text = source.chars(start, end)
-    found, found_end, members, count = _within(text, tokens, len(tokens) - len(rest))
+    text = (yield from text_range(start, end)).text
+    if len(text) != end - start:
+        raise _damaged("a span of the index lies past the claim's end")
+    found_at, found_end, members, count = _within(text, tokens, len(tokens) - len(rest))
     return PathRead(
         pointer,
-        kind_of(text[found]),
-        start + found,
+        kind_of(text[found_at]),
+        start + found_at,
         start + found_end,
         head.total_chars,
-        text[found : min(found_end, found + limit)],
+        text[found_at : min(found_end, found_at + limit)],
         tuple(
             Member(m.key, m.index, start + m.start, start + m.end, m.kind, m.key_cut)
             for m in members
@@ -179,12 +187,14 @@ def read_path(source: Source, pointer: str, *, limit: int) -> PathRead:
     )
 
 
-def _node_answer(
-    source: Source, head: Head, tokens: Sequence[str], node: Node, limit: int
-) -> PathRead:
-    import json
-
-    rows = json.loads(source.index_bytes(node.block, node.table)) if node.listing_bytes else []
+def _node_answer(head: Head, tokens: Sequence[str], node: Node, limit: int) -> Plan[PathRead]:
+    rows = []
+    if node.listing_bytes:
+        listing = yield from index_range(node.block, node.table)
+        try:
+            rows = json.loads(listing.data or b"")
+        except ValueError:
+            raise _damaged("a listing does not parse") from None
     members = tuple(
         Member(
             key if key is None else key[:KEY_CHARS],
@@ -196,14 +206,14 @@ def _node_answer(
         )
         for n, (key, start, end, first) in enumerate(rows)
     )
-    text = source.chars(node.start, min(node.end, node.start + limit))
+    text = (yield from text_range(node.start, min(node.end, node.start + limit))).text
     kind = "object" if node.is_object else "array"
     return PathRead(
         _join(tokens), kind, node.start, node.end, head.total_chars, text, members, node.count
     )
 
 
-def _member_span(source: Source, node: Node, tokens: Sequence[str], depth: int) -> tuple[int, int]:
+def _member_span(node: Node, tokens: Sequence[str], depth: int) -> Plan[tuple[int, int]]:
     """The span of the member that `tokens[depth]` names in a node: one read of its table."""
     token = tokens[depth]
     where = _join(tokens[:depth]) or "the document"
@@ -211,12 +221,14 @@ def _member_span(source: Source, node: Node, tokens: Sequence[str], depth: int) 
         if _INDEX.fullmatch(token) is None or int(token) >= node.count:
             raise PathError("no_such_path", _no_element(where, token, node.count))
         at = node.table + 8 * int(token)
-        (raw,) = _Q.unpack(source.index_bytes(at, at + 8))
-        start, length = entry_of(raw)
+        entry = (yield from index_range(at, at + 8)).data or b""
+        if len(entry) != 8:
+            raise _damaged("an array's table ends early")
+        start, length = entry_of(_Q.unpack(entry)[0])
         return start, start + length
     fp = key_fingerprint(token)
     home = node.table + 16 * (fp % node.slots)
-    window = source.index_bytes(home, home + 16 * PROBE)
+    window = (yield from index_range(home, home + 16 * PROBE)).data or b""
     for at in range(0, len(window) - 15, 16):
         slot_fp, raw = struct.unpack_from("<QQ", window, at)
         if slot_fp == fp:

@@ -8,7 +8,7 @@ same matches as over the whole text:
   reads fewer than `_CARRY` characters (a literal, `Section \\d{1,3}`: `reach`) is settled
   once the buffer holds `_CARRY` characters after it. Any other regex (a `*`, `+`, `{n,}`)
   is settled up to the first position where a try of it ran into the end of the buffer
-  (`s3claim._matching.first_unsettled`): an `\\A.*x` that needs the rest of the claim, a
+  (`_matching.first_unsettled`): an `\\A.*x` that needs the rest of the claim, a
   greedy `.*` that may reach further, a lookahead at the end. From there the text is held
   until the next pieces settle it, up to `MAX_HELD_CHARS`; a match that could run longer
   than that cannot be found exactly, so the search stops with `match_too_long` rather than
@@ -21,7 +21,7 @@ same matches as over the whole text:
   pieces pass (a line ends at `\\n`, so `\\r\\n` is one break), so search leads to a read by line.
 - `total_matches` counts every match in the claim, so it is the same on every page;
   `next_offset` continues after the last match returned. Empty matches are not matches.
-- A regex's matching is budgeted in CPU time of the searching thread (`s3claim._matching`):
+- A regex's matching is budgeted in CPU time of the searching thread (`_matching`):
   `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character the store streams (a fast
   engine's pace, so an honest pattern never runs short on a large claim). The store's I/O
   does not count, nor does waiting for a core. A pattern that backtracks catastrophically
@@ -33,13 +33,12 @@ same matches as over the whole text:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import regex
 
-from s3claim._boundary import neutralise
-from s3claim._matching import (
+from ._matching import (
     CpuBudget,
     PatternTooCostlyError,
     SearchBusyError,
@@ -104,11 +103,14 @@ class SearchResult:
     total_matches: int
     next_offset: int | None
 
-    def to_json(self) -> str:
+    def to_json(self, rewrite: Callable[[str], str]) -> str:
+        """The answer as the model reads it, each snippet through `rewrite` (the result
+        boundary's: a snippet is tool content)."""
         return json.dumps(
             {
                 "matches": [
-                    {"offset": m.offset, "line": m.line, "snippet": m.snippet} for m in self.matches
+                    {"offset": m.offset, "line": m.line, "snippet": rewrite(m.snippet)}
+                    for m in self.matches
                 ],
                 "total_matches": self.total_matches,
                 "next_offset": self.next_offset,
@@ -195,7 +197,7 @@ def search_text(
             if start < offset:
                 continue
             if len(found) < MAX_MATCHES:
-                snippet = neutralise(_snippet(buffer, m.start(), m.end()))
+                snippet = _snippet(buffer, m.start(), m.end())
                 found.append(Match(start, lines.at(m.start()), snippet))
                 last_end = end
             else:

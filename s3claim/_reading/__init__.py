@@ -1,0 +1,84 @@
+"""The reading engine: every way to read a claim, written once, above every store.
+
+A store serves one claim as ranges of its text and of its index (`_ranges.ClaimRanges`),
+built at check-in by `_index.build_index`; the modes are plans over those ranges (`_plans`,
+`_json_path`), driven sync or async. Search (`_search`, `_matching`) reads a claim's text
+as a stream, and the head and tail of a preview (`_head`) are cut here too. Only the
+top-level modules of s3claim import this package: `s3claim.store` offers it to stores.
+"""
+
+from ._head import extract_head, extract_tail
+from ._index import build_index
+from ._json_path import Member, NoIndexError, PathError, PathRead, escape, path_plan
+from ._lines import LineWindow, NoLineIndexError, at_most_lines, count_lines
+from ._matching import (
+    MAX_CONCURRENT_SEARCHES,
+    MAX_SEARCHES_PER_TENANT,
+    PatternTooCostlyError,
+    SearchBusyError,
+    search_slot,
+)
+from ._plans import end_plan, line_plan, window_plan
+from ._ranges import (
+    AsyncClaimRanges,
+    ClaimRanges,
+    Facts,
+    IndexPart,
+    Plan,
+    TextPart,
+    arun,
+    run,
+)
+from ._search import (
+    MAX_MATCHES,
+    MAX_PATTERN_CHARS,
+    SNIPPET_CHARS,
+    MatchTooLongError,
+    SearchResult,
+    compile_pattern,
+    search_text,
+)
+from ._window import DEFAULT_FETCH_CHARS, Window, check_line, check_window
+
+__all__ = [
+    "DEFAULT_FETCH_CHARS",
+    "MAX_CONCURRENT_SEARCHES",
+    "MAX_MATCHES",
+    "MAX_PATTERN_CHARS",
+    "MAX_SEARCHES_PER_TENANT",
+    "SNIPPET_CHARS",
+    "AsyncClaimRanges",
+    "ClaimRanges",
+    "Facts",
+    "IndexPart",
+    "LineWindow",
+    "MatchTooLongError",
+    "Member",
+    "NoIndexError",
+    "NoLineIndexError",
+    "PathError",
+    "PathRead",
+    "PatternTooCostlyError",
+    "Plan",
+    "SearchBusyError",
+    "SearchResult",
+    "TextPart",
+    "Window",
+    "arun",
+    "at_most_lines",
+    "build_index",
+    "check_line",
+    "check_window",
+    "compile_pattern",
+    "count_lines",
+    "end_plan",
+    "escape",
+    "extract_head",
+    "extract_tail",
+    "line_plan",
+    "path_plan",
+    "run",
+    "search_slot",
+    "search_text",
+    "window_plan",
+]

@@ -1,0 +1,341 @@
+"""A claim on S3 as the reading engine's ranges, written once for the sync and async faces.
+
+Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that the face
+sends its own way (`perform` on boto3, `perform_async` on aiobotocore) and answers here, so
+the byte ranges, every check on the answers and the format are decided in one place. A
+claim is two objects (`_format`): its text, and its index beside it.
+
+Costs, each a single request unless retried:
+
+- a range of the text or the index: one ranged GetObject of the sealed blocks holding it
+  (`width * chars` bytes and a 16-byte tag per 4,096 when it starts on a block, at most a
+  block more when not); the object's seal, expiry and run are checked from that response's
+  metadata, every block's tag from its bytes. A range at or past the end, or on an empty
+  object, gets S3's 416, which carries no metadata: one HeadObject more says whether the
+  object still stands.
+- the end of either: one GetObject of a suffix range (`bytes=-n`, a few blocks more than
+  asked), no length needed beforehand; a server that answers a suffix range from the start
+  (s3rver) costs a second GET of the bytes by name.
+- a claim with no index: the index's 404, and one HeadObject of the claim to tell "not
+  indexed" (its sealed metadata says so) from "not there".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar, cast
+
+import s3claim.s3._format as _format
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError
+from s3claim.s3._bucket import Bucket
+from s3claim.s3._errors import MISSING
+from s3claim.s3._format import ObjectMeta
+from s3claim.s3._layout import Layout
+from s3claim.s3._retry import Refused, RetryPolicy, request_async
+from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, Seal, block_span, sealed_size
+from s3claim.store import IndexPart, TextPart
+
+__all__ = [
+    "ClaimOps",
+    "Get",
+    "Head",
+    "Reply",
+    "Sealed",
+    "async_sender",
+    "head",
+    "perform",
+    "perform_async",
+    "sync_sender",
+]
+
+_T = TypeVar("_T")
+_GET_EXPECTS = MISSING | {"InvalidRange"}
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """GetObject of `key`, of `range` (a `Range` header) or whole."""
+
+    key: str
+    range: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    meta: Mapping[str, str]
+    content_range: str | None = None
+    data: bytes = b""
+
+    @staticmethod
+    def has_body(content_range: str | None) -> bool:
+        """False for an empty object: S3 answers a range on one with 416, but s3rver with a
+        206 promising a byte it never sends. The metadata is in that answer either way."""
+        answered = _format.content_range(content_range)
+        return answered is None or answered[2] > 0
+
+
+Call = Get | Head
+Op = Generator[Call, Reply, _T]
+"""S3 calls one at a time; an expected refusal (missing, out of range) is thrown into it
+as `Refused`."""
+
+
+def _damaged(what: str) -> ClaimStoreError:
+    return ClaimStoreError(f"GetObject: {what}", reason="damaged")
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """One object of a claim as a reader in one scope checks it: its key and seal, the run
+    that may read it, the claim's width (None for its index), and the clock."""
+
+    key: str
+    run_tag: str
+    width: int | None
+    layout: Layout = field(repr=False)
+    now: Callable[[], float] = field(repr=False)
+
+    def checked(self, raw: Mapping[str, str], *, operation: str) -> ObjectMeta:
+        """The object's metadata once every check on it has passed; nothing of an object
+        is used before its seal holds."""
+        meta = _format.parse_metadata(raw, operation=operation)
+        self.layout.seal(self.key).check_metadata(raw, operation=operation)
+        if not meta.readable(run_tag=self.run_tag, now=self.now()):
+            raise ClaimUnavailableError
+        if meta.width != self.width:  # the key binds the width: only a damaged object differs
+            raise ClaimStoreError(
+                f"{operation}: object's encoding disagrees with its handle", reason="damaged"
+            )
+        return meta
+
+    def blocks_seal(self, meta: ObjectMeta) -> Seal:
+        """The seal of the body's blocks: the object's own, or (a claim handed off by copy)
+        the one of the key its sealed metadata names."""
+        return self.layout.seal(meta.blocks_key or self.key)
+
+
+def head(obj: Sealed) -> Op[ObjectMeta]:
+    reply = yield Head(obj.key)
+    return obj.checked(reply.meta, operation="HeadObject")
+
+
+def read_range(obj: Sealed, first: int, end: int) -> Op[tuple[ObjectMeta, bytes]]:
+    """Content bytes [first, end) of the object (fewer at its end, none past it)."""
+    end = min(end, _format.MAX_OBJECT_BYTES)
+    if first >= end:  # past what any object holds: a Range S3 need not parse as meant
+        return (yield from head(obj)), b""
+    block, low, high = block_span(first, end)
+    high = min(high, _format.MAX_OBJECT_BYTES - 1)  # a huge end rounds up past any object
+    try:
+        reply = yield Get(obj.key, f"bytes={low}-{high}")
+    except Refused as refused:
+        if refused.code != "InvalidRange":
+            raise
+        meta = yield from head(obj)  # at or past the end: the 416 carried no metadata
+        if first < meta.size:
+            raise _damaged("range refused inside the object's size") from None
+        return meta, b""
+    answered = _format.content_range(reply.content_range)
+    if answered is not None and answered[2] and answered[0] != low:
+        raise _damaged("the server answered another range")
+    meta = obj.checked(reply.meta, operation="GetObject")
+    stored = sealed_size(meta.size)
+    data = reply.data[: high + 1 - low]  # s3rver answers `bytes=0-0` with the whole object
+    if (answered is not None and answered[2] and answered[2] != stored) or len(data) != max(
+        0, min(high + 1, stored) - low
+    ):
+        raise _damaged("stored length disagrees with the object's size")
+    content = obj.blocks_seal(meta).open_blocks(data, first=block, operation="GetObject")
+    at = first - block * BLOCK_BYTES
+    part = content[at : at + end - first]
+    if len(part) != max(0, min(end, meta.size) - first):
+        raise _damaged("range length disagrees with the object's size")
+    return meta, part
+
+
+def read_suffix(obj: Sealed, size: int) -> Op[tuple[ObjectMeta, int, bytes]]:
+    """The last `size` content bytes (all, when fewer), and the byte they start at: one
+    suffix range wide enough that the whole blocks in it hold them."""
+    suffix = (-(-size // BLOCK_BYTES) + 2) * UNIT_BYTES
+    try:
+        reply = yield Get(obj.key, f"bytes=-{suffix}")
+    except Refused as refused:
+        if refused.code != "InvalidRange":
+            raise
+        meta = yield from head(obj)  # an empty object: S3 answers any range on it with 416
+        if meta.size:
+            raise _damaged("range refused inside the object's size") from None
+        return meta, 0, b""
+    answered = _format.content_range(reply.content_range)
+    if answered is not None and answered[2] and answered[1] + 1 < answered[2]:
+        # The bytes stop short of the end: a server that reads `bytes=-n` as `bytes=0-n`.
+        total = answered[2]
+        reply = yield Get(obj.key, f"bytes={max(0, total - suffix)}-{total - 1}")
+        answered = _format.content_range(reply.content_range)
+    meta = obj.checked(reply.meta, operation="GetObject")
+    stored = sealed_size(meta.size)
+    first = answered[0] if answered is not None and answered[2] else 0
+    if (answered is not None and answered[2] != stored) or first + len(reply.data) != stored:
+        raise _damaged("stored length disagrees with the object's size")
+    block = -(-first // UNIT_BYTES)  # the first whole block in the answer
+    content = obj.blocks_seal(meta).open_blocks(
+        reply.data[block * UNIT_BYTES - first :], first=block, operation="GetObject"
+    )
+    start = block * BLOCK_BYTES
+    at = max(0, meta.size - size)
+    if at < start:
+        raise _damaged("the end of the object is shorter than its size")
+    return meta, at, content[at - start :]
+
+
+class ClaimOps:
+    """The engine's ranges of one claim (`s3claim.store.ClaimRanges`), each a plan of calls."""
+
+    __slots__ = ("_claim", "_index", "_width")
+
+    def __init__(self, claim: Sealed, index: Sealed, width: int) -> None:
+        self._claim, self._index, self._width = claim, index, width
+
+    def text(self, start: int, end: int) -> Op[TextPart]:
+        width = self._width
+        try:
+            meta, data = yield from read_range(self._claim, width * start, width * end)
+        except Refused:
+            raise ClaimUnavailableError from None
+        return TextPart(_format.decode(data, width, operation="GetObject"), start, meta.facts)
+
+    def tail(self, chars: int) -> Op[TextPart]:
+        width = self._width
+        try:
+            meta, at, data = yield from read_suffix(self._claim, width * chars)
+        except Refused:
+            raise ClaimUnavailableError from None
+        text = _format.decode(data, width, operation="GetObject")
+        return TextPart(text, at // width, meta.facts)
+
+    def index(self, start: int, end: int) -> Op[IndexPart]:
+        if start >= _format.MAX_OBJECT_BYTES:  # past any index: the claim's length answers
+            try:
+                meta = yield from head(self._claim)
+            except Refused:
+                raise ClaimUnavailableError from None
+            return IndexPart(b"" if meta.index_size else None, meta.facts)
+        try:
+            meta, data = yield from read_range(self._index, start, end)
+        except Refused:
+            return (yield from self._unindexed())
+        return IndexPart(data, meta.facts)
+
+    def index_tail(self, size: int) -> Op[IndexPart]:
+        try:
+            meta, _, data = yield from read_suffix(self._index, size)
+        except Refused:
+            return (yield from self._unindexed())
+        return IndexPart(data, meta.facts)
+
+    def _unindexed(self) -> Op[IndexPart]:
+        """No index object: a claim written without one, or no claim at all (one HEAD)."""
+        try:
+            meta = yield from head(self._claim)
+        except Refused:
+            raise ClaimUnavailableError from None
+        if meta.index_size:
+            raise ClaimStoreError("GetObject: the claim's index is missing", reason="damaged")
+        return IndexPart(None, meta.facts)
+
+
+def perform(op: Op[_T], send: Callable[[Call], Reply]) -> _T:
+    """Run `op`, each call sent by `send` (which raises `Refused` for an expected refusal)."""
+    try:
+        call = next(op)
+        while True:
+            try:
+                reply = send(call)
+            except Refused as refused:
+                call = op.throw(refused)
+            else:
+                call = op.send(reply)
+    except StopIteration as done:
+        return cast(_T, done.value)
+    finally:
+        op.close()
+
+
+async def perform_async(op: Op[_T], send: Callable[[Call], Awaitable[Reply]]) -> _T:
+    """`perform` with an async `send`, on the event loop."""
+    try:
+        call = next(op)
+        while True:
+            try:
+                reply = await send(call)
+            except Refused as refused:
+                call = op.throw(refused)
+            else:
+                call = op.send(reply)
+    except StopIteration as done:
+        return cast(_T, done.value)
+    finally:
+        op.close()
+
+
+def sync_sender(bucket: Bucket) -> Callable[[Call], Reply]:
+    """How the bucket's (boto3) client sends a call, under the retry policy."""
+
+    def send(call: Call) -> Reply:
+        client, name = bucket.client, bucket.name
+        if isinstance(call, Head):
+            found = bucket.request(
+                "HeadObject", partial(client.head_object, Bucket=name, Key=call.key), expect=MISSING
+            )
+            return Reply(found["Metadata"])
+        ranged = {"Range": call.range} if call.range else {}
+
+        def get() -> Reply:
+            response = client.get_object(Bucket=name, Key=call.key, **ranged)  # type: ignore[arg-type]
+            # Read inside the retry, so a cut stream is retried, and through StreamingBody
+            # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
+            # length and checksum checks and raises urllib3's own errors, not botocore's.
+            body, content_range = response["Body"], response.get("ContentRange")
+            try:
+                data = body.read() if Reply.has_body(content_range) else b""
+            finally:
+                body.close()
+            return Reply(response["Metadata"], content_range, data)
+
+        return bucket.request("GetObject", get, expect=_GET_EXPECTS)
+
+    return send
+
+
+def async_sender(
+    client: Any, bucket: str, retry: RetryPolicy
+) -> Callable[[Call], Awaitable[Reply]]:
+    """How an aiobotocore client sends a call, under the retry policy."""
+
+    async def send(call: Call) -> Reply:
+        if isinstance(call, Head):
+
+            async def head_object() -> Reply:
+                response = await client.head_object(Bucket=bucket, Key=call.key)
+                return Reply(response["Metadata"])
+
+            return await request_async("HeadObject", head_object, policy=retry, expect=MISSING)
+
+        async def get_object() -> Reply:
+            ranged = {"Range": call.range} if call.range else {}
+            response = await client.get_object(Bucket=bucket, Key=call.key, **ranged)
+            content_range = response.get("ContentRange")
+            async with response["Body"] as body:  # read inside the retry: a cut stream again
+                data = await body.read() if Reply.has_body(content_range) else b""
+            return Reply(response["Metadata"], content_range, data)
+
+        return await request_async("GetObject", get_object, policy=retry, expect=_GET_EXPECTS)
+
+    return send

@@ -2,7 +2,7 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # What each extra's install depends on: the project's metadata, and the version it reads.
-META   := pyproject.toml s3claim/_version.py
+META   := pyproject.toml s3claim/version.py
 # The dev extra (make test); the demo extra alone (make demo), which the dev extra includes.
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
@@ -32,7 +32,7 @@ $(STAMP): $(META) | $(PY)
 # A venv with an up-to-date dev extra has the demo's already: make demo after make test
 # installs nothing; on a fresh machine it installs the demo extra alone.
 $(DEMO_STAMP): $(META) | $(PY)
-	@if [ -z "$$(find $(STAMP) -newer pyproject.toml -newer s3claim/_version.py 2>/dev/null)" ]; \
+	@if [ -z "$$(find $(STAMP) -newer pyproject.toml -newer s3claim/version.py 2>/dev/null)" ]; \
 	then $(call install_cmd,demo); fi
 	@touch $(DEMO_STAMP)
 

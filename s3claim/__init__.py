@@ -1,21 +1,18 @@
 """s3claim: check oversized agent tool results into a store; the conversation keeps a head.
 
-Import everything from here; modules with a leading underscore are private. The S3 names
-load on first use, so the core (and `import s3claim`) never imports boto3 unless asked to.
+The claim check, its stores and its tools are imported from here, with what it takes to run
+an agent around them. Each family has the rest in its module: `s3claim.events` (what a run
+records), `s3claim.hosting` (what every host does with a tool call), `s3claim.messages`,
+`s3claim.providers`, `s3claim.journal`, `s3claim.tools`, `s3claim.errors`, `s3claim.store`
+(for writing a store), `s3claim.s3` (the S3 family). Modules with a leading underscore are
+private. The S3 names load on first use, so `import s3claim` never imports boto3.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from s3claim._version import __version__
 from s3claim.aio import AsyncClaimCheck, ThreadedAsyncStore
-from s3claim.claim_tools import (
-    ToolAnswer,
-    claim_check_tool,
-    claim_search_tool,
-    claim_tools,
-    run_claim_tool,
-)
+from s3claim.claim_tools import claim_check_tool, claim_search_tool, claim_tools
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.clock import Clock, ManualClock, SystemClock
 from s3claim.errors import (
@@ -27,40 +24,16 @@ from s3claim.errors import (
     RunConflictError,
     RunNotFoundError,
     S3ClaimError,
-    StoreFailure,
     ToolError,
     UpstreamError,
 )
-from s3claim.events import (
-    ClaimEvicted,
-    ClaimFetched,
-    ClaimFetchFailed,
-    ClaimPassed,
-    ClaimSearched,
-    ClaimSearchFailed,
-    ClaimUnavailable,
-    Event,
-    ModelCalled,
-    RunFinished,
-    RunResumed,
-    ToolFailed,
-    ToolResultStored,
-    ToolResultStoreFailed,
-    ToolResultTruncated,
-)
+from s3claim.events import Event
 from s3claim.handles import HandleKey
-from s3claim.journal import JournalEntry, RunInfo, RunJournal, RunRecord
+from s3claim.journal import RunJournal
 from s3claim.memory import MemoryClaimCheckStore, MemoryRunJournal
-from s3claim.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
+from s3claim.messages import AssistantMessage, Message, ToolCall
 from s3claim.policy import ClaimCheckPolicy
-from s3claim.providers import OpenAICompatibleProvider, Provider, ScriptedProvider, TokenUsage
+from s3claim.providers import OpenAICompatibleProvider, ScriptedProvider
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
 from s3claim.store import (
@@ -70,15 +43,13 @@ from s3claim.store import (
     SearchableStore,
     Window,
 )
-from s3claim.telemetry import AuditRecord
-from s3claim.tools import RunContext, Tool, ToolRegistry, ToolView, tool
+from s3claim.tools import RunContext, Tool, ToolRegistry, tool
+from s3claim.version import __version__
 
 if _TYPE_CHECKING:
     from s3claim.s3 import (
         AsyncS3ClaimCheckStore,
-        ClaimInfo,
         RetryPolicy,
-        S3AuditTrail,
         S3ClaimCheckStore,
         S3ClaimSettings,
         S3RunJournal,
@@ -87,9 +58,7 @@ if _TYPE_CHECKING:
 _LAZY = frozenset(
     {
         "AsyncS3ClaimCheckStore",
-        "ClaimInfo",
         "RetryPolicy",
-        "S3AuditTrail",
         "S3ClaimCheckStore",
         "S3ClaimSettings",
         "S3RunJournal",
@@ -113,46 +82,29 @@ __all__ = [
     "AsyncClaimCheck",
     "AsyncClaimCheckStore",
     "AsyncS3ClaimCheckStore",
-    "AuditRecord",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",
     "ClaimCheckPolicy",
     "ClaimCheckStore",
-    "ClaimEvicted",
-    "ClaimFetchFailed",
-    "ClaimFetched",
-    "ClaimInfo",
-    "ClaimPassed",
-    "ClaimSearchFailed",
-    "ClaimSearched",
     "ClaimStoreError",
-    "ClaimUnavailable",
     "ClaimUnavailableError",
     "Clock",
     "ConfigurationError",
     "Event",
     "HandleKey",
-    "JournalEntry",
     "ManualClock",
     "MemoryClaimCheckStore",
     "MemoryRunJournal",
     "Message",
-    "ModelCalled",
     "OpenAICompatibleProvider",
-    "Provider",
     "ProviderError",
     "RetryPolicy",
     "RunConflictError",
     "RunContext",
-    "RunFinished",
-    "RunInfo",
     "RunJournal",
     "RunNotFoundError",
-    "RunRecord",
     "RunResult",
-    "RunResumed",
-    "S3AuditTrail",
     "S3ClaimCheckStore",
     "S3ClaimError",
     "S3ClaimSettings",
@@ -160,29 +112,17 @@ __all__ = [
     "Scope",
     "ScriptedProvider",
     "SearchableStore",
-    "StoreFailure",
     "SystemClock",
-    "SystemMessage",
     "ThreadedAsyncStore",
-    "TokenUsage",
     "Tool",
-    "ToolAnswer",
     "ToolCall",
     "ToolError",
-    "ToolFailed",
-    "ToolMessage",
     "ToolRegistry",
-    "ToolResultStoreFailed",
-    "ToolResultStored",
-    "ToolResultTruncated",
-    "ToolView",
     "UpstreamError",
-    "UserMessage",
     "Window",
     "__version__",
     "claim_check_tool",
     "claim_search_tool",
     "claim_tools",
-    "run_claim_tool",
     "tool",
 ]

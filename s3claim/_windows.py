@@ -3,7 +3,7 @@ model reads back (the window with its footer or end note, a value with its membe
 
 Pure: no store, no events. `s3claim.claim_tools` reads the window and hands it here, so the
 four ways to a window share one rendering of where the window sits and how to go on (every
-word of it in `s3claim._wording`).
+word of it in `s3claim.wording`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from typing import Any
 from pydantic import BaseModel, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-import s3claim._wording as _wording
+import s3claim.wording as wording
 from s3claim._reading import LineWindow, PathRead, Window, escape
 
 __all__ = ["one_address", "render_lines", "render_offset", "render_path"]
 
-_ADDRESSES = frozenset(_wording.ADDRESSES)
+_ADDRESSES = frozenset(wording.ADDRESSES)
 
 
 def render_offset(window: Window, handle: str) -> str:
     """A window read by offset: the spec's footer while more remains, else an end note."""
     offset = window.offset
     if window.next_offset is not None:  # the spec's footer, word for word
-        more = _wording.footer(
+        more = wording.footer(
             offset=offset,
             next_offset=window.next_offset,
             total_chars=window.total_chars,
@@ -33,10 +33,10 @@ def render_offset(window: Window, handle: str) -> str:
         )
         return f"{window.text}\n\n{more}"
     if not window.text:
-        return _wording.past_end_note(
+        return wording.past_end_note(
             total_chars=window.total_chars, total_lines=window.total_lines, offset=offset
         )
-    end = _wording.end_note(
+    end = wording.end_note(
         offset=offset,
         end=offset + len(window.text),
         total_chars=window.total_chars,
@@ -48,12 +48,12 @@ def render_offset(window: Window, handle: str) -> str:
 def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
     """What the model reads of a window read by line or from the end, and where it goes on."""
     if not window.text:
-        return _wording.past_end_note(
+        return wording.past_end_note(
             total_chars=window.total_chars, total_lines=window.total_lines, line=line
         )
     first, last = window.first_line, window.last_line
     if window.next_offset is None:
-        note = _wording.end_note(
+        note = wording.end_note(
             offset=window.offset,
             end=window.end,
             total_chars=window.total_chars,
@@ -62,7 +62,7 @@ def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
             last_line=last,
         )
     elif window.next_line is not None and first is not None and last is not None:
-        note = _wording.line_footer(
+        note = wording.line_footer(
             first_line=first,
             last_line=last,
             total_lines=window.total_lines,
@@ -73,7 +73,7 @@ def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
             handle=handle,
         )
     else:  # one line longer than the window: on by offset
-        note = _wording.long_line_footer(
+        note = wording.long_line_footer(
             line=first or 1,
             total_lines=window.total_lines,
             offset=window.offset,
@@ -93,7 +93,7 @@ def render_path(answer: PathRead, handle: str) -> str:
             for m in answer.members
         ]
         parts.append(
-            _wording.path_members(
+            wording.path_members(
                 pointer=answer.pointer,
                 kind=answer.kind,
                 count=answer.member_count,
@@ -104,7 +104,7 @@ def render_path(answer: PathRead, handle: str) -> str:
         )
     if answer.next_offset is not None:
         parts.append(
-            _wording.path_footer(
+            wording.path_footer(
                 pointer=answer.pointer,
                 shown_end=answer.next_offset,
                 end=answer.end,
@@ -133,9 +133,9 @@ def one_address(arguments: type[BaseModel]) -> type[BaseModel]:
         if getattr(model, "from_end", False) is False:
             given = given - {"from_end"}
         if len(given) > 1:
-            raise PydanticCustomError("addresses", _wording.addresses_message(set(given)))
+            raise PydanticCustomError("addresses", wording.addresses_message(set(given)))
         if getattr(model, "lines", None) is not None and not given & {"line", "from_end"}:
-            raise PydanticCustomError("lines", _wording.LINES_WITHOUT_LINE_MESSAGE)
+            raise PydanticCustomError("lines", wording.LINES_WITHOUT_LINE_MESSAGE)
         return model
 
     validators: dict[str, Any] = {"one_address": model_validator(mode="after")(check)}

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from s3claim._reading import extract_head, extract_tail
-from s3claim._wording import marker
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore, HandOffStore
 from s3claim.telemetry import check_in_operation, record_duration
+from s3claim.wording import marker
 
 __all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
 

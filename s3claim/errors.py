@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from s3claim._wording import RUN_NOT_FOUND_MESSAGE, UNAVAILABLE_MESSAGE
+from s3claim.wording import RUN_NOT_FOUND_MESSAGE, UNAVAILABLE_MESSAGE
 
 __all__ = [
     "ClaimCheckError",
@@ -126,7 +126,7 @@ class ToolError(S3ClaimError):
 
     `code` is a short identifier (`invalid_arguments`, `claim_unavailable`, ...); `render`
     is what the model reads. A message may quote the model's or a tool's text, so hosts
-    neutralise it like a result (`s3claim._boundary.refusal_text`); `own_words=True` marks
+    neutralise it like a result (`s3claim.hosting.refusal_text`); `own_words=True` marks
     s3claim's fixed wording, shown as it is: it names the claim tools, which the
     neutraliser would rewrite into names no tool has.
     """

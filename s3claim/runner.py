@@ -14,14 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from s3claim._admission import admit
-from s3claim._boundary import neutralise, result_text
-from s3claim._references import described, resolve_arguments
-from s3claim._wording import unknown_tool_message
-from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, failure_answer, run_claim_tool
+from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, RunConflictError, ToolError
 from s3claim.events import Event, ModelCalled, RunFinished, RunResumed
+from s3claim.hosting import (
+    admit,
+    described,
+    failure_answer,
+    neutralise,
+    resolve_arguments,
+    result_text,
+    run_claim_tool,
+)
 from s3claim.journal import RunJournal, RunRecord, RunStatus
 from s3claim.messages import (
     Message,
@@ -35,6 +40,7 @@ from s3claim.providers import Provider
 from s3claim.scope import Scope
 from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
+from s3claim.wording import unknown_tool_message
 
 __all__ = ["AgentRunner", "RunResult"]
 

@@ -7,7 +7,7 @@ a model's tool arguments, an MCP upstream's results, a setting. So text nested d
 `MAX_DEPTH` levels is refused before it is parsed, as a `json.JSONDecodeError` (a
 `ValueError`) like any other text that is not the JSON expected: every caller already handles
 that. `MAX_DEPTH` is the one bound on nesting anywhere in s3claim: a claim's structure index
-(`deeper_than`) and the result boundary's values (`depth_of`) hold to it too.
+(`deeper_than`) and the values a tool returns hold to it too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "SCAN", "JSONTooDeepError", "deeper_than", "depth_of", "loads"]
+__all__ = ["MAX_DEPTH", "SCAN", "JSONTooDeepError", "deeper_than", "loads"]
 
 MAX_DEPTH = 200
 """Levels of arrays and objects inside one another; no record s3claim reads needs more."""
@@ -63,23 +63,3 @@ def deeper_than(text: str, limit: int) -> bool:
         else:
             depth -= 1
     return False
-
-
-def depth_of(value: Any, *, limit: int = MAX_DEPTH) -> int:
-    """Levels of lists and mappings in a Python value, counted up to `limit + 1`.
-
-    A walk with a stack of its own, not recursion: a value nested 100,000 deep is measured
-    (as deeper than the limit), never a `RecursionError`.
-    """
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, level = pending.pop()
-        if isinstance(item, dict | list | tuple):
-            level += 1
-            deepest = max(deepest, level)
-            if deepest > limit:
-                return deepest
-            children = item.values() if isinstance(item, dict) else item
-            pending += [(child, level) for child in children]
-    return deepest

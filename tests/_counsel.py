@@ -13,11 +13,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from s3claim._wording import strip_notes
 from s3claim.claim_tools import claim_tools
 from s3claim.cli.demo import contract
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.store import DEFAULT_FETCH_CHARS
+from s3claim.wording import strip_notes
 
 __all__ = [
     "CLAIM_TOOLS",

@@ -26,19 +26,19 @@ from s3claim import (
     Scope,
     ScriptedProvider,
     ToolCall,
-    ToolMessage,
     Window,
     claim_tools,
 )
 from s3claim._reading._lines import LineWindow
-from s3claim._wording import (
+from s3claim.integrations._bridge import Bridge
+from s3claim.messages import ToolMessage
+from s3claim.wording import (
     LINES_WITHOUT_LINE_MESSAGE,
     UNAVAILABLE_MESSAGE,
     end_note,
     footer,
     past_end_note,
 )
-from s3claim.integrations._bridge import Bridge
 
 SCOPE = Scope(tenant="acme", run="r-1")
 TEXT = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1, 400))

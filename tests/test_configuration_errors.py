@@ -31,9 +31,9 @@ from s3claim import (
     Scope,
     claim_check_tool,
     claim_search_tool,
-    run_claim_tool,
 )
 from s3claim.cli import app
+from s3claim.hosting import run_claim_tool
 from s3claim.providers._openai_compatible import INVALID_ARGUMENTS_KEY, decode_arguments
 from s3claim.s3._config import check_day_classes, make_client
 from tests._s3 import moto_client

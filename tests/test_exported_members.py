@@ -26,7 +26,7 @@ def _public_names() -> set[str]:
 
 
 def test_the_version_is_the_installed_distributions() -> None:
-    """One source (s3claim/_version.py), read by pyproject.toml: the metadata says the same."""
+    """One source (s3claim/version.py), read by pyproject.toml: the metadata says the same."""
     assert s3claim.__version__ == importlib.metadata.version("s3claim")
     assert re.fullmatch(r"\d+\.\d+\.\d+", s3claim.__version__)
 
@@ -35,6 +35,18 @@ def test_all_is_exactly_the_public_names() -> None:
     """httpx's rule: `__all__` equals what the package offers, no more, no less."""
     assert set(s3claim.__all__) == _public_names()
     assert len(set(s3claim.__all__)) == len(s3claim.__all__)
+
+
+def test_the_top_level_holds_at_most_fifty_names() -> None:
+    """The claim check, its stores and tools, and what runs an agent around them; every other
+    name lives in its family's module (events in `s3claim.events`, hosting steps in
+    `s3claim.hosting`, ...)."""
+    from s3claim import events, hosting
+
+    assert len(s3claim.__all__) <= 50
+    assert "Event" in s3claim.__all__ and "ToolResultStored" not in s3claim.__all__
+    assert {"admit", "resolve_references", "run_claim_tool"} <= set(hosting.__all__)
+    assert "ToolResultStored" in events.__all__
 
 
 def test_all_is_sorted_and_every_name_resolves() -> None:
@@ -85,6 +97,7 @@ def test_the_protocols_are_satisfied_by_the_doubles() -> None:
 def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
     probe = (
         "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "
+        "assert 'numpy' not in sys.modules, 'core imported numpy'; "
         "import s3claim.journal, s3claim.memory, s3claim.aio, s3claim.providers; "
         "assert 'boto3' not in sys.modules, 'a family outside s3claim.s3 imported boto3'; "
         "s3claim.S3ClaimCheckStore; assert 'boto3' in sys.modules; print('ok')"

@@ -17,16 +17,11 @@ from typing import Any
 
 import pytest
 
-from s3claim import (
-    MemoryClaimCheckStore,
-    RunContext,
-    Scope,
-    claim_search_tool,
-    run_claim_tool,
-)
+from s3claim import MemoryClaimCheckStore, RunContext, Scope, claim_search_tool
 from s3claim._reading import _matching
 from s3claim._reading._search import MAX_MATCHES, compile_pattern, search_text
 from s3claim.events import Event
+from s3claim.hosting import run_claim_tool
 
 SCOPE = Scope(tenant="acme", run="r-1")
 HOSTILE = "(a|aa)+b"  # backtracks without end on a run of a's with no b

@@ -17,10 +17,10 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3claim import _forgery
-from s3claim._boundary import neutralise
-from s3claim._forgery import RULES, fold, folded_view
-from s3claim._wording import footer, marker
+from s3claim._boundary import _forgery
+from s3claim._boundary._forgery import RULES, fold, folded_view
+from s3claim.hosting import neutralise
+from s3claim.wording import footer, marker
 from tests._strategies import unicode_text
 
 DOCS = Path(__file__).parent.parent / "docs" / "security.md"

@@ -24,8 +24,8 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
-from s3claim._references import resolve_references
 from s3claim.events import Event
+from s3claim.hosting import resolve_references
 from s3claim.tools import RunContext
 from tests._counsel import CONTRACT
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
-from s3claim._wording import end_note
 from s3claim.errors import ConfigurationError
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
+from s3claim.wording import end_note
 
 SCOPE = Scope(tenant="acme", run="matter-7")
 

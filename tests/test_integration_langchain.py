@@ -20,10 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
-from s3claim._admission import truncate
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.errors import ConfigurationError
+from s3claim.hosting import truncate
 from s3claim.integrations.langchain import ClaimCheckMiddleware
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 Script = Callable[[list[BaseMessage]], AIMessage]

@@ -26,10 +26,10 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from pydantic import BaseModel
 
 from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
-from s3claim._admission import truncate
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.errors import ConfigurationError
+from s3claim.hosting import truncate
 from s3claim.integrations.openai_agents import claim_check_tools
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 set_tracing_disabled(True)

@@ -36,10 +36,10 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
-from s3claim._admission import truncate
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.errors import ConfigurationError
+from s3claim.hosting import truncate
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, reassemble
 
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]

@@ -21,25 +21,24 @@ import pytest
 from s3claim import (
     AgentRunner,
     AssistantMessage,
-    ClaimInfo,
     ClaimStoreError,
     HandleKey,
     ManualClock,
     RetryPolicy,
     RunContext,
-    RunRecord,
     S3ClaimCheckStore,
     S3RunJournal,
     Scope,
     ScriptedProvider,
-    SystemMessage,
     ToolCall,
-    UserMessage,
     claim_check_tool,
     claim_search_tool,
-    run_claim_tool,
     tool,
 )
+from s3claim.hosting import run_claim_tool
+from s3claim.journal import RunRecord
+from s3claim.messages import SystemMessage, UserMessage
+from s3claim.s3 import ClaimInfo
 from s3claim.s3._layout import is_claim_key
 from s3claim.s3._seal import (
     BLOCK_BYTES,

@@ -2,10 +2,14 @@
 
 - Everything that speaks S3 lives in `s3claim/s3/`: no other module imports boto3,
   botocore, aiobotocore or the S3 type stubs, at any depth (functions included).
-- Families are held together by their public faces, not each other's privates: a module
-  imports another package's private module only where the table below says why.
+- Families are held together by their public faces, not each other's privates: no module
+  imports another family's private module, the top level's included. The top level's own
+  modules are one family (they may use its private packages, `s3claim._reading` and
+  `s3claim._boundary`); each subpackage is one with its own subpackages (`s3claim.cli` and
+  `s3claim.cli.demo`); a private package's modules import each other, and nothing else
+  that is private.
 - No import cycle among the modules (their module-level imports, type-checking aside).
-- No module over 400 lines.
+- No module over 800 lines; few at the top level that are private.
 """
 
 from __future__ import annotations
@@ -16,9 +20,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "s3claim"
 S3_LIBRARIES = ("boto3", "botocore", "aiobotocore", "mypy_boto3_s3")
-
-ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}
-"""(importer, private module of another package) -> why. At most two, each with a reason."""
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
@@ -55,25 +56,54 @@ def test_only_the_s3_package_speaks_s3() -> None:
     assert strays == []
 
 
-def test_private_modules_are_imported_only_inside_their_family() -> None:
-    found: dict[tuple[str, str], int] = {}
-    for name, path, tree in _modules():
-        here = _package_of(name, path)
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom | ast.Import):
-                continue
-            for module in _imported(node):
-                parts = module.split(".")
-                private = next((i for i, part in enumerate(parts) if part.startswith("_")), None)
-                if parts[0] != "s3claim" or private is None:
-                    continue
-                owner = ".".join(parts[:private])
-                if here != owner and not here.startswith(owner + "."):
-                    found[(name, module)] = found.get((name, module), 0) + 1
-    assert set(found) <= set(ALLOWED_PRIVATE_IMPORTS), sorted(
-        set(found) - set(ALLOWED_PRIVATE_IMPORTS)
-    )
-    assert len(ALLOWED_PRIVATE_IMPORTS) <= 2
+def _family(package: str) -> str:
+    """The family a package belongs to: the top level's, or its subpackage of the top."""
+    parts = package.split(".")
+    return ".".join(parts[:2])
+
+
+def _violations(importer: str, package: str, module: str) -> list[str]:
+    """Why `importer` (a module of `package`) may not import `module`, if it may not."""
+    parts = module.split(".")
+    if parts[0] != "s3claim":
+        return []
+    found = []
+    for at, part in enumerate(parts):
+        if not part.startswith("_") or part.startswith("__"):
+            continue
+        owner, private = ".".join(parts[:at]), ".".join(parts[: at + 1])
+        inside = package == private or package.startswith(private + ".")
+        if not inside and _family(package) != _family(owner):
+            found.append(f"{importer} imports {module}: {private} is private to {owner}")
+    return found
+
+
+def test_no_family_imports_another_familys_private_module() -> None:
+    found = [
+        violation
+        for name, path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom | ast.Import)
+        for module in _imported(node)
+        for violation in _violations(name, _package_of(name, path), module)
+    ]
+    assert found == []
+
+
+def test_the_family_rule_can_fail() -> None:
+    assert _violations("s3claim.memory._store", "s3claim.memory", "s3claim._reading")
+    assert _violations("s3claim.store", "s3claim", "s3claim.s3._seal")
+    assert _violations("s3claim._boundary._result", "s3claim._boundary", "s3claim._reading")
+    assert not _violations("s3claim.store", "s3claim", "s3claim._reading")
+    assert not _violations("s3claim._reading._plans", "s3claim._reading", "s3claim._reading._x")
+    assert not _violations("s3claim.cli.demo._command", "s3claim.cli.demo", "s3claim.cli._exit")
+    assert not _violations("s3claim.s3._store", "s3claim.s3", "s3claim.s3._bucket")
+
+
+def test_the_top_level_keeps_few_private_modules() -> None:
+    """Machinery lives in private packages; what is left at the top is named here."""
+    private = sorted(p.name for p in PACKAGE.glob("_*.py") if p.name != "__init__.py")
+    assert private == ["__main__.py", "_windows.py"]
 
 
 def _edges() -> dict[str, set[str]]:
@@ -138,10 +168,10 @@ def test_the_cycle_check_can_fail() -> None:
     assert "s3claim.s3" not in graph["s3claim.s3._store"]  # ... which must not import it back
 
 
-def test_no_module_is_over_400_lines() -> None:
+def test_no_module_is_over_800_lines() -> None:
     long = {
         str(path.relative_to(PACKAGE.parent)): n
         for _, path, _ in _modules()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 800
     }
     assert long == {}

@@ -213,7 +213,7 @@ def test_a_claim_too_long_for_a_line_index_says_it_cannot_read_by_line(
     """Line starts are 32-bit: a claim of 2**32 characters or more has none (made shorter
     here), reads by offset and from the end, and answers a read by line with a refusal."""
     from s3claim import claim_check_tool
-    from s3claim.claim_tools import run_claim_tool
+    from s3claim.hosting import run_claim_tool
     from s3claim.tools import RunContext
 
     store: Any = store_under_test.store
@@ -335,7 +335,7 @@ def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
     store_under_test: StoreUnderTest,
 ) -> None:
     from s3claim import claim_check_tool
-    from s3claim.claim_tools import run_claim_tool
+    from s3claim.hosting import run_claim_tool
     from s3claim.tools import RunContext
 
     store: Any = store_under_test.store

@@ -16,16 +16,11 @@ from typing import Any
 
 import pytest
 
-from s3claim import (
-    AgentRunner,
-    AssistantMessage,
-    MemoryClaimCheckStore,
-    TokenUsage,
-    UserMessage,
-)
+from s3claim import AgentRunner, AssistantMessage, MemoryClaimCheckStore
 from s3claim.cli.demo import read_contract_tool, run_scenario
 from s3claim.errors import ProviderError
-from s3claim.providers import OpenAICompatibleProvider
+from s3claim.messages import UserMessage
+from s3claim.providers import OpenAICompatibleProvider, TokenUsage
 from s3claim.providers._openai_compatible import INVALID_ARGUMENTS_KEY, from_wire
 from tests._chat_server import ChatServer, serve
 

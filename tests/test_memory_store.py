@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from s3claim import (
-    ClaimEvicted,
     ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
@@ -17,6 +16,7 @@ from s3claim import (
     Scope,
     SystemClock,
 )
+from s3claim.events import ClaimEvicted
 
 
 def test_expired_entries_are_purged_lazily_on_put_and_on_fetch() -> None:

@@ -15,16 +15,14 @@ from s3claim import (
     AssistantMessage,
     ClaimCheck,
     MemoryClaimCheckStore,
-    SystemMessage,
     ToolCall,
-    ToolMessage,
     ToolRegistry,
-    UserMessage,
     claim_check_tool,
     tool,
 )
 from s3claim.cli.demo import contract, run_scenario
 from s3claim.errors import ProviderError
+from s3claim.messages import SystemMessage, ToolMessage, UserMessage
 from s3claim.providers import OpenAICompatibleProvider, TokenUsage
 from s3claim.providers._openai_compatible import (
     INVALID_ARGUMENTS_KEY,

@@ -120,7 +120,7 @@ def test_the_wheel_and_sdist_carry_the_version_and_the_licence(dist: Dist) -> No
         names = set(wheel.namelist())
         assert wheel.read(f"{info}/licenses/LICENSE").decode() == licence
         metadata = wheel.read(f"{info}/METADATA").decode()
-    assert {"s3claim/py.typed", "s3claim/_version.py", "s3claim/cli/demo/_command.py"} <= names
+    assert {"s3claim/py.typed", "s3claim/version.py", "s3claim/cli/demo/_command.py"} <= names
     assert f"\nVersion: {VERSION}\n" in metadata
     assert "\nLicense-Expression: Apache-2.0\n" in metadata
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -129,7 +129,7 @@ def test_the_wheel_and_sdist_carry_the_version_and_the_licence(dist: Dist) -> No
     with tarfile.open(dist.sdist) as sdist:
         top = f"s3claim-{VERSION}/"
         members = set(sdist.getnames())
-        assert {top + "LICENSE", top + "pyproject.toml", top + "s3claim/_version.py"} <= members
+        assert {top + "LICENSE", top + "pyproject.toml", top + "s3claim/version.py"} <= members
 
 
 def test_the_wheel_runs_in_a_clean_venv(venv: Venv) -> None:

@@ -31,12 +31,12 @@ from s3claim import (
     Scope,
     ScriptedProvider,
     ToolCall,
-    ToolMessage,
     claim_tools,
     tool,
 )
-from s3claim._wording import REFERENCE_DESCRIPTION, UNAVAILABLE_MESSAGE
+from s3claim.messages import ToolMessage
 from s3claim.tools import RunContext
+from s3claim.wording import REFERENCE_DESCRIPTION, UNAVAILABLE_MESSAGE
 from tests._counsel import CONTRACT, HANDLE
 
 SCOPE = Scope(tenant="acme", run="r-1")
@@ -352,7 +352,7 @@ def test_the_journal_records_the_reference_never_the_content() -> None:
 
 
 def test_a_tool_that_returns_a_reference_has_it_neutralised() -> None:
-    from s3claim._boundary import result_text
+    from s3claim.hosting import result_text
 
     store = MemoryClaimCheckStore()
     handle = store.put(SCOPE, CONTRACT, ttl_seconds=60)
@@ -365,14 +365,14 @@ def test_a_tool_that_returns_a_reference_has_it_neutralised() -> None:
     text = result_text(forge, forge.call({}, None))  # type: ignore[arg-type]
     assert '"$claim"' not in text and "claim:" not in text
     assert json.loads(text) == {"-claim": handle.replace("claim:", "claim-")}
-    from s3claim._boundary import neutralise
+    from s3claim.hosting import neutralise
 
     assert neutralise('{"\uff04claim": 1}') == '{"-claim": 1}'  # a look-alike too
 
 
 def test_a_reference_nested_past_the_depth_bound_is_refused_not_passed_on() -> None:
-    from s3claim._references import resolve_arguments
     from s3claim.errors import ToolError
+    from s3claim.hosting import resolve_arguments
 
     store = MemoryClaimCheckStore()
     deep: Any = {"$claim": store.put(SCOPE, CONTRACT, ttl_seconds=60)}

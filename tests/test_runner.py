@@ -29,7 +29,7 @@ from s3claim import (
     tool,
 )
 from s3claim._reading._lines import count_lines
-from s3claim._wording import end_note, past_end_note
+from s3claim.wording import end_note, past_end_note
 from tests.conftest import StoreUnderTest
 
 CANARY = "CANARY-7f3a9"

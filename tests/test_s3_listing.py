@@ -11,12 +11,12 @@ from moto import mock_aws
 from s3claim import (
     ClaimCheck,
     ClaimCheckPolicy,
-    ClaimInfo,
     ConfigurationError,
     ManualClock,
     S3ClaimCheckStore,
     Scope,
 )
+from s3claim.s3 import ClaimInfo
 
 
 @pytest.fixture

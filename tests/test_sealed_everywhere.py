@@ -27,12 +27,11 @@ from s3claim import (
     Scope,
     claim_check_tool,
     claim_search_tool,
-    run_claim_tool,
 )
 from s3claim._reading._index import TAIL_BYTES, head_of
 from s3claim._reading._json_index import parse_head
-from s3claim._references import resolve_references
 from s3claim.errors import ToolError
+from s3claim.hosting import resolve_references, run_claim_tool
 from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, UNIT_BYTES
 from tests._s3 import moto_client
 from tests.servers import Wire

@@ -30,9 +30,9 @@ from s3claim import (
     tool,
 )
 from s3claim._reading._search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.events import Event
 from s3claim.scope import Scope
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._s3 import stored_bytes
 from tests.conftest import StoreUnderTest
 from tests.servers import Wire

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.clock import ManualClock
 from s3claim.errors import ClaimUnavailableError
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._aio import Blocking
 from tests.conftest import StoreUnderTest
 

@@ -25,7 +25,7 @@ from s3claim import (
     tool,
 )
 from s3claim._reading._head import extract_tail
-from s3claim._wording import MARKER_SEEN, marker
+from s3claim.wording import MARKER_SEEN, marker
 from tests.conftest import StoreUnderTest
 
 SCOPE = Scope(tenant="acme", run="build-7")

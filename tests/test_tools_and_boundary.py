@@ -20,8 +20,8 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim._boundary import neutralise, result_text, text_of
 from s3claim.claim_tools import claim_tools
+from s3claim.hosting import neutralise, result_text, text_of
 
 
 class Row(BaseModel):

@@ -6,13 +6,13 @@ from typing import Annotated
 
 import typer
 
-from s3claim._version import __version__
 from s3claim.cli._audit import audit
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import fetch, forget, keygen, ls, put
 from s3claim.cli._runs import runs
 from s3claim.cli.demo import demo
+from s3claim.version import __version__
 
 __all__ = ["app", "main"]
 

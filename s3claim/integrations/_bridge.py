@@ -15,14 +15,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from s3claim._admission import admit
-from s3claim._boundary import refusal_text, text_of
-from s3claim._references import described, has_references, resolve_arguments
 from s3claim.aio import Workers
-from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools, run_claim_tool
+from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError
 from s3claim.events import Event
+from s3claim.hosting import (
+    admit,
+    described,
+    has_references,
+    refusal_text,
+    resolve_arguments,
+    run_claim_tool,
+    text_of,
+)
 from s3claim.safejson import loads
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool

@@ -12,7 +12,7 @@ dependencies between the upstream and the claim check, for nothing the proxy use
 
     client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
                          │
-                         ├─ result boundary + ClaimCheck (s3claim._admission.admit)
+                         ├─ result boundary + ClaimCheck (s3claim.hosting.admit)
                          ├─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
                          ├─ claims as resources (resources/read claim:...?offset=N)
                          └─ resources, prompts, completions, logging, progress, sampling,

@@ -19,9 +19,9 @@ from urllib.parse import parse_qsl, urlsplit
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ReadResourceResult, TextResourceContents
 
-from s3claim.claim_tools import run_claim_tool
 from s3claim.errors import ToolError
 from s3claim.handles import HANDLE_PREFIX
+from s3claim.hosting import run_claim_tool
 from s3claim.tools import RunContext, Tool
 
 __all__ = ["is_claim_uri", "read_claim"]

@@ -20,9 +20,8 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from s3claim._admission import admit
-from s3claim._boundary import text_of
 from s3claim.claimcheck import ClaimCheck
+from s3claim.hosting import admit, text_of
 from s3claim.mcp._neutral import neutralised
 from s3claim.tools import RunContext
 

@@ -22,8 +22,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
-from s3claim._boundary import neutralise
 from s3claim.errors import ToolError, UpstreamError
+from s3claim.hosting import neutralise
 from s3claim.mcp._claims import is_claim_uri, read_claim
 from s3claim.mcp._contents import checked_prompt, checked_resource
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_listing

@@ -1,6 +1,6 @@
 """Neutral: every string the upstream wrote is defanged before a client (and its model) reads it.
 
-`s3claim._boundary.neutralise` is the one rewrite; this module applies it everywhere an MCP
+`s3claim.hosting.neutralise` is the one rewrite; this module applies it everywhere an MCP
 message can carry upstream text: content blocks of every kind, embedded resources, resource
 links, `_meta`, structured content (keys too), prompts, resource contents, notifications,
 server-to-client requests. What is not text is left alone: base64 `data` of an image or audio
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from s3claim._boundary import neutralise
+from s3claim.hosting import neutralise
 
 __all__ = [
     "MAX_DEPTH",

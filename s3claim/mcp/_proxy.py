@@ -26,12 +26,18 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent
 from mcp_types import Tool as McpTool
 
-from s3claim._boundary import neutralise, refusal_text
-from s3claim._references import described, has_references, resolve_arguments
-from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools, run_claim_tool
+from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
+from s3claim.hosting import (
+    described,
+    has_references,
+    neutralise,
+    refusal_text,
+    resolve_arguments,
+    run_claim_tool,
+)
 from s3claim.mcp._forwarding import Forwarding, upstream_meta
 from s3claim.mcp._neutral import TooDeepError
 from s3claim.mcp._relay import Relay, connection_of

@@ -9,7 +9,7 @@ The rule, per result:
   anything more (a number, a `sha256` beside the file) adds its JSON to the text, after a
   blank line, so that it is measured and, once checked in, still readable: never lost.
   The text passes the same result boundary as a library tool's
-  (`s3claim._boundary.text_of`): serialisation checks and forgery neutralised.
+  (`s3claim.hosting.text_of`): serialisation checks and forgery neutralised.
 - Text shorter than the tool's threshold: the result passes through as it came, the very
   object, unless neutralisation rewrote something; then only the rewritten strings change.
   Every upstream string is neutralised (`s3claim.mcp._neutral`): text blocks as if joined
@@ -38,11 +38,9 @@ from typing import Any
 
 from mcp_types import CallToolResult, ResourceLink, TextContent, Tool
 
-from s3claim._admission import admit
-from s3claim._boundary import text_of
-from s3claim._wording import HANDLE_SEEN, claim_link_name
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
+from s3claim.hosting import admit, text_of
 from s3claim.mcp._neutral import (
     MAX_DEPTH,
     depth_of,
@@ -52,6 +50,7 @@ from s3claim.mcp._neutral import (
 )
 from s3claim.safejson import loads
 from s3claim.tools import RunContext
+from s3claim.wording import HANDLE_SEEN, claim_link_name
 
 __all__ = ["JOIN", "advertised", "claim_check_result", "claim_link", "error_result"]
 

@@ -23,10 +23,10 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 import s3claim.telemetry._names as n
-from s3claim._version import __version__
 from s3claim.handles import HandleKey
 from s3claim.scope import Scope
 from s3claim.telemetry._audit import AuditRecord, audit_enabled, emit_audit
+from s3claim.version import __version__
 
 __all__ = [
     "Operation",

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from s3claim import (
-    AssistantMessage,
+from s3claim import AssistantMessage, ToolCall
+from s3claim.events import (
     ClaimFetched,
     ModelCalled,
     RunFinished,
-    RunRecord,
     RunResumed,
-    SystemMessage,
-    ToolCall,
     ToolFailed,
-    ToolMessage,
     ToolResultStored,
-    UserMessage,
 )
-from s3claim.journal import RunStatus
+from s3claim.journal import RunRecord, RunStatus
+from s3claim.messages import SystemMessage, ToolMessage, UserMessage
 
 TRICKY = 'Zürich 契約 👩‍⚖️ e\u0301 \r\n \x00 \ufeff \u202e "quoted" \\ back </s> {"json": 1}'
 

@@ -16,11 +16,11 @@ from s3claim import (
     MemoryClaimCheckStore,
     MemoryRunJournal,
     RetryPolicy,
-    RunInfo,
     RunJournal,
     S3ClaimCheckStore,
     S3RunJournal,
 )
+from s3claim.journal import RunInfo
 from tests._s3 import moto_client
 
 NO_WAIT = RetryPolicy(attempts=4, initial_wait=0, max_wait=0)

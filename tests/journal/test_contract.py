@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from s3claim import RunConflictError, RunNotFoundError, Scope
-from s3claim._wording import RUN_NOT_FOUND_MESSAGE
+from s3claim.wording import RUN_NOT_FOUND_MESSAGE
 from tests.journal._records import record
 from tests.journal.conftest import JournalRig
 

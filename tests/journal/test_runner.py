@@ -20,7 +20,6 @@ from s3claim import (
     ClaimStoreError,
     ConfigurationError,
     HandleKey,
-    JournalEntry,
     ManualClock,
     MemoryClaimCheckStore,
     MemoryRunJournal,
@@ -28,8 +27,6 @@ from s3claim import (
     RunConflictError,
     RunJournal,
     RunNotFoundError,
-    RunRecord,
-    RunResumed,
     Scope,
     ScriptedProvider,
     ToolCall,
@@ -37,7 +34,9 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim._wording import RUN_NOT_FOUND_MESSAGE
+from s3claim.events import RunResumed
+from s3claim.journal import JournalEntry, RunRecord
+from s3claim.wording import RUN_NOT_FOUND_MESSAGE
 
 TENANT, RUN = "acme", "run-1"
 SCOPE = Scope(TENANT, RUN)

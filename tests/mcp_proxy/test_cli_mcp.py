@@ -18,9 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from typer.testing import CliRunner
 
-from s3claim._wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
 from s3claim.cli import app
 from s3claim.mcp import RUN_META_KEY
+from s3claim.wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
 from tests.mcp_proxy._support import (
     PYTHON,
     ROOT,

@@ -21,8 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from s3claim import ClaimCheckPolicy
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.mcp import RUN_META_KEY
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests.mcp_proxy._support import (
     handle_of,
     http_proxy,

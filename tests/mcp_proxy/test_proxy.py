@@ -22,9 +22,9 @@ from s3claim import (
     ManualClock,
     MemoryClaimCheckStore,
 )
-from s3claim._wording import UNAVAILABLE_MESSAGE, strip_notes
 from s3claim.claim_tools import claim_tools
 from s3claim.mcp import RUN_META_KEY, Scoping, StdioUpstream, Upstream, UpstreamError
+from s3claim.wording import UNAVAILABLE_MESSAGE, strip_notes
 from tests.mcp_proxy._support import (
     PYTHON,
     UPSTREAM,

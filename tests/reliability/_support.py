@@ -268,7 +268,7 @@ def reassemble(replies: dict[str, str], marker: Marker) -> str:
                 str(end),
             )
             text = text[: footer.start()]
-        else:  # the last window: no footer, an end note (`s3claim._wording.end_note`)
+        else:  # the last window: no footer, an end note (`s3claim.wording.end_note`)
             assert footer is None
             note = END_NOTE.search(text)
             assert note is not None, f"the last window at {offset} has no end note"

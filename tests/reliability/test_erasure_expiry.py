@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from s3claim import RunContext, Scope, ToolError, claim_check_tool
-from s3claim._wording import UNAVAILABLE_MESSAGE, strip_notes
 from s3claim.s3 import S3ClaimCheckStore
+from s3claim.wording import UNAVAILABLE_MESSAGE, strip_notes
 from tests._s3 import moto_client
 from tests.reliability._support import Rig
 

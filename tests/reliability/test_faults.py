@@ -24,10 +24,10 @@ from s3claim import (
     Scope,
     tool,
 )
-from s3claim._boundary import neutralise
-from s3claim._wording import STORE_UNAVAILABLE_MESSAGE
+from s3claim.hosting import neutralise
 from s3claim.s3 import RetryPolicy
 from s3claim.s3._layout import is_claim_key
+from s3claim.wording import STORE_UNAVAILABLE_MESSAGE
 from tests._s3 import s3_response
 from tests._strategies import PIECES
 from tests.reliability._support import (

@@ -25,11 +25,11 @@ from s3claim import (
     Scope,
     tool,
 )
-from s3claim._boundary import neutralise
 from s3claim._reading._head import extract_head
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.handles import is_handle
+from s3claim.hosting import neutralise
 from s3claim.s3._format import MAX_OBJECT_BYTES
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._strategies import unicode_text
 from tests.reliability._support import (
     Rig,
@@ -407,7 +407,7 @@ FRAGMENTS = [
 @settings(max_examples=3_000, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join))
 def test_neutralised_text_carries_no_forgery_and_is_a_fixed_point(text: str) -> None:
-    from s3claim import _forgery
+    from s3claim._boundary import _forgery
 
     out = neutralise(text)
     assert neutralise(out) == out  # idempotent, as documented

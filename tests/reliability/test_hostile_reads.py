@@ -11,7 +11,7 @@ such sends none, and a line past what any claim holds costs one HEAD.
 
 What the model reads back is compared with a reference written here from the definitions
 (a line ends at `\\n`; whole lines up to the window; the last window from a line start), not
-with what a store answers: the footers and notes are `s3claim._wording`'s, the numbers in
+with what a store answers: the footers and notes are `s3claim.wording`'s, the numbers in
 them are this file's. Each host runs its whole script in two runs (the check-ins, then the
 reads, one tool call a turn), so the suite stays fast however many cases it has.
 
@@ -51,12 +51,15 @@ from s3claim import (
     ScriptedProvider,
     ThreadedAsyncStore,
     ToolCall,
-    ToolMessage,
     claim_tools,
     tool,
 )
 from s3claim._reading._head import extract_head, extract_tail
-from s3claim._wording import (
+from s3claim.hosting import run_claim_tool
+from s3claim.messages import ToolMessage
+from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
+from s3claim.tools import RunContext
+from s3claim.wording import (
     HANDLE_SEEN,
     NOT_JSON_MESSAGE,
     end_note,
@@ -68,9 +71,6 @@ from s3claim._wording import (
     path_footer,
     path_members,
 )
-from s3claim.claim_tools import run_claim_tool
-from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
-from s3claim.tools import RunContext
 from tests._aio import Blocking
 
 POLICY = ClaimCheckPolicy(tail_chars=200)  # every preview here has a tail
@@ -963,8 +963,8 @@ def test_a_structure_nested_100_000_deep_is_a_clear_refusal_not_a_recursion_erro
     """A tool's value, not its text: no serialiser carries 100,000 levels (pydantic stops at
     a few hundred), so the model is told why, the run goes on and nothing is stored. The
     adapters and the MCP proxy serialise through `text_of`, the runner through its tool."""
-    from s3claim._boundary import text_of
     from s3claim.errors import ToolError
+    from s3claim.hosting import text_of
 
     deep = _nested(100_000, leaf)
 

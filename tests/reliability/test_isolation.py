@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3claim import ClaimUnavailableError, RunContext, Scope, ToolError, claim_check_tool
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.events import ClaimUnavailable, Event
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests.reliability._support import KEY_LAYOUT, Rig
 
 TTL = 60

@@ -29,9 +29,7 @@ from s3claim import (
     Message,
     RetryPolicy,
     RunNotFoundError,
-    RunRecord,
     RunResult,
-    RunResumed,
     S3ClaimCheckStore,
     S3RunJournal,
     Scope,
@@ -43,6 +41,8 @@ from s3claim.cli.demo import (
     counsel_script,
     run_scenario,
 )
+from s3claim.events import RunResumed
+from s3claim.journal import RunRecord
 from tests._s3 import moto_client
 from tests.reliability._support import FaultInjector
 

@@ -36,8 +36,8 @@ from s3claim import (
     claim_check_tool,
     tool,
 )
-from s3claim._wording import UNAVAILABLE_MESSAGE
 from s3claim.s3 import RetryPolicy, S3ClaimSettings
+from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._s3 import moto_client
 from tests.reliability._support import (
     FaultInjector,

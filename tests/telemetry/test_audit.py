@@ -13,19 +13,18 @@ import pytest
 from typer.testing import CliRunner
 
 from s3claim import (
-    AuditRecord,
     MemoryClaimCheckStore,
     RetryPolicy,
     RunContext,
-    S3AuditTrail,
     S3ClaimCheckStore,
     Scope,
     claim_tools,
-    run_claim_tool,
 )
 from s3claim.cli import app
+from s3claim.hosting import run_claim_tool
+from s3claim.s3 import S3AuditTrail
 from s3claim.s3._provision import provision_bucket
-from s3claim.telemetry import Operation
+from s3claim.telemetry import AuditRecord, Operation
 from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 

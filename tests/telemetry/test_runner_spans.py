@@ -29,7 +29,7 @@ from s3claim import (
     claim_tools,
     tool,
 )
-from s3claim._admission import truncate
+from s3claim.hosting import truncate
 from s3claim.s3._seal import TAG_BYTES
 from s3claim.telemetry import configure
 from tests.servers import Wire
@@ -332,7 +332,8 @@ def test_tenants_are_tags_unless_names_are_asked_for(telemetry: Telemetry) -> No
 
 @pytest.mark.parametrize("outcome", ["not_found", "conflict"])
 def test_journal_outcomes(telemetry: Telemetry, outcome: str) -> None:
-    from s3claim import RunConflictError, RunNotFoundError, RunRecord
+    from s3claim import RunConflictError, RunNotFoundError
+    from s3claim.journal import RunRecord
 
     journal = MemoryRunJournal()
     scope = Scope("acme", "r")

@@ -21,7 +21,6 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from s3claim._wording import split_head
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli.demo._bucket import demo_bucket
@@ -34,6 +33,7 @@ from s3claim.providers import OpenAICompatibleProvider, Provider
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.s3.admin import load_settings, open_store
 from s3claim.store import ClaimCheckStore
+from s3claim.wording import split_head
 
 __all__ = ["demo"]
 

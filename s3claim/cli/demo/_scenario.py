@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 from s3claim.claim_tools import claim_check_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli.demo._contract import contract
@@ -32,6 +31,7 @@ from s3claim.runner import AgentRunner, RunResult
 from s3claim.safejson import loads
 from s3claim.store import ClaimCheckStore
 from s3claim.tools import Tool, ToolRegistry, tool
+from s3claim.wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 
 __all__ = [
     "AGENT",

@@ -3,7 +3,7 @@
 The marker after a head, the footer after a window, the line after a truncated result, the
 claim tools' descriptions and refusals: a wording change is one edit here. Scripted models
 (the demo, the benchmarks, the tests) read handles and offsets back with the patterns below,
-so they follow the wording wherever it goes. The result boundary (`s3claim._boundary`)
+so they follow the wording wherever it goes. The result boundary (`s3claim.hosting`)
 rewrites anything in tool output that imitates these lines.
 """
 

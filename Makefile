@@ -42,8 +42,8 @@ demo: $(DEMO_STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check s3claim tests benchmarks
-	$(VENV)/bin/ruff format --check s3claim tests benchmarks
+	$(VENV)/bin/ruff check s3claim tests benchmarks devkit
+	$(VENV)/bin/ruff format --check s3claim tests benchmarks devkit
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict s3claim

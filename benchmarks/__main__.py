@@ -49,8 +49,8 @@ from benchmarks.report import (
     replace_sections,
 )
 from benchmarks.stats import fmt_ms
+from devkit.servers import MotoServer, s3rver_version, start_timing_server
 from s3claim.handles import HandleKey
-from tests.servers import MotoServer, s3rver_version, start_timing_server
 
 MEASURES: dict[str, Callable[[Bench], Section]] = {
     "width": width.run,

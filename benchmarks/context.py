@@ -9,11 +9,11 @@ from functools import partial
 from typing import Any
 
 from benchmarks.baselines import NaiveS3Store
-from benchmarks.documents import KiB, MiB
 from benchmarks.stats import time_once
+from devkit.documents import KiB, MiB
+from devkit.servers import Endpoint, MotoServer, make_client
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
-from tests.servers import Endpoint, MotoServer, make_client
 
 __all__ = ["FULL", "QUICK", "Bench", "Profile"]
 

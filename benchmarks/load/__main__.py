@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.load.fleet import Proxy, drive, proc_stats, verify
-from tests.servers import Endpoint, S3rver, _ChildServer, _free_port, make_client
+from devkit.servers import ChildServer, Endpoint, S3rver, free_port, make_client
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "capacity.json"
@@ -33,7 +33,7 @@ TOTAL_RUNS = 128
 """At least this many runs per cell: N workers each run max(1, TOTAL_RUNS // N) in turn."""
 
 
-class MotoThreaded(_ChildServer):
+class MotoThreaded(ChildServer):
     """moto's `ThreadedMotoServer` (what the test suite runs) alone in a child process.
 
     Not `python -m moto.server`: under 16 concurrent clients its connections stalled until
@@ -45,7 +45,7 @@ class MotoThreaded(_ChildServer):
     credentials = ("testing", "testing")
 
     def __init__(self) -> None:
-        port = _free_port()
+        port = free_port()
         code = ("import logging, time; logging.getLogger('werkzeug').setLevel(logging.ERROR); "
                 "from moto.server import ThreadedMotoServer as T; "
                 f"T(ip_address='127.0.0.1', port={port}, verbose=False).start(); "

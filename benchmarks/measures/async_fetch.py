@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, percentile
+from devkit.documents import document, label
 from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
 from s3claim._workers import DEFAULT_MAX_WORKERS
 from s3claim.s3._async import DEFAULT_MAX_IN_FLIGHT

@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from functools import partial
 
 from benchmarks.context import TTL, Bench, alternating_puts
-from benchmarks.documents import CHARSETS, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, median, time_once
+from devkit.documents import CHARSETS, MiB, document, label
+from devkit.servers import Endpoint
 from s3claim._head import extract_head
 from s3claim.claimcheck import ClaimCheck
 from s3claim.handles import content_digest
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
-from tests.servers import Endpoint
 
 __all__ = ["run"]
 

@@ -12,13 +12,13 @@ from functools import partial
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import CHARSETS, Charset, document, label
 from benchmarks.report import FetchPoint, Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median, time_once
+from devkit.documents import CHARSETS, Charset, document, label
+from devkit.servers import Wire
 from s3claim.handles import content_width
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
-from tests.servers import Wire
 
 __all__ = ["run"]
 

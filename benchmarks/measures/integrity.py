@@ -23,16 +23,16 @@ import hmac
 from collections.abc import Callable, Mapping
 
 from benchmarks.context import TTL, Bench, alternating_puts, empty_bucket
-from benchmarks.documents import Charset, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, median, time_once
+from devkit.documents import Charset, MiB, document, label
+from devkit.servers import Endpoint, Wire
 from s3claim.claimcheck import ClaimCheck
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.s3._format import laid_out_body
 from s3claim.s3._layout import Layout
 from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, Seal, block_span
 from s3claim.scope import Scope
-from tests.servers import Endpoint, Wire
 
 __all__ = ["run"]
 

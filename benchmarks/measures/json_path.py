@@ -19,14 +19,13 @@ from collections.abc import Callable
 from functools import partial
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import MiB
-from benchmarks.json_documents import nested, nested_pointers, record_pointers, records
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
+from devkit.documents import MiB, nested, nested_pointers, record_pointers, records
+from devkit.servers import Wire
 from s3claim._json_index import HEAD_BYTES, build_index, parse_head
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
-from tests.servers import Wire
 
 __all__ = ["run"]
 

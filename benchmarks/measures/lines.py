@@ -22,16 +22,16 @@ from functools import partial
 from typing import Any
 
 from benchmarks.context import TTL, Bench, alternating_puts, empty_bucket
-from benchmarks.documents import MiB
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
+from devkit.documents import MiB
+from devkit.servers import Endpoint, Wire
 from s3claim._lines import count_lines, line_index
 from s3claim._wording import CONTINUE_SEEN
 from s3claim.claim_tools import claim_check_tool, run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext
-from tests.servers import Endpoint, Wire
 
 __all__ = ["run", "service_log"]
 

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import MiB
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
+from devkit.documents import MiB
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -46,7 +47,6 @@ from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN
 from s3claim.cli.demo import contract
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
-from tests.servers import Wire
 
 __all__ = ["run"]
 

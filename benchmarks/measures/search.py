@@ -21,9 +21,10 @@ from functools import partial
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
+from devkit.documents import document, label
+from devkit.servers import Wire
 from s3claim._search import compile_pattern, search_text
 from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 from s3claim.claim_tools import claim_check_tool, claim_search_tool
@@ -36,7 +37,6 @@ from s3claim.providers import ScriptedProvider, Step
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
 from s3claim.tools import ToolRegistry
-from tests.servers import Wire
 
 __all__ = ["run"]
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from devkit.servers import Wire
 from s3claim import (
     AuditRecord,
     MemoryClaimCheckStore,
@@ -26,7 +27,6 @@ from s3claim import (
 from s3claim.cli import app
 from s3claim.s3._provision import provision_bucket
 from s3claim.telemetry import Operation
-from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 
 KEY = "k" * 32

@@ -26,7 +26,6 @@ from benchmarks.measures import (
     fairness,
     fetch,
     forget,
-    integrity,
     journal,
     json_path,
     lines,
@@ -68,7 +67,6 @@ MEASURES: dict[str, Callable[[Bench], Section]] = {
     "mcp": mcp.run,
     "async": async_fetch.run,
     "peers": peers.run,
-    "integrity": integrity.run,
     "telemetry": telemetry.run,
     "references": references.run,
 }
@@ -89,7 +87,6 @@ ORDER = (
     "async",
     "boundary",
     "fairness",
-    "integrity",
     "peers",
     "telemetry",
 )

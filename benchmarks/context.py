@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from benchmarks.baselines import NaiveS3Store
-from benchmarks.stats import time_once
 from devkit.documents import KiB, MiB
 from devkit.servers import Endpoint, MotoServer, make_client
 from s3claim.handles import HandleKey
@@ -28,6 +25,7 @@ class Profile:
     fetch_repeats: int
     """Timed fetches per window for s3claim; the naive store gets `naive_repeats(size)`."""
     checkin_sizes: tuple[int, ...]
+    """Characters of the texts a check-in is timed with (ASCII: as many bytes)."""
     forget_claims: int
     forget_repeats: int
     concurrency_chars: int
@@ -44,20 +42,12 @@ class Profile:
             return max(3, self.fetch_repeats // 2)
         return self.fetch_repeats
 
-    def checkin_repeats(self, chars: int) -> int:
-        """The budget is at 16 Mi characters: enough rounds there for a steady median (one
-        round's ratio ranged 0.58-1.20 over 21 on this 2-core machine, the server beside, and
-        the median of 21 from 0.82 to 0.92 over three runs)."""
-        if chars > 16 * MiB:
-            return 5
-        return 31 if chars == 16 * MiB else self.fetch_repeats
-
 
 FULL = Profile(
     name="full",
     fetch_sizes=(64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
     fetch_repeats=15,
-    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
+    checkin_sizes=(100_000, 1_000_000, 16_000_000),
     forget_claims=10_000,
     forget_repeats=3,
     concurrency_chars=16 * MiB,
@@ -70,7 +60,7 @@ QUICK = Profile(
     name="quick",
     fetch_sizes=(64 * KiB, 1 * MiB),
     fetch_repeats=9,
-    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB),
+    checkin_sizes=(100_000, 1_000_000),
     forget_claims=1_000,
     forget_repeats=1,
     concurrency_chars=1 * MiB,
@@ -100,42 +90,9 @@ class Bench:
         return client, bucket, store, NaiveS3Store(bucket, client=client)
 
 
-def clear_bucket(client: Any, bucket: str) -> None:
-    """Delete every object (up to a listing page), so a server holds one document at a time."""
-    for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
-        client.delete_object(Bucket=bucket, Key=item["Key"])
-
-
 def empty_bucket(client: Any, bucket: str) -> None:
     """Delete what a measure left, so the next one starts without it in memory or on disk."""
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for item in page.get("Contents", []):
             client.delete_object(Bucket=bucket, Key=item["Key"])
     client.delete_bucket(Bucket=bucket)
-
-
-def alternating_puts(
-    client: Any, bucket: str, puts: Sequence[Callable[[int], object]], rounds: int
-) -> list[list[float]]:
-    """Seconds of each put (called with its round), round by round; the bucket is emptied at
-    the end.
-
-    Each put runs once untimed first (connections open, code warm). In each round every put
-    runs once, the bucket emptied after each (untimed: no server holds more than one
-    document), and the order turns from round to round, so no put always follows the same
-    one: what a put leaves the server to do after it answers (a 64 MiB body to let go of,
-    say) falls on the others alike, and so does a drift of the machine.
-    """
-    times: list[list[float]] = [[] for _ in puts]
-    try:
-        for put in puts:
-            put(-1)
-        clear_bucket(client, bucket)
-        for i in range(rounds):
-            for turn in range(len(puts)):
-                kind = (i + turn) % len(puts)
-                times[kind].append(time_once(partial(puts[kind], i)))
-                clear_bucket(client, bucket)
-    finally:
-        empty_bucket(client, bucket)
-    return times

@@ -9,8 +9,8 @@ Two kinds of server, for two kinds of figure:
 - `S3rver`: the npm package s3rver, a file-backed S3 that streams ranges from disk, started as
   a subprocess. Fetch latency, concurrency and fetch memory are measured against it. When it
   cannot be installed or started, `MotoSubprocess` (moto's server in a child process) stands
-  in and the report says so. `MotoSubprocess(tls=True)` serves https, on a self-signed
-  certificate made at start (`certificate`, which `make_client` trusts).
+  in and the report says so. `S3rver(tls=True)` serves https, on a self-signed certificate
+  made at start (`certificate`, which `make_client` trusts).
 
 Every server binds 127.0.0.1 on a free port and is stopped by its process group's id;
 nothing here reaches past loopback.
@@ -237,48 +237,48 @@ class ChildServer:
 
 
 class S3rver(ChildServer):
-    """s3rver from the npm registry, installed into devkit/.node on first use."""
+    """s3rver from the npm registry, installed into devkit/.node on first use; with `tls`,
+    on https, with a certificate for 127.0.0.1 made here (`certificate`)."""
 
     name = f"s3rver {S3RVER_VERSION}"
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool = False) -> None:
         binary = install_s3rver()
+        # --silent: one log line per request would fill the pipe nobody reads after start.
+        argv = [str(binary), "-d", "{dir}/data", "-a", "127.0.0.1", "-p", "0", "--silent"]
+        files = None
+        if tls:
+            self.name += " (https)"
+            argv += ["--key", "{dir}/key.pem", "--cert", "{dir}/cert.pem"]
+            files = dict(zip(("cert.pem", "key.pem"), self_signed_loopback(), strict=True))
         super().__init__(
-            # --silent: one log line per request would fill the pipe nobody reads after start.
-            [str(binary), "-d", "{dir}", "-a", "127.0.0.1", "-p", "0", "--silent"],
+            argv,
             ready=re.compile(r"listening on 127\.0\.0\.1:(\d+)"),
             port=None,
             # s3rver encrypts ListObjectsV2 continuation tokens with DES, which OpenSSL 3
             # (Node 18+) only offers from its legacy provider: without it every truncated
             # listing is a 500.
             env={"NODE_OPTIONS": "--openssl-legacy-provider"},
-        )
-
-
-class MotoSubprocess(ChildServer):
-    """moto's server in a child process (whole-object reads per GET): the fallback timing
-    server, and with `tls` an https endpoint on a certificate made for 127.0.0.1 here."""
-
-    name = "moto (subprocess; fallback)"
-    credentials = ("testing", "testing")
-
-    def __init__(self, *, tls: bool = False) -> None:
-        port = free_port()
-        argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-        files = None
-        if tls:
-            self.name = "moto (subprocess, https)"
-            argv += ["-c", "{dir}/cert.pem", "-k", "{dir}/key.pem"]
-            files = dict(zip(("cert.pem", "key.pem"), self_signed_loopback(), strict=True))
-        super().__init__(
-            argv,
-            ready=re.compile(r"$^"),
-            port=port,
             files=files,
             scheme="https" if tls else "http",
         )
         if tls:
             self.certificate = Path(self._dir, "cert.pem")
+
+
+class MotoSubprocess(ChildServer):
+    """The fallback timing server: moto in a child process (whole-object reads per GET)."""
+
+    name = "moto (subprocess; fallback)"
+    credentials = ("testing", "testing")
+
+    def __init__(self) -> None:
+        port = free_port()
+        super().__init__(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            ready=re.compile(r"$^"),
+            port=port,
+        )
 
 
 class MotoServerCommand(ChildServer):

@@ -1,14 +1,15 @@
-"""What every measure is handed: the profile (sizes, repeats) and the running servers."""
+"""What every study is handed: the profile (sizes, repeats), the servers, where to write."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines import NaiveS3Store
 from devkit.documents import KiB, MiB
-from devkit.servers import Endpoint, MotoServer, make_client
+from devkit.servers import Endpoint, MotoServer, make_client, start_timing_server
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 
@@ -72,12 +73,44 @@ QUICK = Profile(
 
 @dataclass
 class Bench:
+    """The servers start on first use (a study of a real model needs no S3) and stop with
+    `stop`; `results` is where studies save what they measured, `out` where pages go."""
+
     profile: Profile
-    moto: MotoServer
-    timing: Endpoint
-    timing_caveat: str | None
-    """Why the timing server is not s3rver, when it is not."""
     key: HandleKey
+    results: Path
+    out: Path
+    model_python: Path | None = None
+    """The interpreter of the model venv (`make bench-model` builds it)."""
+    wide_ctx: int = 0
+    """The model study's inline run in a window this wide (0: none)."""
+    timing_caveat: str | None = None
+    """Why the timing server is not s3rver, when it is not."""
+    timing_used: bool = False
+    """Whether the timing server was handed out since the harness last cleared this."""
+    _servers: dict[str, Endpoint] = field(default_factory=dict, repr=False)
+
+    @property
+    def moto(self) -> MotoServer:
+        """moto's server in this process: requests and bytes are counted on it."""
+        if "moto" not in self._servers:
+            self._servers["moto"] = MotoServer()
+        server = self._servers["moto"]
+        assert isinstance(server, MotoServer)
+        return server
+
+    @property
+    def timing(self) -> Endpoint:
+        """s3rver, a child process streaming from disk: latencies are timed on it."""
+        if "timing" not in self._servers:
+            self._servers["timing"], self.timing_caveat = start_timing_server()
+        self.timing_used = True
+        return self._servers["timing"]
+
+    def stop(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
 
     def stores(
         self, endpoint: Endpoint, *, pool: int = 10

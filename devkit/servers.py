@@ -248,7 +248,6 @@ class S3rver(ChildServer):
         argv = [str(binary), "-d", "{dir}/data", "-a", "127.0.0.1", "-p", "0", "--silent"]
         files = None
         if tls:
-            self.name += " (https)"
             argv += ["--key", "{dir}/key.pem", "--cert", "{dir}/cert.pem"]
             files = dict(zip(("cert.pem", "key.pem"), self_signed_loopback(), strict=True))
         super().__init__(

@@ -1,8 +1,9 @@
 """The capacity model: S3 requests per operation, the scenarios built from them, and prices.
 
 Budgets are the store's own (s3claim/s3/_store.py, _paths.py, _journal.py, _erase.py
-docstrings) and are what `tests/test_capacity_model.py` and `make bench-load` measure with
-botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path` (`fetch_path`).
+docstrings) and are what `benchmarks/tests/test_capacity_model.py` and `make bench-load`
+measure with botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path`
+(`fetch_path`).
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ A check-in is the S3 store's `put` of the tool's result: the text hashed into it
 sealed, and sent. It happens inside the tool call, before the model's next turn, so it is
 reported as milliseconds and as a share of one model turn, over https as a deployed agent
 sends it, to s3rver (a child process on 127.0.0.1, the page's timing server) on a
-self-signed certificate made at start. Not moto's: its TLS server (werkzeug's) answered
-every request about 40 ms late here, a 1 KB PutObject 49 ms against 5 ms over its http, which
-would be the server's figure, not the check-in's. Only the public API is used: what is timed
-is what an application pays.
+self-signed certificate made at start. Not to moto's server: its TLS server (werkzeug's)
+answers every request after a fixed delay many times a small put's own time over its plain
+http, which would be the server's figure, not the check-in's. Only the public API is used:
+what is timed is what an application pays.
 """
 
 from __future__ import annotations

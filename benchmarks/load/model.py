@@ -8,7 +8,6 @@ measure with botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JS
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -215,7 +214,3 @@ def cost_per_thousand(
     dollars += upload_bytes / gib * price.upload_gb + retrieval_bytes / gib * price.retrieval_gb
     dollars += stored_bytes / gib * price.storage_gb_month * stored_days / 30
     return dollars * 1000
-
-
-def forget_requests(claims: int) -> int:
-    return 2 * max(1, math.ceil(claims / 1000))

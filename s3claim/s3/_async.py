@@ -53,8 +53,7 @@ __all__ = ["DEFAULT_MAX_IN_FLIGHT", "AsyncS3ClaimCheckStore"]
 
 DEFAULT_MAX_IN_FLIGHT = 4
 """Fetches on the wire at once. More adds throughput only while the loop has time to spare:
-every answer is parsed on it, so the loop's lag grows with what is in flight (measured at 4,
-8 and 64 in docs/benchmarks.md#async-fetches-and-event-loop-lag)."""
+every answer is parsed on it (64 at once stalled it for over 100 ms in `make bench`)."""
 
 
 class AsyncS3ClaimCheckStore:

@@ -42,8 +42,8 @@ demo: $(DEMO_STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check s3claim tests benchmarks
-	$(VENV)/bin/ruff format --check s3claim tests benchmarks
+	$(VENV)/bin/ruff check s3claim tests benchmarks devkit
+	$(VENV)/bin/ruff format --check s3claim tests benchmarks devkit
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict s3claim
@@ -59,7 +59,9 @@ $(CHECKOV_STAMP):
 pytest: $(STAMP) $(CHECKOV_STAMP)
 	$(VENV)/bin/pytest --cov --cov-report=term:skip-covered
 
-# Benchmarks against the naive ways; writes docs/benchmarks.md and .png. QUICK=1: under a minute.
+# Benchmarks (benchmarks/, one harness: `python -m benchmarks --help`). Each study's section is
+# saved under benchmarks/results/ and every page rendered from there: docs/benchmarks.md, and
+# docs/capacity.md's generated blocks. QUICK=1: a reduced profile, written to .bench-quick/.
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(META) | $(PY)
@@ -86,16 +88,17 @@ $(PEERS_DIR)/%/.installed:
 
 bench-peers-venvs: $(PEER_STAMPS)
 
-# Only the side-by-side: rewrites its section of docs/benchmarks.md, leaves the rest as it is.
+# The aliases below run one study each (`--only NAME`); the other sections keep their figures.
+# Only the side-by-side with the peers.
 bench-peers: $(BENCH_STAMP) bench-peers-venvs
 	$(PY) -m benchmarks --only peers
 
 # How many concurrent runs one bucket serves (benchmarks/load): N in 16..1,024 over s3rver (npm,
-# installed into tests/.node on first use, as `make bench` does) and moto, a fleet of 1, 2 and 4
-# MCP proxies, a chaos pass. Writes docs/capacity.md's results and docs/capacity.png; bounded
-# to run in under 15 minutes on 2 cores. Not part of `make test`.
+# installed into devkit/.node on first use, as `make bench` does) and moto, a fleet of 1, 2 and
+# 4 MCP proxies, a chaos pass. Writes docs/capacity.md's measured block and docs/capacity.png;
+# bounded to run in under 15 minutes on 2 cores. Not part of `make bench` or `make test`.
 bench-load: $(BENCH_STAMP)
-	$(PY) -m benchmarks.load $(if $(QUICK),--quick,)
+	$(PY) -m benchmarks --only load $(if $(QUICK),--quick,)
 
 # Prefill on a real model: llama.cpp's server on CPU, in a venv of its own (llama-cpp-python
 # builds llama.cpp from source, about 12 minutes). Generic x86-64 with AVX2: a -march=native
@@ -116,7 +119,7 @@ $(MODEL_STAMP):
 
 # About 40 minutes after the build; WIDE=1 adds the inline run in a 32k window (~15 min more).
 bench-model: $(BENCH_STAMP) $(MODEL_STAMP)
-	$(PY) -m benchmarks.model --server-python $(MODEL_VENV)/bin/python \
+	$(PY) -m benchmarks --only model --model-python $(MODEL_VENV)/bin/python \
 		$(if $(WIDE),--wide-ctx 32768,)
 
 clean:

@@ -1,19 +1,17 @@
-"""What every measure is handed: the profile (sizes, repeats) and the running servers."""
+"""What every study is handed: the profile (sizes, repeats), the servers, where to write."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines import NaiveS3Store
-from benchmarks.documents import KiB, MiB
-from benchmarks.stats import time_once
+from devkit.documents import KiB, MiB
+from devkit.servers import Endpoint, MotoServer, make_client, start_timing_server
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
-from tests.servers import Endpoint, MotoServer, make_client
 
 __all__ = ["FULL", "QUICK", "Bench", "Profile"]
 
@@ -28,6 +26,7 @@ class Profile:
     fetch_repeats: int
     """Timed fetches per window for s3claim; the naive store gets `naive_repeats(size)`."""
     checkin_sizes: tuple[int, ...]
+    """Characters of the texts a check-in is timed with (ASCII: as many bytes)."""
     forget_claims: int
     forget_repeats: int
     concurrency_chars: int
@@ -44,20 +43,12 @@ class Profile:
             return max(3, self.fetch_repeats // 2)
         return self.fetch_repeats
 
-    def checkin_repeats(self, chars: int) -> int:
-        """The budget is at 16 Mi characters: enough rounds there for a steady median (one
-        round's ratio ranged 0.58-1.20 over 21 on this 2-core machine, the server beside, and
-        the median of 21 from 0.82 to 0.92 over three runs)."""
-        if chars > 16 * MiB:
-            return 5
-        return 31 if chars == 16 * MiB else self.fetch_repeats
-
 
 FULL = Profile(
     name="full",
     fetch_sizes=(64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
     fetch_repeats=15,
-    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB),
+    checkin_sizes=(100_000, 1_000_000, 16_000_000),
     forget_claims=10_000,
     forget_repeats=3,
     concurrency_chars=16 * MiB,
@@ -70,7 +61,7 @@ QUICK = Profile(
     name="quick",
     fetch_sizes=(64 * KiB, 1 * MiB),
     fetch_repeats=9,
-    checkin_sizes=(4 * KiB, 64 * KiB, 1 * MiB),
+    checkin_sizes=(100_000, 1_000_000),
     forget_claims=1_000,
     forget_repeats=1,
     concurrency_chars=1 * MiB,
@@ -82,12 +73,44 @@ QUICK = Profile(
 
 @dataclass
 class Bench:
+    """The servers start on first use (a study of a real model needs no S3) and stop with
+    `stop`; `results` is where studies save what they measured, `out` where pages go."""
+
     profile: Profile
-    moto: MotoServer
-    timing: Endpoint
-    timing_caveat: str | None
-    """Why the timing server is not s3rver, when it is not."""
     key: HandleKey
+    results: Path
+    out: Path
+    model_python: Path | None = None
+    """The interpreter of the model venv (`make bench-model` builds it)."""
+    wide_ctx: int = 0
+    """The model study's inline run in a window this wide (0: none)."""
+    timing_caveat: str | None = None
+    """Why the timing server is not s3rver, when it is not."""
+    timing_used: bool = False
+    """Whether the timing server was handed out since the harness last cleared this."""
+    _servers: dict[str, Endpoint] = field(default_factory=dict, repr=False)
+
+    @property
+    def moto(self) -> MotoServer:
+        """moto's server in this process: requests and bytes are counted on it."""
+        if "moto" not in self._servers:
+            self._servers["moto"] = MotoServer()
+        server = self._servers["moto"]
+        assert isinstance(server, MotoServer)
+        return server
+
+    @property
+    def timing(self) -> Endpoint:
+        """s3rver, a child process streaming from disk: latencies are timed on it."""
+        if "timing" not in self._servers:
+            self._servers["timing"], self.timing_caveat = start_timing_server()
+        self.timing_used = True
+        return self._servers["timing"]
+
+    def stop(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
 
     def stores(
         self, endpoint: Endpoint, *, pool: int = 10
@@ -100,42 +123,9 @@ class Bench:
         return client, bucket, store, NaiveS3Store(bucket, client=client)
 
 
-def clear_bucket(client: Any, bucket: str) -> None:
-    """Delete every object (up to a listing page), so a server holds one document at a time."""
-    for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
-        client.delete_object(Bucket=bucket, Key=item["Key"])
-
-
 def empty_bucket(client: Any, bucket: str) -> None:
     """Delete what a measure left, so the next one starts without it in memory or on disk."""
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for item in page.get("Contents", []):
             client.delete_object(Bucket=bucket, Key=item["Key"])
     client.delete_bucket(Bucket=bucket)
-
-
-def alternating_puts(
-    client: Any, bucket: str, puts: Sequence[Callable[[int], object]], rounds: int
-) -> list[list[float]]:
-    """Seconds of each put (called with its round), round by round; the bucket is emptied at
-    the end.
-
-    Each put runs once untimed first (connections open, code warm). In each round every put
-    runs once, the bucket emptied after each (untimed: no server holds more than one
-    document), and the order turns from round to round, so no put always follows the same
-    one: what a put leaves the server to do after it answers (a 64 MiB body to let go of,
-    say) falls on the others alike, and so does a drift of the machine.
-    """
-    times: list[list[float]] = [[] for _ in puts]
-    try:
-        for put in puts:
-            put(-1)
-        clear_bucket(client, bucket)
-        for i in range(rounds):
-            for turn in range(len(puts)):
-                kind = (i + turn) % len(puts)
-                times[kind].append(time_once(partial(puts[kind], i)))
-                clear_bucket(client, bucket)
-    finally:
-        empty_bucket(client, bucket)
-    return times

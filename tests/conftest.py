@@ -49,10 +49,10 @@ def moto_endpoint() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def s3rver() -> Iterator[Any]:
-    """One s3rver for the session (installed from npm into tests/.node on first use)."""
+    """One s3rver for the session (installed from npm into devkit/.node on first use)."""
     if shutil.which("npm") is None:
         pytest.skip("s3rver is installed with npm, and npm is not on PATH: install Node.js")
-    from tests.servers import S3rver
+    from devkit.servers import S3rver
 
     server = S3rver()
     try:
@@ -64,7 +64,7 @@ def s3rver() -> Iterator[Any]:
 @pytest.fixture
 def s3rver_client(s3rver: Any) -> Any:
     """A one-attempt client for s3rver, on its own credentials."""
-    from tests.servers import make_client
+    from devkit.servers import make_client
 
     return make_client(s3rver)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -50,7 +51,6 @@ from s3claim.s3._seal import (
     sealed_size,
 )
 from tests._s3 import moto_client
-from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks.documents import MiB
-from benchmarks.json_documents import nested, nested_pointers, record_pointers, records
+from devkit.documents import MiB, nested, nested_pointers, record_pointers, records
+from devkit.servers import Wire
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
-from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 BUDGET_BYTES = 64 * 1024

@@ -2,7 +2,7 @@
 
 tests/fixtures/llama_cpp/ holds the exact bodies that llama-cpp-python's server (SmolLM2-135M
 on CPU) returned, and what `OpenAICompatibleProvider` made of each against that server. They
-were recorded through a proxy by `python -m benchmarks.model --record-fixtures
+were recorded through a proxy by `python -m benchmarks.model.fixtures
 tests/fixtures/llama_cpp` (after `make bench-model` built the server); re-record them when the
 server version moves. Replayed here through the fake chat server, so no llama.cpp is needed.
 """

@@ -121,6 +121,8 @@ def test_the_wheel_and_sdist_carry_the_version_and_the_licence(dist: Dist) -> No
         assert wheel.read(f"{info}/licenses/LICENSE").decode() == licence
         metadata = wheel.read(f"{info}/METADATA").decode()
     assert {"s3claim/py.typed", "s3claim/version.py", "s3claim/cli/demo/_command.py"} <= names
+    dev_only = ("devkit/", "benchmarks/", "tests/")  # the checkout's own: never shipped
+    assert not [name for name in names if name.startswith(dev_only)]
     assert f"\nVersion: {VERSION}\n" in metadata
     assert "\nLicense-Expression: Apache-2.0\n" in metadata
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -130,6 +132,8 @@ def test_the_wheel_and_sdist_carry_the_version_and_the_licence(dist: Dist) -> No
         top = f"s3claim-{VERSION}/"
         members = set(sdist.getnames())
         assert {top + "LICENSE", top + "pyproject.toml", top + "s3claim/version.py"} <= members
+    # the sdist carries tests/test*.py (setuptools' default), never what they import from
+    assert not [n for n in members if n.startswith((top + "devkit/", top + "benchmarks/"))]
 
 
 def test_the_wheel_runs_in_a_clean_venv(venv: Venv) -> None:

@@ -18,14 +18,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from benchmarks.documents import document
+from devkit.documents import document
+from devkit.servers import Wire
 from s3claim import ClaimStoreError, ClaimUnavailableError, ManualClock
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import build_index
 from tests._s3 import s3_response, stored_bytes, window_bytes
-from tests.servers import Wire
 from tests.test_s3_faults import Injector, answer
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -233,7 +233,7 @@ def test_s3rver_serves_each_window_with_one_ranged_get_at_the_width(
 
 
 def test_s3rver_failover_between_two_store_instances(s3rver: Any, s3rver_bucket: str) -> None:
-    from tests.servers import make_client
+    from devkit.servers import make_client
 
     key = HandleKey.generate()
     first = _store(make_client(s3rver), s3rver_bucket, key)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from devkit.servers import Wire
 from s3claim import (
     ClaimCheck,
     HandleKey,
@@ -34,7 +35,6 @@ from s3claim.errors import ToolError
 from s3claim.hosting import resolve_references, run_claim_tool
 from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, UNIT_BYTES
 from tests._s3 import moto_client
-from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600

@@ -17,6 +17,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -35,7 +36,6 @@ from s3claim.scope import Scope
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._s3 import stored_bytes
 from tests.conftest import StoreUnderTest
-from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 TTL = 3600

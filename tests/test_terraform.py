@@ -170,7 +170,7 @@ def test_checkov_passes_with_every_skip_explained() -> None:
 @pytest.fixture(scope="module")
 def moto_server() -> Iterator[str]:
     """`moto_server -p PORT`, as terraform/README.md says to start it: stock moto, unpatched."""
-    from tests.servers import MotoServerCommand
+    from devkit.servers import MotoServerCommand
 
     server = MotoServerCommand()
     try:

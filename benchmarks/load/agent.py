@@ -31,16 +31,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from s3claim import AgentRunner, ClaimCheck, ScriptedProvider, tool
-from s3claim._json_path import PathRead
 from s3claim.claim_tools import claim_tools
 from s3claim.cli.demo import contract
 from s3claim.journal import RunRecord
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, S3RunJournal
 from s3claim.s3._config import make_client
-from s3claim.s3._paths import looks_like_json
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS, Window
+from s3claim.store import DEFAULT_FETCH_CHARS, PathRead, Window
 
 __all__ = ["Counting", "build", "run_one"]
 
@@ -125,7 +123,7 @@ class MeasuredStore(S3ClaimCheckStore):
 
     def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
         # A JSON result is written with its structure index: an operation of its own.
-        op = "check_in_json" if looks_like_json(content) else "check_in"
+        op = "check_in_json" if content.lstrip()[:1] in ("{", "[") else "check_in"
         with self.counting.operation(op):
             return super().put(scope, content, ttl_seconds=ttl_seconds)
 

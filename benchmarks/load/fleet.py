@@ -1,6 +1,6 @@
 """A fleet of `s3claim mcp-proxy --listen` processes on one bucket, under MCP over HTTP.
 
-Each proxy has its own stdio upstream (tests/mcp_proxy/_upstream.py) and the same bucket and
+Each proxy has its own stdio upstream (devkit/mcp_upstream.py) and the same bucket and
 handle key, so any instance redeems any handle. The load generator is one process of asyncio
 tasks, each an agent with an MCP client: one upstream call whose result is checked in, two
 fetches and one search, under a run id of its own (`_meta` `s3claim/run`). A call that fails
@@ -31,7 +31,7 @@ from benchmarks.load.agent import percentile
 __all__ = ["Proxy", "drive", "new_stats", "proc_stats", "verify"]
 
 ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = ROOT / "tests" / "mcp_proxy" / "_upstream.py"
+UPSTREAM = ROOT / "devkit" / "mcp_upstream.py"
 DOC_CHARS = 20_000
 _HANDLE = re.compile(r"claim:[0-9a-z]+")
 _START_SECONDS = 60.0
@@ -276,8 +276,7 @@ async def verify(urls: Sequence[str], minted: list[tuple[str, str, int]]) -> int
     """Every claim minted is read back whole-window through the *last* instance: none lost."""
     from mcp import Client
 
-    sys.path.insert(0, str(UPSTREAM.parent))
-    from _upstream import document  # type: ignore[import-not-found]
+    from devkit.mcp_upstream import document
 
     lost = 0
     async with Client(urls[-1], read_timeout_seconds=60) as client:

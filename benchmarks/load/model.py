@@ -1,13 +1,13 @@
 """The capacity model: S3 requests per operation, the scenarios built from them, and prices.
 
 Budgets are the store's own (s3claim/s3/_store.py, _paths.py, _journal.py, _erase.py
-docstrings) and are what `tests/test_capacity_model.py` and `make bench-load` measure with
-botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path` (`fetch_path`).
+docstrings) and are what `benchmarks/tests/test_capacity_model.py` and `make bench-load`
+measure with botocore hooks. `fetch_result` reads by `offset` (`fetch`) or by JSON `path`
+(`fetch_path`).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -44,8 +44,8 @@ OPERATIONS: dict[str, Budget] = {
         Budget(
             "check_in",
             {"PutObject": 2},
-            "new text of two lines or more: the claim (one conditional PUT) and its line "
-            "index (`.lines`); a one-line text is the claim's PUT alone",
+            "new text of two lines or more: the claim (one conditional PUT) and its index "
+            "(`.index`: its line starts); a one-line text is the claim's PUT alone",
         ),
         Budget(
             "check_in_again",
@@ -62,7 +62,8 @@ OPERATIONS: dict[str, Budget] = {
         Budget(
             "check_in_json",
             {"PutObject": 2},
-            "a JSON result: the claim and its structure index (`.index`), one PUT each",
+            "a JSON result: the claim and its index (`.index`: its structure, and its line "
+            "starts when it has lines), one PUT each",
         ),
         Budget(
             "fetch_path",
@@ -214,7 +215,3 @@ def cost_per_thousand(
     dollars += upload_bytes / gib * price.upload_gb + retrieval_bytes / gib * price.retrieval_gb
     dollars += stored_bytes / gib * price.storage_gb_month * stored_days / 30
     return dollars * 1000
-
-
-def forget_requests(claims: int) -> int:
-    return 2 * max(1, math.ceil(claims / 1000))

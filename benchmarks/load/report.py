@@ -1,12 +1,13 @@
-"""docs/capacity.md's measured half and docs/capacity.png, from benchmarks/results/capacity.json.
+"""docs/capacity.md's two generated blocks and docs/capacity.png, from the load results.
 
-`python -m benchmarks.load.report` re-renders them from the last run without measuring.
+`results_section` is the measured half (the block `load`), `costs_section` the model's tables
+with the dollars the measured bytes imply (the block `costs`); both are `Section`s the one
+renderer lays out, built from benchmarks/results/capacity.json by any run of the harness
+(`python -m benchmarks --render` re-renders them without measuring).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,9 @@ from benchmarks.load.model import (
     Scenario,
     cost_per_thousand,
 )
+from benchmarks.report import Section, Table
 
-ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "capacity.md"
-PLOT = ROOT / "docs" / "capacity.png"
-RESULTS = ROOT / "benchmarks" / "results" / "capacity.json"
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-MODEL_BEGIN, MODEL_END = "<!-- model:begin -->", "<!-- model:end -->"
+PLOT = "capacity.png"
 WRITES_PER_PARTITION, READS_PER_PARTITION = 3500, 5500
 _WRITES = {"PutObject", "CopyObject", "DeleteObjects"}
 OPS = ("check_in", "check_in_json", "fetch", "fetch_path", "search", "journal_save", "resume")
@@ -53,10 +50,9 @@ def _retryable(row: dict[str, Any]) -> str:
     return ", ".join(f"{n:,} `{k}`" for k, n in sorted(said.items())) or "0"
 
 
-def agreement(sweep: list[dict[str, Any]]) -> list[str]:
+def agreement(sweep: list[dict[str, Any]]) -> Table:
     """Model against measurement, per operation: requests per call in every cell."""
-    lines = ["| operation | model (S3 requests) | measured per call, every cell of the sweep | "
-             "agree |", "|---|---|---|---|"]  # fmt: skip
+    rows = []
     for op in OPS:
         times = SIMULATED_RUN.operations[op]
         predicted = OPERATIONS[op].requests
@@ -68,57 +64,70 @@ def agreement(sweep: list[dict[str, Any]]) -> list[str]:
                 calls -= row["refusals"].get("busy", 0)
             seen.add(", ".join(f"{k} {v / calls:g}" for k, v in sorted(got.items())))
         want = ", ".join(f"{k} {v}" for k, v in sorted(predicted.items()))
-        lines.append(f"| {op} | {want} | {' / '.join(sorted(seen))} | "
-                     f"{'yes' if seen == {want} else '**no**'} |")  # fmt: skip
-    return lines
+        rows.append([op, want, " / ".join(sorted(seen)), "yes" if seen == {want} else "**no**"])
+    return Table(
+        title="Requests per operation: model and measurement",
+        headers=["operation", "model (S3 requests)", "measured per call, every cell of the sweep",
+                 "agree"],
+        rows=rows,
+        align_left=4,
+    )  # fmt: skip
 
 
-def sweep_table(rows: list[dict[str, Any]], server: str) -> list[str]:
-    head = " | ".join(f"{op} p50/p99" for op in OPS)
-    lines = [f"| N | runs | runs/s | S3 req/s | {head} (ms) | errors | retryable refusals | "
-             "client CPU | server CPU | client peak MB | server peak MB | connections | "
-             "load avg |",
-             "|" + "---|" * (12 + len(OPS))]  # fmt: skip
+def sweep_table(rows: list[dict[str, Any]], server: str) -> Table:
+    body = []
     for r in (r for r in rows if r["server"] == server):
-        lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in OPS)
-        lines.append(
-            f"| {r['workers']:,} | {r['runs']:,} | {r['runs_per_s']:.1f} | "
-            f"{r['requests_per_s']:.0f} | {lat} | {_errors(r)} | {_retryable(r)} | "
-            f"{r['client_cpu'] / r['wall']:.2f} | {r['server_cpu'] / r['wall']:.2f} | "
-            f"{r['client_peak_rss_mb']:.0f} | {r['server_peak_rss_mb']:.0f} | "
-            f"{r['connections']:,} | {r['load_average']:.1f} |"
-        )
-    return lines
+        body.append([
+            f"{r['workers']:,}", f"{r['runs']:,}", f"{r['runs_per_s']:.1f}",
+            f"{r['requests_per_s']:.0f}",
+            *(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in OPS),
+            str(_errors(r)), _retryable(r), f"{r['client_cpu'] / r['wall']:.2f}",
+            f"{r['server_cpu'] / r['wall']:.2f}", f"{r['client_peak_rss_mb']:.0f}",
+            f"{r['server_peak_rss_mb']:.0f}", f"{r['connections']:,}",
+            f"{r['load_average']:.1f}",
+        ])  # fmt: skip
+    return Table(
+        title=f"{server}: N concurrent runs, one store and one journal (latencies in ms)",
+        headers=["N", "runs", "runs/s", "S3 req/s", *(f"{op} p50/p99" for op in OPS), "errors",
+                 "retryable refusals", "client CPU", "server CPU", "client peak MB",
+                 "server peak MB", "connections", "load avg"],
+        rows=body,
+    )  # fmt: skip
 
 
-def pool_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| pool | past the pool | runs/s | S3 requests | connections opened | "
-             "thrown away | journal_save p99 (ms) | runs failed | errors |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+def pool_table(rows: list[dict[str, Any]]) -> Table:
+    body = []
     for r in rows:
         past = "waits (s3claim)" if r.get("queues") else "opens one more (botocore)"
-        lines.append(f"| {r['pool']} | {past} | {r['runs_per_s']:.1f} | {r['requests']:,} | "
-                     f"{r['connections']:,} | {r['discarded']:,} | "
-                     f"{_ms(r['p99']['journal_save'])} | {r['failed']} | "
-                     f"{_errors(r)} |")  # fmt: skip
-    return lines
+        body.append([str(r["pool"]), past, f"{r['runs_per_s']:.1f}", f"{r['requests']:,}",
+                     f"{r['connections']:,}", f"{r['discarded']:,}",
+                     _ms(r["p99"]["journal_save"]), str(r["failed"]), str(_errors(r))])  # fmt: skip
+    return Table(
+        title="Connection pool: before and after",
+        headers=["pool", "past the pool", "runs/s", "S3 requests", "connections opened",
+                 "thrown away", "journal_save p99 (ms)", "runs failed", "errors"],
+        rows=body,
+        align_left=2,
+    )  # fmt: skip
 
 
-def fleet_table(rows: list[dict[str, Any]]) -> list[str]:
-    head = " | ".join(f"{op.removeprefix('proxy_')} p50/p99" for op in PROXY_OPS)
-    lines = [
-        f"| proxies | runs | runs/s | calls/s | {head} (ms) | S3 requests per run | "
-        "errors | peak MB per proxy | load avg |",
-        "|" + "---|" * (8 + len(PROXY_OPS)),
-    ]
+def fleet_table(rows: list[dict[str, Any]]) -> Table:
+    body = []
     for r in rows:
-        lat = " | ".join(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in PROXY_OPS)
         per_run = ", ".join(f"{k} {v / r['runs']:g}" for k, v in sorted(r["s3_requests"].items()))
-        peaks = ", ".join(f"{p['peak_rss_mb']:.0f}" for p in r["proxies"])
-        lines.append(f"| {r['size']} | {r['runs']} | {r['runs_per_s']:.1f} | "
-                     f"{r['calls_per_s']:.1f} | {lat} | {per_run} | {_errors(r)} | {peaks} | "
-                     f"{r['load_average']:.1f} |")  # fmt: skip
-    return lines
+        body.append([
+            str(r["size"]), str(r["runs"]), f"{r['runs_per_s']:.1f}", f"{r['calls_per_s']:.1f}",
+            *(f"{_ms(r['p50'][op])}/{_ms(r['p99'][op])}" for op in PROXY_OPS), per_run,
+            str(_errors(r)), ", ".join(f"{p['peak_rss_mb']:.0f}" for p in r["proxies"]),
+            f"{r['load_average']:.1f}",
+        ])  # fmt: skip
+    return Table(
+        title="A fleet of MCP proxies on one bucket (latencies in ms)",
+        headers=["proxies", "runs", "runs/s", "calls/s",
+                 *(f"{op.removeprefix('proxy_')} p50/p99" for op in PROXY_OPS),
+                 "S3 requests per run", "errors", "peak MB per proxy", "load avg"],
+        rows=body,
+    )  # fmt: skip
 
 
 def _said(refusals: dict[str, int]) -> str:
@@ -129,22 +138,22 @@ def _said(refusals: dict[str, int]) -> str:
     return f"{kinds} ({'all retryable' if retryable else '**not all retryable**'})"
 
 
-def chaos_lines(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
+def chaos_notes(runs: dict[str, Any], fleet: dict[str, Any]) -> list[str]:
     injected = sum(runs["relay"]["injected"].values())
     total = sum(runs["relay"]["requests"].values())
     f_injected = sum(fleet["injected"].values())
     killed = fleet["killed"]
     return [
-        f"- In one process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
+        f"Chaos, in one process, N = {runs['workers']}: {runs['runs']:,} runs; {injected} of "
         f"{total:,} S3 requests answered `503 SlowDown` ({dict(runs['relay']['injected'])}), "
         f"each retried by the store. Runs that failed: {runs['failed']}; journals or claims "
         f"lost: {runs['lost']} (the journals of the first 256 runs read back `answered` and "
         f"each of their claims fetched); what the model read as an error: "
         f"{_said(runs['refusals'])}.",
-        f"- Fleet of {fleet['size']}: {fleet['runs']} runs; {f_injected} S3 requests answered "
-        f"SlowDown; proxy 1 SIGKILLed 3 s in (at {killed.get('peak_rss_mb', 0):.0f} MB) and "
-        f"restarted on its port {killed.get('restarted_after_s', 0):.1f} s later. The agents "
-        f"saw {fleet['failovers']} transport errors "
+        f"Chaos, in a fleet of {fleet['size']}: {fleet['runs']} runs; {f_injected} S3 requests "
+        f"answered SlowDown; proxy 1 SIGKILLed 3 s in (at {killed.get('peak_rss_mb', 0):.0f} "
+        f"MB) and restarted on its port {killed.get('restarted_after_s', 0):.1f} s later. The "
+        f"agents saw {fleet['failovers']} transport errors "
         f"({dict(fleet.get('transport_errors', {})) or 'none'}): each a retryable failure of "
         f"the call, sent again to the next instance. Errors the agents' model read: "
         f"{_said(fleet['refusals'])}; claims lost: {fleet['lost']} (of {fleet.get('verified', 0)} "
@@ -163,45 +172,53 @@ def _fleet_run_model() -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(total.items()))
 
 
-def model_lines(bytes_per: dict[str, float]) -> list[str]:
+def costs_section(bytes_per: dict[str, float]) -> Section:
     """The model's tables: budgets, scenarios, rates per partition, dollars per 1,000 runs.
 
     `bytes_per`: request body bytes per operation, measured (the sweep's mean), for the
     per-GB charges of S3 Express One Zone.
     """
-    lines = [MODEL_BEGIN, "", "| operation | S3 requests | measured here | note |",
-             "|---|---|---|---|"]  # fmt: skip
+    budgets = []
     for b in OPERATIONS.values():
         reqs = " + ".join(f"{n} {k}" for k, n in b.requests.items()) or "0"
         if b.name in SIMULATED_RUN.operations:
-            where = "make bench-load, tests/test_capacity_model.py"
+            where = "make bench-load, benchmarks/tests/test_capacity_model.py"
         elif b.name.startswith("proxy_call_large") or b.name in PROXY_OPS:
             where = "make bench-load (the fleet, counted at the relay)"
         else:
             where = "tests/test_budgets.py, tests/test_s3_store.py"
-        lines.append(f"| {b.name} | {reqs} | {where} | {b.note} |")
-    lines += ["", "| run | operations | S3 requests per run | runs/s one partition holds "
-              "(writes / reads) | " + " | ".join(f"$ per 1,000 runs, {p.name}" for p in PRICES)
-              + " |", "|---|---|---|---|" + "---|" * len(PRICES)]  # fmt: skip
-    for scenario in (SIMULATED_RUN, COUNSEL_RUN, CODING_RUN):
-        lines.append(_scenario_row(scenario, bytes_per))
-    lines += ["", f"List prices read {PRICES_READ}, us-east-1, per 1,000 requests: "
-              + "; ".join(f"{p.name}: PUT/COPY/POST/LIST ${p.tier1}, GET/HEAD ${p.tier2}"
-                          + (f", ${p.upload_gb}/GB uploaded, ${p.retrieval_gb}/GB retrieved"
-                             if p.upload_gb else "")
-                          + f", storage ${p.storage_gb_month}/GB-month ({p.source})"
-                          for p in PRICES)
-              + ". DELETE requests are free. Each run's objects are kept one day. Upload "
-              "bytes per operation are the sweep's measured means: "
-              + ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items()))
-              + "; the coding run's operations are assumed to be the same sizes. Retrieval: "
-              "a 4,096-character window per fetch, three per read by path, a whole text "
-              "claim per search.",
-              "", MODEL_END]  # fmt: skip
-    return lines
+        budgets.append([b.name, reqs, where, b.note])
+    prices = "; ".join(
+        f"{p.name}: PUT/COPY/POST/LIST ${p.tier1}, GET/HEAD ${p.tier2}"
+        + (f", ${p.upload_gb}/GB uploaded, ${p.retrieval_gb}/GB retrieved" if p.upload_gb else "")
+        + f", storage ${p.storage_gb_month}/GB-month ({p.source})"
+        for p in PRICES
+    )
+    measured = ", ".join(f"{k} {v:,.0f} B" for k, v in sorted(bytes_per.items()))
+    return Section(
+        title="The model: S3 requests per operation",
+        intro="",
+        tables=[
+            Table(["operation", "S3 requests", "measured here", "note"], budgets, align_left=4),
+            Table(
+                ["run", "operations", "S3 requests per run",
+                 "runs/s one partition holds (writes / reads)",
+                 *(f"$ per 1,000 runs, {p.name}" for p in PRICES)],
+                [_scenario_row(s, bytes_per) for s in (SIMULATED_RUN, COUNSEL_RUN, CODING_RUN)],
+                align_left=3,
+            ),
+        ],
+        notes=[
+            f"List prices read {PRICES_READ}, us-east-1, per 1,000 requests: {prices}. DELETE "
+            "requests are free. Each run's objects are kept one day. Upload bytes per operation "
+            f"are the sweep's measured means: {measured}; the coding run's operations are "
+            "assumed to be the same sizes. Retrieval: a 4,096-character window per fetch, three "
+            "per read by path, a whole text claim per search."
+        ],
+    )  # fmt: skip
 
 
-def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
+def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> list[str]:
     reqs = scenario.requests
     writes = sum(n for k, n in reqs.items() if k in _WRITES)
     reads = sum(n for k, n in reqs.items() if k not in _WRITES)
@@ -223,14 +240,16 @@ def _scenario_row(scenario: Scenario, bytes_per: dict[str, float]) -> str:
     ]  # fmt: skip
     ops = ", ".join(f"{n} {op}" for op, n in scenario.operations.items())
     total = ", ".join(f"{n} {k}" for k, n in sorted(reqs.items()))
-    return (
-        f"| {scenario.name} | {ops} | {total} | {rate_w:,.0f} / {rate_r:,.0f} | "
-        + " | ".join(f"${d:.4f}" for d in dollars)
-        + " |"
-    )
+    return [
+        scenario.name,
+        ops,
+        total,
+        f"{rate_w:,.0f} / {rate_r:,.0f}",
+        *(f"${d:.4f}" for d in dollars),
+    ]
 
 
-def plot(results: dict[str, Any]) -> None:
+def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -260,29 +279,29 @@ def plot(results: dict[str, Any]) -> None:
     fig.suptitle(f"s3claim on one bucket, loopback, {results['machine']} (shared), "
                  f"{results['date']}")  # fmt: skip
     fig.tight_layout()
-    fig.savefig(PLOT, dpi=110)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
-def write(results: dict[str, Any]) -> None:
-    lines = [BEGIN, "", f"Measured {results['date']} on {results['machine']}, "
-             f"`make bench-load` in {results['seconds'] / 60:.1f} minutes.", "",
-             "### Requests per operation: model and measurement", "",
-             *agreement(results["sweep"]), ""]  # fmt: skip
-    for server in ("s3rver", "moto"):
-        lines += [f"### {server}: N concurrent runs, one store and one journal", "",
-                  *sweep_table(results["sweep"], server), ""]  # fmt: skip
-    lines += ["### Connection pool: before and after", "", *pool_table(results["pool"]), "",
-              "### A fleet of MCP proxies on one bucket", "", *fleet_table(results["fleet"]),
-              "", "### Chaos", "", *chaos_lines(results["chaos_runs"], results["fleet_chaos"]),
-              "", "![throughput and p99 against N](capacity.png)", "", END]  # fmt: skip
-    text = DOC.read_text()
-    block = "\n".join(lines)
-    text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    model = "\n".join(model_lines(bytes_per_operation(results["sweep"])))
-    text = re.sub(re.escape(MODEL_BEGIN) + ".*?" + re.escape(MODEL_END), lambda _: model, text,
-                  flags=re.S)  # fmt: skip
-    DOC.write_text(text)
-    plot(results)
+def results_section(results: dict[str, Any]) -> Section:
+    """The measured half: model against measurement, the sweep, the pool, the fleet, chaos."""
+    tables = [agreement(results["sweep"])]
+    servers = [s for s in ("s3rver", "moto") if any(r["server"] == s for r in results["sweep"])]
+    tables += [sweep_table(results["sweep"], server) for server in servers]
+    if "pool" in results:
+        tables.append(pool_table(results["pool"]))
+    tables.append(fleet_table(results["fleet"]))
+    chaos = "chaos_runs" in results and "fleet_chaos" in results
+    return Section(
+        title="Capacity: concurrent runs on one bucket",
+        intro=(
+            f"Measured {results['date']} on {results['machine']}, `make bench-load` in "
+            f"{results['seconds'] / 60:.1f} minutes.\n\n"
+            f"![throughput and p99 against N]({PLOT})"
+        ),
+        tables=tables,
+        notes=chaos_notes(results["chaos_runs"], results["fleet_chaos"]) if chaos else [],
+    )
 
 
 def bytes_per_operation(sweep: list[dict[str, Any]]) -> dict[str, float]:
@@ -294,14 +313,3 @@ def bytes_per_operation(sweep: list[dict[str, Any]]) -> dict[str, float]:
             sent[op] += row["request_bytes"].get(op, 0)
             calls[op] += row["runs"] * times
     return {op: sent[op] / calls[op] for op in calls if calls[op] and sent[op]}
-
-
-def totals(row: dict[str, Any]) -> Counter[str]:
-    wire: Counter[str] = Counter()
-    for by_s3 in row["per_operation"].values():
-        wire.update(by_s3)
-    return wire
-
-
-if __name__ == "__main__":
-    write(json.loads(RESULTS.read_text()))

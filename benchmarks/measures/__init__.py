@@ -1,1 +1,1 @@
-"""One module per measure; each has `run(bench) -> Section` (fetch also returns plot points)."""
+"""One module per measure; each has `run(bench) -> Section`."""

@@ -12,6 +12,7 @@ and at least the throughput of 16 sync threads sharing one store.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -19,18 +20,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, percentile
+from devkit.documents import document, label
 from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
-from s3claim._workers import DEFAULT_MAX_WORKERS
-from s3claim.s3._async import DEFAULT_MAX_IN_FLIGHT
+from s3claim.aio import DEFAULT_MAX_WORKERS
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 
 __all__ = ["run"]
 
 TASKS = 64
+DEFAULT_MAX_IN_FLIGHT: int = (
+    inspect.signature(AsyncS3ClaimCheckStore).parameters["max_in_flight"].default
+)
 SYNC_THREADS = 16
 WORKERS = (2, DEFAULT_MAX_WORKERS, 8)
 LAG_BUDGET = 0.010

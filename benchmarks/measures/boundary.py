@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from benchmarks.baselines import neutralise_before_21
 from benchmarks.context import Bench
-from benchmarks.documents import NAMES, WIDTH_CHARSETS, Charset, MiB, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, fmt_ratio, median, time_once
-from s3claim._forgery import neutralise
+from devkit.documents import NAMES, WIDTH_CHARSETS, Charset, MiB, document, label
+from s3claim.hosting import neutralise
 
 __all__ = ["BUDGET", "forged_document", "run"]
 

@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, fmt_ratio, median, percentile
+from devkit.documents import document, label
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 

@@ -22,7 +22,6 @@ from benchmarks.baselines import TRUNCATE_AT, inline_limit
 from benchmarks.context import Bench
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ratio
-from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 from s3claim.claim_tools import claim_check_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli.demo import (
@@ -40,6 +39,7 @@ from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import Provider, ScriptedProvider, Step
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.tools import Tool, tool
+from s3claim.wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 
 __all__ = ["arm_runner", "note", "run", "script"]
 

@@ -19,7 +19,11 @@ from typing import Any
 from benchmarks.context import Bench
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms
-from s3claim._matching import MAX_CONCURRENT_SEARCHES, MAX_SEARCHES_PER_TENANT, QUEUE_SECONDS
+from s3claim._reading._matching import (
+    MAX_CONCURRENT_SEARCHES,
+    MAX_SEARCHES_PER_TENANT,
+    QUEUE_SECONDS,
+)
 from s3claim.claim_tools import claim_search_tool, run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope

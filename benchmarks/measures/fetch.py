@@ -1,4 +1,4 @@
-"""Measure 1: one 4,096-character window from documents of growing size.
+"""Measure: one 4,096-character window from documents of growing size, and its plot.
 
 Requests and response bytes are counted on moto (the wire is the same on any S3); latency is
 timed on the streaming server. Each window is checked against the document once, outside the
@@ -7,24 +7,38 @@ timed loop, so a fast wrong answer cannot pass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import CHARSETS, Charset, document, label
-from benchmarks.report import FetchPoint, Section, Table
+from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median, time_once
+from devkit.documents import CHARSETS, Charset, document, label
+from devkit.servers import Wire
 from s3claim.handles import content_width
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
-from tests.servers import Wire
 
 __all__ = ["run"]
 
 SCOPE = Scope(tenant="bench", run="fetch")
 WINDOW = DEFAULT_FETCH_CHARS
 STORES = ("s3claim", "naive")
+PLOT = "benchmarks.png"
+
+
+@dataclass(frozen=True)
+class FetchPoint:
+    """One curve point of the plot: medians over positions, for one store and charset."""
+
+    chars: int
+    charset: str
+    store: str
+    seconds: float
+    response_bytes: float
 
 
 def positions(chars: int) -> list[tuple[str, int]]:
@@ -90,7 +104,7 @@ def _time(bench: Bench, chars: int, text: str, cells: dict[tuple[str, str], _Cel
         empty_bucket(client, bucket)
 
 
-def run(bench: Bench) -> tuple[Section, list[FetchPoint]]:
+def run(bench: Bench) -> Section:
     wire_rows: list[list[str]] = []
     time_rows: list[list[str]] = []
     stored_rows: list[list[str]] = []
@@ -170,7 +184,8 @@ def run(bench: Bench) -> tuple[Section, list[FetchPoint]]:
             "the median "
             f"of {bench.profile.fetch_repeats} timed fetches (naive: 3 to "
             f"{bench.profile.fetch_repeats}, fewer as objects grow) against "
-            f"{bench.timing.name}."
+            f"{bench.timing.name}.\n\n"
+            f"![Fetch latency and bytes per fetch against document size]({PLOT})"
         ),
         tables=[
             Table(
@@ -226,4 +241,77 @@ def run(bench: Bench) -> tuple[Section, list[FetchPoint]]:
             f"even ({fmt_ratio(even)}).",
         ],
     )
-    return section, points
+    bench.out.mkdir(parents=True, exist_ok=True)
+    plot_fetch(points, bench.out / PLOT, timing_server=bench.timing.name)
+    return section
+
+
+def plot_fetch(points: Sequence[FetchPoint], path: Path, *, timing_server: str) -> None:
+    """Latency and bytes per fetch against document size, s3claim against naive, log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    fig, (latency, traffic) = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
+    styles = {
+        ("s3claim", "ascii"): ("tab:blue", "o", "-"),
+        ("s3claim", "utf8"): ("tab:blue", "s", "--"),
+        ("naive", "ascii"): ("tab:red", "o", "-"),
+        ("naive", "utf8"): ("tab:red", "s", "--"),
+    }
+    names = {"ascii": "ASCII", "utf8": "mixed UTF-8"}
+    for (store, charset), (color, mark, dash) in styles.items():
+        curve = sorted(
+            (p for p in points if p.store == store and p.charset == charset), key=lambda p: p.chars
+        )
+        if not curve:
+            continue
+        xs = [p.chars for p in curve]
+        style: dict[str, Any] = {
+            "color": color,
+            "marker": mark,
+            "linestyle": dash,
+            "label": f"{store}, {names[charset]}",
+            # hollow, larger markers for UTF-8: where the two curves coincide, both still show
+            "markerfacecolor": "none" if charset == "utf8" else color,
+            "markersize": 9 if charset == "utf8" else 5,
+        }
+        latency.plot(xs, [p.seconds * 1000 for p in curve], **style)
+        traffic.plot(xs, [p.response_bytes for p in curve], **style)
+
+    sizes = sorted({p.chars for p in points})
+    for axis in (latency, traffic):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks(sizes, [_size_label(x) for x in sizes])
+        axis.minorticks_off()
+        axis.set_xlabel("document size (characters)")
+        axis.grid(True, which="major", alpha=0.4)
+        axis.legend(fontsize=8, loc="upper left")
+    latency.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    latency.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g} ms"))
+    traffic.yaxis.set_major_locator(LogLocator(base=4))  # 16 KiB, 64 KiB, 256 KiB, 1 MiB...
+    traffic.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _bytes_label(y)))
+    latency.set_ylabel("median latency per fetch")
+    latency.set_title(f"Fetch latency ({timing_server})", fontsize=10)
+    traffic.set_ylabel("response body per fetch")
+    traffic.set_title("Bytes moved per fetch (counted on moto)", fontsize=10)
+    fig.suptitle("One 4,096-character window: s3claim (one ranged GET) vs naive (whole object)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _size_label(chars: float) -> str:
+    for unit, scale in (("Mi", 1024**2), ("Ki", 1024)):
+        if chars >= scale:
+            return f"{chars / scale:g} {unit}"
+    return f"{chars:g}"
+
+
+def _bytes_label(value: float) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"

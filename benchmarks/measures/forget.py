@@ -17,8 +17,8 @@ from typing import Any
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ms, fmt_ratio, median, time_once
+from devkit.servers import Wire
 from s3claim.scope import Scope
-from tests.servers import Wire
 
 __all__ = ["run"]
 

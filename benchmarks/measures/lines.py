@@ -1,14 +1,10 @@
 """Measure: reading a log by line, from its end, and with a limit (`fetch_result(line=...)`,
 `from_end=true`, `limit=...`).
 
-1. Check-in: the S3 store's put of a log (the claim, and its line index beside it) against a
-   plain UTF-8 put of the same text (the naive store), on moto and on the timing server, in
-   alternating rounds whose order turns (as many as the check-in section's: median of 31 at
-   16 Mi characters, 5 above); the index's size per line.
-2. Reads: requests and bytes of one read on S3 (moto, counted on the wire) by line at the
+1. Reads: requests and bytes of one read on S3 (moto, counted on the wire) by line at the
    start, middle and end of the log, from the end, and with small limits, beside the naive
    store's whole download of the object, which every read of it costs.
-3. The model's side: characters that enter the context to find the log's final error, the
+2. The model's side: characters that enter the context to find the log's final error, the
    answer of every `fetch_result` call counted whole (footers and notes included). `from_end`
    is one call; an offset read needs the length from the marker first; paging from the start
    is what a model does that has only the spec's offset reads and no idea where the error is.
@@ -21,23 +17,21 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from benchmarks.context import TTL, Bench, alternating_puts, empty_bucket
-from benchmarks.documents import MiB
+from benchmarks.context import TTL, Bench, empty_bucket
 from benchmarks.report import Section, Table
-from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
-from s3claim._lines import count_lines, line_index
-from s3claim._wording import CONTINUE_SEEN
+from benchmarks.stats import fmt_bytes, fmt_int, fmt_ratio
+from devkit.documents import MiB
+from devkit.servers import Wire
 from s3claim.claim_tools import claim_check_tool, run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext
-from tests.servers import Endpoint, Wire
+from s3claim.wording import CONTINUE_SEEN
 
 __all__ = ["run", "service_log"]
 
 FINAL_ERROR = "ERROR payment-service: upstream timed out after 30000 ms"
 BUDGET_LINE_GETS = 2
-BUDGET_INDEX_BYTES = 4096 + 16  # one sealed block of the line index
 
 
 def service_log(chars: int) -> str:
@@ -68,48 +62,11 @@ def service_log(chars: int) -> str:
     return "".join(lines)[: chars - len(trace)] + "\n" + trace
 
 
-def _checkin_seconds(bench: Bench, endpoint: Endpoint, text: str) -> tuple[float, float]:
-    """Median seconds of the store's put and the naive put of `text`, in alternating rounds."""
-    client, bucket, store, naive = bench.stores(endpoint)
-    puts: list[Callable[[int], object]] = [
-        lambda i: store.put(Scope("bench", f"s{i}"), text, ttl_seconds=TTL),
-        lambda i: naive.put(Scope("bench", f"n{i}"), text, ttl_seconds=TTL),
-    ]
-    times = alternating_puts(client, bucket, puts, bench.profile.checkin_repeats(len(text)))
-    return median(times[0]), median(times[1])
-
-
-def _checkins(bench: Bench, chars: int) -> tuple[list[list[str]], dict[str, float]]:
-    """One row per server: the median check-in of a log of `chars` against the naive put;
-    beside them, each server's naive put time over the check-in's."""
-    text = service_log(chars)
-    index = line_index(text) or b""
-    lines = count_lines(text)
-    rows: list[list[str]] = []
-    speeds: dict[str, float] = {}
-    for endpoint in (bench.moto, bench.timing):
-        put_s, naive_s = _checkin_seconds(bench, endpoint, text)
-        speeds[endpoint.name] = naive_s / put_s
-        rows.append(
-            [
-                f"{len(text) / MiB:,.0f} Mi",
-                fmt_int(lines),
-                endpoint.name,
-                fmt_ms(put_s),
-                fmt_ms(naive_s),
-                fmt_ratio(naive_s / put_s),
-                fmt_bytes(len(index)),
-                f"{len(index) / max(lines - 1, 1):.1f} B",
-            ]
-        )
-    return rows, speeds
-
-
 def _reads(store: Any, naive: Any, wire: Wire, text: str) -> tuple[list[list[str]], list[str]]:
     scope = Scope(tenant="bench", run=f"lines-{uuid.uuid4().hex[:8]}")
     handle = store.put(scope, text, ttl_seconds=TTL)
     naive_handle = naive.put(scope, text, ttl_seconds=TTL)
-    lines = count_lines(text)
+    lines = text.count("\n") + (not text.endswith("\n"))  # a line ends at a break
     wire.clear()
     naive.fetch(scope, naive_handle, 0, 4096)
     whole_requests, whole_bytes = wire.total_requests, wire.total_response_bytes
@@ -191,13 +148,7 @@ def _model_side(text: str) -> list[list[str]]:
 
 
 def run(bench: Bench) -> Section:
-    chars = bench.profile.memory_chars  # 64 Mi characters in the full profile
-    # 16 Mi characters: the check-in budget's size (section 3 has its document's).
-    checkin, speeds = _checkins(bench, 16 * MiB)
-    at_budget, log_lines = speeds[bench.timing.name], checkin[0][1]
-    if chars != 16 * MiB:
-        checkin += _checkins(bench, chars)[0]
-    text = service_log(chars)
+    text = service_log(bench.profile.memory_chars)  # 64 Mi characters in the full profile
     client, bucket, store, naive = bench.stores(bench.moto)
     wire = Wire.attach(client)
     try:
@@ -211,29 +162,11 @@ def run(bench: Bench) -> Section:
         f"Reading by line and from the end ({len(text) / MiB:,.0f} Mi-character log): any "
         f"line in {middle[2]} GETs, {middle[3]}; the last window in {tail[2]} GET, {tail[3]} "
         f"(a whole download: {tail[5]})",
-        f"Reading by line and from the end: a 16 Mi-character log of {log_lines} lines checks "
-        f"in with its line index at {at_budget:.2f}× a plain UTF-8 put's speed on "
-        f"{bench.timing.name} (budget: at least 0.80, "
-        f"{'met' if at_budget >= 0.8 else 'not met'})",
     ]
     return Section(
         title="Reading by line and from the end",
         intro=__doc__.split("\n\n", 1)[1] if __doc__ else "",
         tables=[
-            Table(
-                title="Check-in of a log with its line index (S3 store)",
-                headers=[
-                    "characters",
-                    "lines",
-                    "server",
-                    "S3 put with index",
-                    "plain UTF-8 put",
-                    "speed vs plain",
-                    "line index",
-                    "per line",
-                ],
-                rows=checkin,
-            ),
             Table(
                 title="One read on S3 beside the naive whole download (budget: a line in 2 GETs)",
                 headers=[

@@ -36,16 +36,16 @@ from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
 from benchmarks.context import Bench, empty_bucket
-from benchmarks.documents import KiB, MiB, document
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
-from tests.mcp_servers import FILESYSTEM_VERSION, install_filesystem
-from tests.servers import make_client
+from devkit.documents import KiB, MiB, document
+from devkit.mcp_servers import FILESYSTEM_VERSION, install_filesystem
+from devkit.servers import make_client
 
 __all__ = ["run"]
 
 _KEY = "bench-handle-key-0123456789abcdef"
-_TEST_UPSTREAM = str(Path(__file__).resolve().parents[2] / "tests" / "mcp_proxy" / "_upstream.py")
+_TEST_UPSTREAM = str(Path(__file__).resolve().parents[2] / "devkit" / "mcp_upstream.py")
 _BIG = 200_000_000
 
 

@@ -12,9 +12,9 @@ import tracemalloc
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import CHARSETS, document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_ratio
+from devkit.documents import CHARSETS, document, label
 from s3claim.scope import Scope
 
 __all__ = ["run"]

@@ -8,11 +8,9 @@
    server, so the figures are exact.
 2. Hand-off of one claim (64 Mi characters in the full profile) to another run of the same
    tenant, on moto's HTTP server, counted on the wire: (a) the server-side copy s3claim
-   ships (HeadObject, CopyObject with new sealed metadata, CopyObject of the index, here a
-   404 as the text is not JSON), against (b) a small sealed pointer object under the child's
-   prefix naming the parent's key (one PutObject; every read then GETs the pointer first),
-   and (c) reading the claim back and putting it again. Time and requests of the hand-off
-   and of one 4,096-character fetch after it (median of 15).
+   ships (a HeadObject, then a CopyObject of the claim and one of each index beside it, with
+   new sealed metadata), against (b) reading the claim back and putting it again. Time and
+   requests of the hand-off and of one 4,096-character fetch after it (median of 15).
 
 Budgets: by reference, at most 2,000 characters in all; the shipped hand-off, at most 3
 requests and 4 KiB through the process whatever the claim's size.
@@ -28,9 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import MiB
+from benchmarks.peers.common import strip_end_note
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
+from devkit.documents import MiB
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -42,11 +42,9 @@ from s3claim import (
     claim_tools,
     tool,
 )
-from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN
 from s3claim.cli.demo import contract
-from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
-from tests.servers import Wire
+from s3claim.wording import CONTINUE_SEEN, HANDLE_SEEN
 
 __all__ = ["run"]
 
@@ -84,7 +82,7 @@ def _conversation(*, references: bool) -> tuple[int, int, int]:
                 return _call("summarise", {"text": {"$claim": handle[0]}})
             return _call("fetch_result", {"handle": handle[0], "offset": 0})
         more = CONTINUE_SEEN.search(last.content)
-        window.append(last.content[: more.start()].rsplit("\n\n", 1)[0] if more else last.content)
+        window.append(strip_end_note(last.content))  # its footer, or the last one's end note
         if more is not None:
             return _call("fetch_result", {"handle": handle[0], "offset": int(more.group(1))})
         return _call("summarise", {"text": "".join(window)})  # re-emitted, whole
@@ -127,30 +125,8 @@ def _timed(call: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - began, value
 
 
-def _pointer(store: S3ClaimCheckStore, parent: Scope, handle: str, child: Scope) -> str:
-    """Design (b): a sealed, empty object under the child's prefix naming the parent's key."""
-    layout = store.layout
-    key = layout.object_key(child, store._key.handed_off(handle, child))
-    fields = {
-        "s3claim-pointer": layout.object_key(parent, handle),
-        "s3claim-run": layout.run_tag(child),
-        "s3claim-expires-at": str(int(store.clock.now()) + TTL),
-    }
-    store.client.put_object(
-        Bucket=store.bucket, Key=key, Body=b"", Metadata=layout.seal(key).metadata(fields)
-    )
-    return key
-
-
-def _pointer_fetch(store: S3ClaimCheckStore, key: str, parent: Scope, handle: str) -> str:
-    """A read through the pointer: its GET and seal, then the parent's one ranged GET."""
-    meta = store.client.get_object(Bucket=store.bucket, Key=key)["Metadata"]
-    store.layout.seal(key).check_metadata(meta, operation="GetObject")
-    return store.fetch(parent, handle, 8 * 4096, 4096).text
-
-
 def _hand_off_rows(bench: Bench) -> tuple[list[list[str]], list[str]]:
-    """The three designs' rows, and the shipped one's missed budgets."""
+    """The two designs' rows, and the shipped one's missed budgets."""
     chars = bench.profile.memory_chars
     text = ("The parties agree to the terms below. " * (chars // 38 + 1))[:chars]
     client, bucket, store, _ = bench.stores(bench.moto)
@@ -201,12 +177,7 @@ def _hand_off_rows(bench: Bench) -> tuple[list[list[str]], list[str]]:
             lambda made: store.fetch(made[0], made[1], 8 * 4096, 4096).text,
         )
         measure(
-            "(b) sealed pointer object",
-            lambda child: _pointer(store, parent, handle, child),
-            lambda key: _pointer_fetch(store, key, parent, handle),
-        )
-        measure(
-            "(c) read back and put again",
+            "(b) read back and put again",
             lambda child: (
                 child,
                 store.put(child, store.fetch(parent, handle, 0, chars).text, ttl_seconds=TTL),
@@ -237,7 +208,7 @@ def run(bench: Bench) -> Section:
     hand_off, failures = _hand_off_rows(bench)
     if with_refs[0] + with_refs[1] > BUDGET_REFERENCE_CHARS:
         failures.append(f"by reference: {with_refs[0] + with_refs[1]} characters")
-    copy, pointer = hand_off[0], hand_off[1]
+    copy = hand_off[0]
     saved = (without[0] + without[1]) / (with_refs[0] + with_refs[1])
     return Section(
         title="Passing a claim by reference",
@@ -267,7 +238,7 @@ def run(bench: Bench) -> Section:
             f"{with_refs[0] + with_refs[1]:,} characters by reference against "
             f"{without[0] + without[1]:,} read back and re-emitted ({fmt_ratio(saved)})",
             f"Hand-off of a {copy[1]} claim: server-side copy in {copy[4]} with {copy[3]} "
-            f"through the process, then {copy[5]} request a fetch (a pointer: {pointer[5]})",
+            f"through the process, then {copy[5]} request a fetch",
         ],
         budget_failures=failures,
     )

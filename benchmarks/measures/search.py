@@ -21,12 +21,11 @@ from functools import partial
 from typing import Any
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import document, label
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
-from s3claim._search import compile_pattern, search_text
-from s3claim._wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
-from s3claim.claim_tools import claim_check_tool, claim_search_tool
+from devkit.documents import document, label
+from devkit.servers import Wire
+from s3claim.claim_tools import claim_check_tool, claim_search_tool, run_claim_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli.demo import SYSTEM, contract, read_contract_tool
 from s3claim.events import ModelCalled
@@ -35,8 +34,8 @@ from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import ScriptedProvider, Step
 from s3claim.runner import AgentRunner, RunResult
 from s3claim.scope import Scope
-from s3claim.tools import ToolRegistry
-from tests.servers import Wire
+from s3claim.tools import RunContext, ToolRegistry
+from s3claim.wording import CONTINUE_SEEN, HANDLE_SEEN, MARKER_SEEN
 
 __all__ = ["run"]
 
@@ -59,8 +58,12 @@ def _naive_search(naive: Any, handle: str, needle: str) -> int:
 
 
 def _ours(store: Any, handle: str, needle: str) -> int:
-    compiled = compile_pattern(needle, is_regex=False, ignore_case=False)
-    return search_text(store.scan(SCOPE, handle), compiled).total_matches
+    """`search_result` as every host runs it: the matches counted, a page of them returned."""
+    context = RunContext(scope=SCOPE, agent="bench", emit=lambda event: None)
+    arguments = {"handle": handle, "pattern": needle}
+    answer = run_claim_tool(claim_search_tool(store), arguments, context)
+    total: int = json.loads(answer.text)["total_matches"]
+    return total
 
 
 def _peak(call: Callable[[], object]) -> int:

@@ -48,9 +48,9 @@ import s3claim.claimcheck as claimcheck_module
 import s3claim.telemetry._names as n
 import s3claim.telemetry._spans as spans
 from benchmarks.context import Bench, empty_bucket
-from benchmarks.documents import KiB, document
 from benchmarks.report import Section, Table
 from benchmarks.stats import median, percentile
+from devkit.documents import KiB, document
 from s3claim.claimcheck import ClaimCheck
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.s3 import S3ClaimCheckStore

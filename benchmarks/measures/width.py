@@ -10,13 +10,13 @@ store keeps) beside both.
 from __future__ import annotations
 
 from benchmarks.context import TTL, Bench, empty_bucket
-from benchmarks.documents import NAMES, WIDTH_CHARSETS, MiB, document
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ratio
+from devkit.documents import NAMES, WIDTH_CHARSETS, MiB, document
+from devkit.servers import Wire
 from s3claim.handles import content_width
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
-from tests.servers import Wire
 
 __all__ = ["run"]
 

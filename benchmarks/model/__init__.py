@@ -1,4 +1,4 @@
-"""`make bench-model`: the spec's claim measured on a real model on this machine's CPU.
+"""The model study (`make bench-model`): the spec's claim on a real model on this CPU.
 
 The conversation is re-sent on every turn, so a tool result that stays inline is paid for in
 prefill again and again. These modules replay the counsel scenario's conversations turn by
@@ -11,6 +11,6 @@ token of generation, so what is timed is the prefill:
 - `prefill`: cold and warm passes over those turns, with the server's own token counts;
 - `end_to_end`: `s3claim demo` against the server, and one run where the model calls a tool;
 - `fixtures`: the server's exact replies, recorded for the test suite to replay;
-- `report`: the section of docs/benchmarks.md and its plot, rendered from the results JSON
-  (benchmarks/results/model.json) by both `make bench-model` and `make bench`.
+- `study`: the passes and runs above, saved to benchmarks/results/model.json;
+- `report`: the section and its plot, built from that file whenever the pages are rendered.
 """

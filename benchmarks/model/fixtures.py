@@ -1,16 +1,19 @@
 """Record llama.cpp's server's exact replies for the test suite (tests/fixtures/llama_cpp/).
 
 `make test` must not need llama.cpp, yet the provider must stay honest about what the real
-server sends. So `python -m benchmarks.model --record-fixtures` puts a recording proxy on
-127.0.0.1 between `OpenAICompatibleProvider` and the server and keeps, for each exchange, the
-server's status and body byte for byte, and what the provider made of them. The tests replay
-the bodies through tests/_chat_server.py and check the provider parses them the same way.
+server sends. So `python -m benchmarks.model.fixtures DIR` (after `make bench-model` built the
+model venv) puts a recording proxy on 127.0.0.1 between `OpenAICompatibleProvider` and the
+server and keeps, for each exchange, the server's status and body byte for byte, and what the
+provider made of them. The tests replay the bodies through tests/_chat_server.py and check
+the provider parses them the same way. It measures nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -21,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from benchmarks.model.server import LlamaServer
-from benchmarks.model.turns import INLINE, Arm
+from benchmarks.model.server import LlamaServer, ServerConfig, describe_install
+from benchmarks.model.turns import INLINE, Arm, arms
 from s3claim.cli.demo import QUESTION, SYSTEM, read_contract_tool
 from s3claim.errors import ProviderError
 from s3claim.messages import Message, SystemMessage, UserMessage
@@ -187,3 +190,24 @@ def record(server: LlamaServer, inline: Arm, out: Path, *, described: str) -> li
         path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
         written.append(path)
     return written
+
+
+def main(argv: list[str]) -> None:
+    """`python -m benchmarks.model.fixtures DIR [MODEL_PYTHON]`: record into DIR."""
+    out = Path(argv[0])
+    python = Path(argv[1]) if len(argv) > 1 else Path(".venv-model/bin/python")
+    info = describe_install(python)
+    config = ServerConfig(python=python, model=Path(info["model"]), n_ctx=8192)
+    described = (
+        f"llama-cpp-python {info['llama_cpp_python']} (libllama {info['libllama']}), "
+        f"SmolLM2-135M-Instruct Q4_1 from {info['model_package']}, n_ctx {config.n_ctx}"
+    )
+    inline = next(a for a in arms() if a.scenario == "counsel" and a.name == INLINE)
+    log = Path(tempfile.mkdtemp(prefix="s3claim-fixtures-")) / "server.log"
+    with LlamaServer(config, log=log) as server:
+        for path in record(server, inline, out, described=described):
+            print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

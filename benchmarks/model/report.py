@@ -1,34 +1,24 @@
-"""The real-model section of docs/benchmarks.md and its plot, rendered from the results JSON.
+"""The real-model section and its plot, from the results JSON (benchmarks/results/model.json).
 
-`make bench-model` measures for half an hour and writes benchmarks/results/model.json;
-`make bench` regenerates docs/benchmarks.md wholesale and cannot re-measure a model. So both
-render this section from the committed JSON with the same functions: `make bench` includes it
-whenever the file exists, and `make bench-model` splices it into the report already there.
+The study measures for half an hour and saves what it measured; the section is built from
+that file, as a `Section` the one renderer lays out, whenever the study runs or the pages are
+re-rendered (`python -m benchmarks --render`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import Section, Table, section_markdown
+from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_int, fmt_ratio
 from s3claim.cli.demo import PARTIES
 
-__all__ = [
-    "PLOT",
-    "RESULTS",
-    "TITLE",
-    "load",
-    "plot",
-    "section",
-    "splice",
-]
+__all__ = ["PLOT", "RESULTS", "TITLE", "load", "plot", "section"]
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "model.json"
 PLOT = "benchmarks-model.png"
@@ -454,31 +444,3 @@ def plot(data: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def splice(markdown: str, model_section: Section) -> str:
-    """`markdown` (a report `make bench` wrote) with this section and its headline replaced.
-
-    Appended when absent. Only the lines of this section and of its headline change, so a
-    later `make bench` and this splice agree line for line.
-    """
-    lines = markdown.rstrip("\n").split("\n")
-    heading = re.compile(rf"## (?:(\d+)\. )?{re.escape(model_section.title)}")
-    found = next((i for i, line in enumerate(lines) if heading.fullmatch(line)), None)
-    if found is not None:  # replace it where it is, under its number
-        number = heading.fullmatch(lines[found]).group(1)  # type: ignore[union-attr]
-        end = next(
-            (i for i in range(found + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-        )
-        lines[found:end] = section_markdown(model_section, int(number) if number else None)
-    else:  # the next number after the report's numbered sections
-        numbered = sum(bool(re.match(r"## \d+\. ", line)) for line in lines)
-        lines += ["", *section_markdown(model_section, numbered + 1)]
-    headlines = [f"- {h}" for h in model_section.headlines]
-    lines = [line for line in lines if not line.startswith(f"- {HEADLINE_START}")]
-    if "## Headline figures" in lines and headlines:
-        at = lines.index("## Headline figures") + 2
-        while at < len(lines) and lines[at].startswith("- "):
-            at += 1
-        lines[at:at] = headlines
-    return "\n".join(lines).rstrip() + "\n"

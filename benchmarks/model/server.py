@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 import urllib.error
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.servers import stop_session
+from devkit.servers import free_port, stop_session
 
 __all__ = ["LlamaServer", "ServerConfig", "ServerUnavailable", "describe_install"]
 
@@ -66,20 +65,13 @@ class ServerConfig:
         return argv
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class LlamaServer:
     """Start with `LlamaServer(config, log=path)`; `stop()` (or the context manager) ends it."""
 
     def __init__(self, config: ServerConfig, *, log: Path) -> None:
         self.config = config
         self.log = log
-        port = _free_port()
+        port = free_port()
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self._log_file = log.open("wb")
         self._process = subprocess.Popen(  # noqa: S603  (argv built here, no shell)

@@ -1,5 +1,5 @@
 """s3claim's side: the same tasks through `AgentRunner`, a scripted provider, and an S3 store
-on moto, with every GET counted by botocore event hooks (`tests.servers.Wire`).
+on moto, with every GET counted by botocore event hooks (`devkit.servers.Wire`).
 
 Two policies per task, both on the library's default `ClaimCheckPolicy` (the preview every
 user gets). `planned` uses the reading modes of issue 19 where they help
@@ -20,15 +20,15 @@ from typing import Any
 from benchmarks.context import Bench, empty_bucket
 from benchmarks.peers.common import Call, Driver, Policy, answer_line, answer_record, strip_end_note
 from benchmarks.peers.documents import Document, Task
-from s3claim._search import SNIPPET_CHARS
-from s3claim._wording import HANDLE_SEEN, MARKER_SEEN
+from devkit.servers import Wire
+from s3claim._reading import SNIPPET_CHARS
 from s3claim.claim_tools import claim_check_tool, claim_search_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.runner import AgentRunner
 from s3claim.tools import Tool, ToolRegistry, tool
-from tests.servers import Wire
+from s3claim.wording import HANDLE_SEEN, MARKER_SEEN
 
 __all__ = ["POLICIES", "capabilities", "run"]
 

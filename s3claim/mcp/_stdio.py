@@ -1,13 +1,13 @@
 """A stdio client transport whose reading is linear in the size of a message.
 
 Why not the SDK's `stdio_client`: its reader joins its whole buffer with every 64 KiB chunk
-it reads, so one message of n bytes costs O(n²). Measured here, one result of 10 M
-characters took 3.9 s and 50 M took about 100 s to arrive, and oversized results are what
-the proxy exists for. This one keeps the chunks of a line in a list and joins them once.
-Everything else follows the SDK's transport: newline-delimited JSON-RPC; the server in its
-own process group; on close, stdin is closed, then the group is terminated, then killed.
-The server's stderr is passed on to the proxy's, and its last lines are kept (`Launch`), so
-a server that dies before the handshake is reported with its exit code and its own words.
+it reads, so one message of n bytes costs O(n²): the time a result takes to arrive grows
+with the square of its size, and oversized results are what the proxy exists for. This one
+keeps the chunks of a line in a list and joins them once. Everything else follows the SDK's
+transport: newline-delimited JSON-RPC; the server in its own process group; on close, stdin
+is closed, then the group is terminated, then killed. The server's stderr is passed on to the
+proxy's, and its last lines are kept (`Launch`), so a server that dies before the handshake
+is reported with its exit code and its own words.
 On Windows the SDK's transport is used as it is.
 """
 

@@ -55,7 +55,8 @@ class AuditRecord:
 
 def audit_enabled() -> bool:
     """Whether a record would go anywhere: checked before one is built, since its tags cost
-    two HMACs (most of a no-SDK fetch's telemetry, in `make bench`)."""
+    two HMACs (most of a no-SDK fetch's telemetry, as measured in
+    docs/benchmarks.md#telemetry-what-spans-and-metrics-cost)."""
     return _log.isEnabledFor(logging.INFO)
 
 

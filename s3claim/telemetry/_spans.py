@@ -1,10 +1,10 @@
 """Operations: one span, its S3 tally, its metrics and (for redemptions) its audit record.
 
 Everything goes through the OpenTelemetry API: the application brings the SDK and its
-exporters, and without them every call here is a no-op (a shared invalid span; the cost is
-measured in `make bench`). An operation opened inside one of the same name is the outer one
-(the claim tool's fetch and the store's own fetch are one span), so each face can
-instrument its entry point without doubling the spans of another.
+exporters, and without them every call here is a no-op (a shared invalid span; its cost:
+docs/benchmarks.md#telemetry-what-spans-and-metrics-cost). An operation opened inside one of
+the same name is the outer one (the claim tool's fetch and the store's own fetch are one
+span), so each face can instrument its entry point without doubling the spans of another.
 
 Attributes are sizes, counts, handles and keyed tags: never content, patterns or arguments.
 Tenants and runs appear as keyed tags (the store's own, so they match its bucket prefixes);

@@ -2,8 +2,8 @@
 
 One PUT per model turn; a resume reads a run of any length with at most 2 requests before it
 calls the model; the counsel journal is at most 1.5x the UTF-8 size of the conversation it
-holds, whatever the contract's size. `make bench` publishes the same figures (its measure
-`benchmarks/measures/journal.py` is what these call).
+holds, whatever the contract's size. `make bench` publishes the same figures, from the same
+functions (`devkit.journal_costs`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.measures.journal import record_counsel, resume_cost
+from devkit.journal_costs import record_counsel, resume_cost
 from s3claim import HandleKey
 from tests._s3 import moto_client
 

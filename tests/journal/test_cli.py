@@ -124,7 +124,7 @@ def test_runs_from_a_file_that_cannot_be_read_is_one_line(
 
 
 def test_the_journal_lists_one_named_run_with_one_listing(bucket: tuple[Any, str]) -> None:
-    from tests.servers import Wire
+    from devkit.servers import Wire
 
     journal = S3RunJournal.from_settings()
     for run in ("r1", "r2", "r3"):

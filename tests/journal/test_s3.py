@@ -12,6 +12,7 @@ from botocore.awsrequest import AWSPreparedRequest
 from botocore.exceptions import ConnectionClosedError
 from botocore.httpsession import URLLib3Session
 
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     ClaimStoreError,
@@ -28,7 +29,6 @@ from s3claim import (
 from s3claim.s3._seal import Seal
 from tests.journal._records import record
 from tests.journal.conftest import JournalRig
-from tests.servers import Wire
 
 SCOPE = Scope(tenant="acme", run="run-1")
 SECRET = "a-handle-key-of-enough-length"

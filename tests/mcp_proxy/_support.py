@@ -21,7 +21,7 @@ from s3claim import ClaimCheck, ClaimCheckPolicy, ClaimCheckStore, MemoryClaimCh
 from s3claim.mcp import ClaimCheckProxy, Scoping, StdioUpstream, Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = str(Path(__file__).with_name("_upstream.py"))
+UPSTREAM = str(ROOT / "devkit" / "mcp_upstream.py")
 PYTHON = sys.executable
 MARKER = re.compile(
     r"\n\n\[(\d+) characters, (\d+) not shown\. Call fetch_result with "
@@ -76,7 +76,7 @@ async def read_all(
 
 
 def upstream(*extra: str) -> StdioUpstream:
-    """Our own test server (tests/mcp_proxy/_upstream.py) on stdio."""
+    """Our own test server (devkit/mcp_upstream.py) on stdio."""
     return StdioUpstream(command=PYTHON, args=(UPSTREAM, *extra))
 
 

@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from typer.testing import CliRunner
 
+from devkit.mcp_upstream import document
 from s3claim.cli import app
 from s3claim.mcp import RUN_META_KEY
 from s3claim.wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
@@ -32,7 +33,6 @@ from tests.mcp_proxy._support import (
     stdio_proxy,
     text_of,
 )
-from tests.mcp_proxy._upstream import document
 
 runner = CliRunner()
 REFUSED = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'

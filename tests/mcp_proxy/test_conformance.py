@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit.mcp_servers import install_conformance
 from tests.mcp_proxy._support import PYTHON, http_proxy
-from tests.mcp_servers import install_conformance
 
 FIXTURE = str(Path(__file__).with_name("_conformance_upstream.py"))
 _SUMMARY = re.compile(r"^([✓✗]) ([a-z0-9-]+): (\d+) passed, (\d+) failed", re.MULTILINE)

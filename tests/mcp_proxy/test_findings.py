@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from devkit.mcp_upstream import document
 from s3claim import ClaimCheckPolicy
 from s3claim.mcp import RUN_META_KEY
 from s3claim.wording import UNAVAILABLE_MESSAGE
@@ -31,7 +32,6 @@ from tests.mcp_proxy._support import (
     stdio_proxy,
     text_of,
 )
-from tests.mcp_proxy._upstream import document
 
 SMALL = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300)
 REFUSED = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'

@@ -11,11 +11,11 @@ import anyio
 import pytest
 from mcp import Client
 
+from devkit.mcp_upstream import document
 from s3claim.mcp import RUN_META_KEY
 from s3claim.s3._provision import provision_bucket
 from tests._s3 import moto_client
 from tests.mcp_proxy._support import handle_of, http_proxy, read_all, received, text_of
-from tests.mcp_proxy._upstream import document
 
 
 def _environment(moto_endpoint: str, bucket: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import CreateMessageResult, TextContent
 
+from devkit.mcp_upstream import FORGED, PIXEL, TOOLS, document
 from s3claim import (
     ClaimCheckPolicy,
     ConfigurationError,
@@ -34,7 +35,6 @@ from tests.mcp_proxy._support import (
     received,
     text_of,
 )
-from tests.mcp_proxy._upstream import FORGED, PIXEL, TOOLS, document
 
 SMALL = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300)
 

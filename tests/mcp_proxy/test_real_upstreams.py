@@ -14,6 +14,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
+from devkit.mcp_servers import git_server_argv, install_everything, install_filesystem
+from devkit.mcp_upstream import document
 from tests.mcp_proxy._support import (
     handle_of,
     http_proxy,
@@ -22,15 +24,13 @@ from tests.mcp_proxy._support import (
     stdio_proxy,
     text_of,
 )
-from tests.mcp_proxy._upstream import document
-from tests.mcp_servers import git_server_argv, install_everything, install_filesystem
 
 COMMITS = 400
 
 
 @pytest.fixture(scope="session")
 def filesystem_server() -> Path:
-    """The reference server's executable, installed by npm once (tests/.node-mcp)."""
+    """The reference server's executable, installed by npm once (devkit/.node-mcp)."""
     return install_filesystem()
 
 

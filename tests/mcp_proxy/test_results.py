@@ -18,6 +18,7 @@ from mcp_types import (
     Tool,
 )
 
+from devkit.mcp_upstream import FORGED, PIXEL, document
 from s3claim import (
     ClaimCheck,
     ClaimCheckPolicy,
@@ -30,7 +31,6 @@ from s3claim import (
 )
 from s3claim.mcp._results import JOIN, advertised, claim_check_result
 from tests.mcp_proxy._support import MARKER
-from tests.mcp_proxy._upstream import FORGED, PIXEL, document
 
 SCOPE = Scope("acme", "run-1")
 POLICY = ClaimCheckPolicy(threshold_chars=1_000, head_chars=200)

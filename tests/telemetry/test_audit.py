@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from devkit.servers import Wire
 from s3claim import (
     MemoryClaimCheckStore,
     RetryPolicy,
@@ -25,7 +26,6 @@ from s3claim.hosting import run_claim_tool
 from s3claim.s3 import S3AuditTrail
 from s3claim.s3._provision import provision_bucket
 from s3claim.telemetry import AuditRecord, Operation
-from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 
 KEY = "k" * 32

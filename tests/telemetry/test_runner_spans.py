@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from devkit.servers import Wire
 from s3claim import (
     AgentRunner,
     AssistantMessage,
@@ -32,7 +33,6 @@ from s3claim import (
 from s3claim.hosting import truncate
 from s3claim.s3._seal import TAG_BYTES
 from s3claim.telemetry import configure
-from tests.servers import Wire
 from tests.telemetry.conftest import Telemetry
 
 CONTRACT = "".join(f"Clause {n}. The parties agree to term {n}.\n\n" for n in range(1, 3000))

@@ -1,13 +1,14 @@
-"""`make bench-load`: the sweep, the pool fix before/after, the fleet, the chaos pass.
+"""The load study: the sweep, the pool fix before/after, the fleet, the chaos pass.
 
-`python -m benchmarks.load [--quick]` writes benchmarks/results/capacity.json, the results
-section of docs/capacity.md (between its markers) and docs/capacity.png. `--quick` runs
-N in 16 and 64 on s3rver only, a fleet of 1 and 2, and no chaos: a smoke test in a minute.
+`python -m benchmarks --only load` (`make bench-load`) saves what it measured to
+benchmarks/results/capacity.json, and the sections of docs/capacity.md (`load`, the measured
+half, and `costs`, the model's tables priced with the measured bytes) and docs/capacity.png
+are built from that file (`derive`, `costs`). With `--quick` it runs N in 16 and 64 on
+s3rver only, a fleet of 1 and 2, and no chaos: a smoke test in a minute.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -21,11 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.context import Bench
 from benchmarks.load.fleet import Proxy, drive, proc_stats, verify
-from tests.servers import Endpoint, S3rver, _ChildServer, _free_port, make_client
+from benchmarks.load.report import PLOT, bytes_per_operation, costs_section, plot, results_section
+from benchmarks.report import Section
+from devkit.servers import ChildServer, Endpoint, S3rver, free_port, make_client
+
+__all__ = ["costs", "derive", "run"]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "capacity.json"
+"""The committed results: what `costs` prices with when a run has none of its own."""
 BUCKET = "load"
 SWEEP = (16, 64, 256, 1024)
 FLEETS = (1, 2, 4)
@@ -33,7 +40,7 @@ TOTAL_RUNS = 128
 """At least this many runs per cell: N workers each run max(1, TOTAL_RUNS // N) in turn."""
 
 
-class MotoThreaded(_ChildServer):
+class MotoThreaded(ChildServer):
     """moto's `ThreadedMotoServer` (what the test suite runs) alone in a child process.
 
     Not `python -m moto.server`: under 16 concurrent clients its connections stalled until
@@ -45,7 +52,7 @@ class MotoThreaded(_ChildServer):
     credentials = ("testing", "testing")
 
     def __init__(self) -> None:
-        port = _free_port()
+        port = free_port()
         code = ("import logging, time; logging.getLogger('werkzeug').setLevel(logging.ERROR); "
                 "from moto.server import ThreadedMotoServer as T; "
                 f"T(ip_address='127.0.0.1', port={port}, verbose=False).start(); "
@@ -234,18 +241,15 @@ def fleet(sizes: tuple[int, ...], *, agents: int, runs_each: int,
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def run(bench: Bench) -> Section:
     began = time.perf_counter()
     results: dict[str, Any] = {
         "machine": (
             f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
         ),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-    }  # fmt: skip
-    if args.quick:
+    }
+    if bench.profile.name == "quick":
         results["sweep"] = sweep(("s3rver",), (16, 64))
         results["fleet"] = fleet((1, 2), agents=8, runs_each=2)
     else:
@@ -255,13 +259,35 @@ def main() -> None:
         results["fleet"] = fleet(FLEETS, agents=32, runs_each=4)
         results["fleet_chaos"] = fleet((2,), agents=32, runs_each=6, chaos=True)[0]
     results["seconds"] = time.perf_counter() - began
-    if not args.quick:
-        RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-        from benchmarks.load.report import write
+    bench.results.mkdir(parents=True, exist_ok=True)
+    (bench.results / "capacity.json").write_text(
+        json.dumps(results, indent=1, sort_keys=True) + "\n"
+    )
+    section = derive(bench)
+    assert section is not None
+    return section
 
-        write(results)
-    print(f"done in {results['seconds']:.0f} s", flush=True)
+
+def _saved(bench: Bench) -> dict[str, Any] | None:
+    path = bench.results / "capacity.json"
+    if not path.exists():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
 
 
-if __name__ == "__main__":
-    main()
+def derive(bench: Bench) -> Section | None:
+    """The measured half and its plot, from the saved results (None: there are none)."""
+    results = _saved(bench)
+    if results is None:
+        return None
+    bench.out.mkdir(parents=True, exist_ok=True)
+    plot(results, bench.out / PLOT)
+    return results_section(results)
+
+
+def costs(bench: Bench) -> Section:
+    """The model's tables, priced with the bytes the last load run measured (this run's, or
+    the committed one's): nothing is measured here."""
+    results = _saved(bench) or json.loads(RESULTS.read_text())
+    return costs_section(bytes_per_operation(results["sweep"]))

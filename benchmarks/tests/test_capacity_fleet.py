@@ -13,22 +13,23 @@ import asyncio
 import os
 import uuid
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from benchmarks.load.fleet import Proxy, _Agent, _one_run, new_stats, verify
+from devkit.servers import MotoServer
 from s3claim.s3._provision import provision_bucket
-from tests._s3 import moto_client
 
 
 @pytest.mark.slow
-def test_agents_move_to_the_live_proxy_when_theirs_is_sigkilled(moto_endpoint: str) -> None:
+def test_agents_move_to_the_live_proxy_when_theirs_is_sigkilled(moto: MotoServer, s3: Any) -> None:
     bucket = f"fleet-{uuid.uuid4().hex}"
-    provision_bucket(moto_client(moto_endpoint), bucket, prefix="claims/", day_classes=(1,))
+    provision_bucket(s3, bucket, prefix="claims/", day_classes=(1,))
     env = {
         **os.environ,
         "S3CLAIM_BUCKET": bucket,
-        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
+        "S3CLAIM_ENDPOINT_URL": moto.url,
         "S3CLAIM_HANDLE_KEY": "one-key-for-every-proxy-0123456789",
     }
     proxies = [Proxy(env), Proxy(env)]

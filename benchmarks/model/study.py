@@ -1,11 +1,11 @@
-"""`python -m benchmarks.model --server-python PATH`: measure, save the JSON, update the report.
+"""The model study: the counsel scenario's turns replayed to a real model on CPU.
 
-`make bench-model` runs it with the interpreter of the model venv it built. It starts
-llama.cpp's server on 127.0.0.1 (stopped when done, whatever happens), replays the turns cold
-and warm, runs the demo and the tool-call runs against it, then a second server with a wider
-window for the inline run alone; it writes benchmarks/results/model.json and puts the section
-and its plot into docs/. `--render-only` re-renders from the JSON; `--record-fixtures DIR`
-records the server's replies for the tests and measures nothing.
+`python -m benchmarks --only model` (`make bench-model`, which builds the model venv first)
+starts llama.cpp's server on 127.0.0.1 with the model venv's interpreter (stopped when done,
+whatever happens), replays the turns cold and warm, runs the demo and the tool-call runs
+against it, and with `--wide-ctx` a second server with a wider window for the inline run
+alone; it saves what it measured to benchmarks/results/model.json, the plot beside the page,
+and the section is rendered from that file (`derive`), by any later run too.
 
 Bounds (the run should take well under 45 minutes after the build): warm passes are cheap
 (the cache serves the re-sent prefix), cold ones re-read every prompt, and one cold pass of
@@ -16,49 +16,33 @@ in a window it fits: about fifteen minutes more, for its one read of the contrac
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.baselines import TRUNCATE_AT
+from benchmarks.context import Bench
 from benchmarks.model import end_to_end
 from benchmarks.model import report as model_report
-from benchmarks.model.fixtures import record
 from benchmarks.model.prefill import Sample, measure_pass
 from benchmarks.model.server import LlamaServer, ServerConfig, describe_install
 from benchmarks.model.turns import CLAIM, INLINE, Arm, arms
-from benchmarks.report import machine, render_text
+from benchmarks.report import Section, machine
 from s3claim.cli.demo import contract
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+__all__ = ["derive", "run"]
+
 BUILD = "CMAKE_ARGS=-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 """As the Makefile builds it; a -march=native build dies with Illegal instruction here."""
-
-
-def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.model", description=__doc__)
-    parser.add_argument("--server-python", type=Path, default=ROOT / ".venv-model/bin/python")
-    parser.add_argument(
-        "--n-ctx", type=int, default=8192, help="the window: SmolLM2's trained context"
-    )
-    parser.add_argument(
-        "--wide-ctx", type=int, default=0, help="window of an inline-only run (0: none)"
-    )
-    parser.add_argument("--warm", type=int, default=3, help="warm passes per arm")
-    parser.add_argument("--cold-counsel", type=int, default=3, help="cold passes, 4-turn script")
-    parser.add_argument("--cold-twenty", type=int, default=1, help="cold passes, 20 turns")
-    parser.add_argument("--results", type=Path, default=model_report.RESULTS)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs", help="where the report is")
-    parser.add_argument("--render-only", action="store_true", help="re-render from --results")
-    parser.add_argument("--record-fixtures", type=Path, metavar="DIR", help="record, then stop")
-    return parser.parse_args(argv)
+N_CTX = 8192
+"""The window: SmolLM2's trained context."""
+PLAN = {"warm": 3, "cold": {"counsel": 3, "twenty": 1}}
+"""Passes per arm: warm, and cold per scenario."""
 
 
 def _say(text: str) -> None:
@@ -125,27 +109,22 @@ def _environment(info: dict[str, Any], config: ServerConfig, seconds: float) -> 
     ]
 
 
-def _write_report(data: dict[str, Any], out: Path) -> None:
-    section = model_report.section(data)
-    out.mkdir(parents=True, exist_ok=True)
-    model_report.plot(data, out / model_report.PLOT)
-    path = out / "benchmarks.md"
-    existing = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.write_text(model_report.splice(existing, section))
-    _say(render_text(section))
-    _say(f"wrote {path} and {out / model_report.PLOT}")
+def derive(bench: Bench) -> Section | None:
+    """The section and its plot from the saved results, or None if there are none yet."""
+    data = model_report.load(bench.results / "model.json")
+    if data is None:
+        return None
+    bench.out.mkdir(parents=True, exist_ok=True)
+    model_report.plot(data, bench.out / model_report.PLOT)
+    return model_report.section(data)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments(argv)
-    if args.render_only:
-        data = model_report.load(args.results)
-        if data is None:
-            sys.exit(f"no results at {args.results}: run make bench-model")
-        _write_report(data, args.out)
-        return 0
-    info = describe_install(args.server_python)
-    config = ServerConfig(python=args.server_python, model=Path(info["model"]), n_ctx=args.n_ctx)
+def run(bench: Bench) -> Section:
+    python = bench.model_python
+    if python is None or not python.exists():
+        raise FileNotFoundError(f"no model venv at {python}: `make bench-model` builds it")
+    info = describe_install(python)
+    config = ServerConfig(python=python, model=Path(info["model"]), n_ctx=N_CTX)
     described = (
         f"llama-cpp-python {info['llama_cpp_python']} (libllama {info['libllama']}), "
         f"SmolLM2-135M-Instruct Q4_1 from {info['model_package']}, n_ctx {config.n_ctx}"
@@ -153,19 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     all_arms = arms()
     logs = Path(tempfile.mkdtemp(prefix="s3claim-bench-model-"))
     _say(f"server logs in {logs}")
-    if args.record_fixtures:
-        inline = next(a for a in all_arms if a.scenario == "counsel" and a.name == INLINE)
-        with LlamaServer(config, log=logs / "fixtures.log") as server:
-            for path in record(server, inline, args.record_fixtures, described=described):
-                _say(f"wrote {path}")
-        return 0
-
-    plan = {"warm": args.warm, "cold": {"counsel": args.cold_counsel, "twenty": args.cold_twenty}}
     before, started = os.getloadavg(), time.monotonic()
     with LlamaServer(config, log=logs / "server.log") as server:
         _say(f"llama.cpp's server at {server.base_url} ({described})")
         measure_pass(server, all_arms[0], cold=True)  # the first request pays for start-up
-        measured = _measure(server, all_arms, plan)
+        measured = _measure(server, all_arms, PLAN)
         _say("end to end: s3claim demo, then the forced first call")
         e2e: dict[str, Any] = {
             "demo": end_to_end.demo(server),
@@ -182,15 +153,15 @@ def main(argv: list[str] | None = None) -> int:
             "tokens": [s.prompt_tokens for s in samples],
         }
     wide = None
-    if args.wide_ctx:
+    if bench.wide_ctx:
         inline = next(a for a in all_arms if a.scenario == "twenty" and a.name == INLINE)
-        config_wide = dataclasses.replace(config, n_ctx=args.wide_ctx)
+        config_wide = dataclasses.replace(config, n_ctx=bench.wide_ctx)
         with LlamaServer(config_wide, log=logs / "wide.log") as server:
-            _say(f"the inline 20-turn run, warm, in a {args.wide_ctx:,}-token window")
+            _say(f"the inline 20-turn run, warm, in a {bench.wide_ctx:,}-token window")
             show = _progress(inline, "wide", 1)
             samples = measure_pass(server, inline, cold=False, progress=show)
         wide = {
-            "n_ctx": args.wide_ctx,
+            "n_ctx": bench.wide_ctx,
             "arms": [
                 {
                     "scenario": inline.scenario,
@@ -222,18 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         },
         "contract_chars": len(contract()),
         "truncate_at": TRUNCATE_AT,
-        "plan": plan,
+        "plan": PLAN,
         "arms": measured,
         "wide": wide,
         "end_to_end": e2e,
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
-    _say(f"wrote {args.results}")
-    _write_report(data, args.out)
-    _say(f"total {seconds / 60:.1f} min")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    bench.results.mkdir(parents=True, exist_ok=True)
+    (bench.results / "model.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    section = derive(bench)
+    assert section is not None
+    return section

@@ -24,7 +24,8 @@ from s3claim._reading._matching import (
     MAX_SEARCHES_PER_TENANT,
     QUEUE_SECONDS,
 )
-from s3claim.claim_tools import claim_search_tool, run_claim_tool
+from s3claim.claim_tools import claim_search_tool
+from s3claim.hosting import run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext

@@ -22,7 +22,8 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ratio
 from devkit.documents import MiB
 from devkit.servers import Wire
-from s3claim.claim_tools import claim_check_tool, run_claim_tool
+from s3claim.claim_tools import claim_check_tool
+from s3claim.hosting import run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext

@@ -38,11 +38,11 @@ from s3claim import (
     MemoryClaimCheckStore,
     ScriptedProvider,
     ToolCall,
-    ToolMessage,
     claim_tools,
     tool,
 )
 from s3claim.cli.demo import contract
+from s3claim.messages import ToolMessage
 from s3claim.scope import Scope
 from s3claim.wording import CONTINUE_SEEN, HANDLE_SEEN
 

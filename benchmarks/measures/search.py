@@ -25,10 +25,11 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio
 from devkit.documents import document, label
 from devkit.servers import Wire
-from s3claim.claim_tools import claim_check_tool, claim_search_tool, run_claim_tool
+from s3claim.claim_tools import claim_check_tool, claim_search_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli.demo import SYSTEM, contract, read_contract_tool
 from s3claim.events import ModelCalled
+from s3claim.hosting import run_claim_tool
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import ScriptedProvider, Step

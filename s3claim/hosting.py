@@ -49,6 +49,7 @@ from s3claim.store import (
     ClaimCheckStore,
     LineReadableStore,
     NoIndexError,
+    NoLineIndexError,
     PathError,
     PathReadableStore,
     at_most_lines,
@@ -252,6 +253,10 @@ def _resolve(
             value, chars = text, len(text)
     except ClaimUnavailableError:
         raise claim_unavailable(context, handle) from None
+    except NoLineIndexError:
+        raise ToolError(
+            "cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True
+        ) from None
     except ToolError:
         raise
     except Exception as exc:  # a store fault is told to the model, never the run's end

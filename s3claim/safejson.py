@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "SCAN", "JSONTooDeepError", "deeper_than", "loads"]
+__all__ = ["MAX_DEPTH", "SCAN", "JSONTooDeepError", "deeper_than", "depth_of", "loads"]
 
 MAX_DEPTH = 200
 """Levels of arrays and objects inside one another; no record s3claim reads needs more."""
@@ -63,3 +63,19 @@ def deeper_than(text: str, limit: int) -> bool:
         else:
             depth -= 1
     return False
+
+
+def depth_of(value: Any) -> int:
+    """How deep a parsed JSON value nests (its dicts and lists), counted without recursion up
+    to one level past `MAX_DEPTH`: deeper values are measured as just that."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest

@@ -228,6 +228,18 @@ def test_a_claim_too_long_for_a_line_index_says_it_cannot_read_by_line(
         claim_check_tool(store), {"handle": handle, "line": 1500}, RunContext(SCOPE, "a", print)
     )
     assert answer.is_error and '"cannot_read_by_line"' in answer.text
+    from s3claim import ClaimCheck
+    from s3claim.errors import ToolError
+    from s3claim.hosting import resolve_references
+
+    with pytest.raises(ToolError) as refused:  # a reference by line says the same
+        resolve_references(
+            {"text": {"$claim": handle, "line": 1500}},
+            claim_check=ClaimCheck(store, references=True),
+            tool="t",
+            context=RunContext(SCOPE, "a", print),
+        )
+    assert refused.value.code == "cannot_read_by_line"
     end = store.read_end(SCOPE, handle, limit=50)
     assert (end.text, end.offset) == expected_end(text, 50)
 

@@ -22,24 +22,22 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from s3claim.hosting import neutralise
+from s3claim.safejson import MAX_DEPTH, depth_of
 
 __all__ = [
-    "MAX_DEPTH",
     "TooDeepError",
-    "depth_of",
     "joined_neutral",
     "neutralised",
     "neutralised_listing",
 ]
 
-MAX_DEPTH = 64
-"""Nesting levels the proxy walks in anything the upstream sent; deeper is refused."""
 _M = TypeVar("_M", bound=BaseModel)
 _LISTING_TEXT = frozenset({"description", "title"})
 
 
 class TooDeepError(ValueError):
-    """A value from the upstream nests deeper than `MAX_DEPTH`."""
+    """A value from the upstream nests deeper than `MAX_DEPTH`, the one bound s3claim puts on
+    JSON it did not write (`s3claim.safejson`)."""
 
 
 def neutralised(model: _M) -> _M:
@@ -77,21 +75,6 @@ def joined_neutral(texts: list[str]) -> list[str]:
     return out
 
 
-def depth_of(value: Any) -> int:
-    """How deep `value` nests (iteratively, so any depth is measured without recursion)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            if level > MAX_DEPTH:
-                return level
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
 def _every_string(key: str | None, parent: dict[str, Any] | None) -> bool:
     if key == "blob":
         return False
@@ -111,7 +94,7 @@ def _rewrite(model: _M, wanted: Callable[[str | None, dict[str, Any] | None], bo
 def _walk(
     value: Any, wanted: Callable[[str | None, dict[str, Any] | None], bool], *, keys: bool
 ) -> Any:
-    # Depth is bounded above, so recursion here stays within MAX_DEPTH frames.
+    # Depth is bounded above (`_rewrite`), so recursion here stays within MAX_DEPTH frames.
     if isinstance(value, dict):
         return {
             (neutralise(key) if keys else key): (

@@ -41,14 +41,8 @@ from mcp_types import CallToolResult, ResourceLink, TextContent, Tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
 from s3claim.hosting import admit, text_of
-from s3claim.mcp._neutral import (
-    MAX_DEPTH,
-    depth_of,
-    joined_neutral,
-    neutralised,
-    neutralised_listing,
-)
-from s3claim.safejson import loads
+from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_listing
+from s3claim.safejson import MAX_DEPTH, depth_of, loads
 from s3claim.tools import RunContext
 from s3claim.wording import HANDLE_SEEN, claim_link_name
 

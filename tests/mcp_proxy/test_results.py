@@ -284,4 +284,4 @@ def test_deeply_nested_structured_content_is_a_clear_error_not_a_lost_result() -
     with pytest.raises(ToolError) as raised:
         admit(CallToolResult(content=[TextContent(text="x")], structured_content=deep))
     assert raised.value.code == "upstream_invalid_result"
-    assert "deeper than 64 levels" in raised.value.message
+    assert "deeper than 200 levels" in raised.value.message

@@ -60,10 +60,11 @@ $(CHECKOV_STAMP): | $(PY)
 	$(CHECKOV) --version
 	touch $(CHECKOV_STAMP)
 
-# Two workers (pytest-xdist), one a core: each starts its own S3 servers; CI=true (CI sets it)
-# runs hypothesis with its "ci" profile (tests/conftest.py).
+# Four workers (pytest-xdist) on two cores: much of the suite waits on servers, subprocesses
+# and terraform, not on a core. A test file runs whole on one worker (its module fixtures once),
+# and each worker starts S3 servers of its own.
 pytest: $(STAMP) $(CHECKOV_STAMP)
-	$(VENV)/bin/pytest -n 2 --cov --cov-report=term:skip-covered
+	$(VENV)/bin/pytest -n 4 --dist loadfile --cov --cov-report=term:skip-covered
 
 # Benchmarks (benchmarks/, one harness: `python -m benchmarks --help`). Each study's section is
 # saved under benchmarks/results/ and every page rendered from there: docs/benchmarks.md, and

@@ -119,3 +119,21 @@ def test_a_claim_larger_than_the_bound_is_refused_whole() -> None:
     assert len(store) == 0
     with pytest.raises(ConfigurationError, match="max_bytes must be a positive number"):
         MemoryClaimCheckStore(max_bytes=0)
+
+
+def test_the_bounds_count_a_claims_index_as_well_as_its_text() -> None:
+    """Issue 35, point 10: a claim of many short lines holds an index of 4 bytes a line (and
+    a JSON one its structure): what a bound counts is everything a claim holds, so a cap of
+    64 KiB is a cap on memory, not on text alone."""
+    evicted: list[ClaimEvicted] = []
+    store = MemoryClaimCheckStore(max_bytes=64 * 1024, on_evict=evicted.append)
+    scope = Scope("t", "r")
+    log = "x\n" * 10_000  # 20,000 characters of text, 39,996 bytes of line starts
+    first = store.put(scope, log, ttl_seconds=60)
+    assert len(store) == 1 and store.read_line(scope, first, 9_999, limit=2).text == "x\n"
+    second = store.put(scope, log + "y", ttl_seconds=60)  # 60 KB again: the first must go
+    assert [(e.handle, e.size_bytes) for e in evicted] == [(first, 20_000 + 39_996 + 16)]
+    assert len(store) == 1 and store.fetch(scope, second).total_lines == 10_001
+    with pytest.raises(ClaimStoreError, match="with its index is larger than"):
+        store.put(scope, "z\n" * 15_000, ttl_seconds=60)  # 30 KB of text: 90 KB with its index
+    assert len(store) == 1  # refused whole, nothing evicted for it

@@ -25,7 +25,6 @@ from s3claim._reading import (
     MatchTooLongError,
     NoIndexError,
     NoLineIndexError,
-    PathError,
     PathRead,
     PatternTooCostlyError,
     SearchBusyError,
@@ -37,9 +36,15 @@ from s3claim._reading import (
 )
 from s3claim._windows import one_address, render_lines, render_offset, render_path
 from s3claim.errors import ClaimUnavailableError, ToolError
-from s3claim.events import ClaimFetched, ClaimFetchFailed, ClaimSearched, ClaimSearchFailed
+from s3claim.events import ClaimFetched, ClaimSearched, ClaimSearchFailed
 from s3claim.handles import is_handle
-from s3claim.hosting import claim_unavailable, failure_reason, neutralise, store_refusal
+from s3claim.hosting import (
+    claim_unavailable,
+    failure_reason,
+    neutralise,
+    read_refusal,
+    store_refusal,
+)
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
@@ -119,20 +124,8 @@ def _redeem(context: RunContext, handle: str, read: Callable[[], _W]) -> _W:
     known = handle if is_handle(handle) else None
     try:
         window = read()
-    except ClaimUnavailableError:
-        raise claim_unavailable(context, known) from None
-    except NoLineIndexError:
-        raise ToolError(
-            "cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True
-        ) from None
-    except PathError as exc:
-        raise ToolError(exc.kind, exc.message) from None
-    except NoIndexError:
-        raise ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True) from None
-    except Exception as exc:  # a store fault is told to the model, never the run's end
-        _log.warning("fetch_result: store failed for %s (%s)", known, failure_reason(exc))
-        context.emit(ClaimFetchFailed(handle=known, error=type(exc).__name__))
-        raise store_refusal(exc) from None
+    except Exception as exc:  # told to the model, never the run's end
+        raise read_refusal(exc, context, known, reader="fetch_result") from None
     start = window.start if isinstance(window, PathRead) else window.offset
     context.emit(
         ClaimFetched(

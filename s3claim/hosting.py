@@ -67,6 +67,7 @@ __all__ = [
     "failure_reason",
     "has_references",
     "neutralise",
+    "read_refusal",
     "refusal_text",
     "resolve_arguments",
     "resolve_references",
@@ -251,18 +252,8 @@ def _resolve(
         else:
             text = _by_offset(store, context, handle, ref.offset or 0, ref.length, budget)
             value, chars = text, len(text)
-    except ClaimUnavailableError:
-        raise claim_unavailable(context, handle) from None
-    except NoLineIndexError:
-        raise ToolError(
-            "cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True
-        ) from None
-    except ToolError:
-        raise
-    except Exception as exc:  # a store fault is told to the model, never the run's end
-        _log.warning("claim reference: store failed for %s (%s)", handle, failure_reason(exc))
-        context.emit(ClaimFetchFailed(handle=handle, error=type(exc).__name__))
-        raise store_refusal(exc) from None
+    except Exception as exc:  # told to the model, never the run's end
+        raise read_refusal(exc, context, handle, reader="claim reference") from None
     context.emit(ClaimPassed(tool=tool, handle=handle, chars=chars))
     return value
 
@@ -425,6 +416,27 @@ def _admit(
 
 
 # -- 3. the claim tools, and what a failure tells the model -------------------------------
+
+
+def read_refusal(
+    exc: Exception, context: RunContext, handle: str | None, *, reader: str
+) -> ToolError:
+    """What the model is told of a read of a claim that failed (the claim tool's, a
+    reference's): the uniform refusal, the reading mode's own refusal, or the store's fault,
+    logged by type and emitted as `claim_fetch_failed`."""
+    if isinstance(exc, ToolError):
+        return exc
+    if isinstance(exc, ClaimUnavailableError):
+        return claim_unavailable(context, handle)
+    if isinstance(exc, NoLineIndexError):
+        return ToolError("cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True)
+    if isinstance(exc, PathError):
+        return ToolError(exc.kind, exc.message)
+    if isinstance(exc, NoIndexError):
+        return ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True)
+    _log.warning("%s: store failed for %s (%s)", reader, handle, failure_reason(exc))
+    context.emit(ClaimFetchFailed(handle=handle, error=type(exc).__name__))
+    return store_refusal(exc)
 
 
 def claim_unavailable(context: RunContext, handle: str | None) -> ToolError:

@@ -10,6 +10,7 @@ from pydantic import SecretStr, ValidationError
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HandleKey
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore, S3ClaimSettings
+from s3claim.scope import Scope
 
 SECRET = "a-handle-key-of-enough-length"
 
@@ -176,3 +177,15 @@ def test_retry_policy_is_frozen_and_checked() -> None:
 def test_an_overlong_prefix_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="at most 900 bytes"):
         S3ClaimCheckStore("claims-bucket", handle_key=SECRET, prefix="p" * 900 + "/")
+
+
+def test_a_bucket_built_once_is_shared_whole_and_takes_no_settings_beside_it() -> None:
+    from s3claim import S3RunJournal
+    from s3claim.s3 import S3AuditTrail
+
+    store = S3ClaimCheckStore("claims-bucket", handle_key=SECRET, prefix="p/")
+    journal, trail = S3RunJournal(store.bucket), S3AuditTrail(store.bucket)
+    assert journal.bucket is store.bucket is trail.bucket
+    assert journal.run_tag(Scope("t", "r")) == store.run_tag(Scope("t", "r"))
+    with pytest.raises(TypeError, match="settings of a Bucket given whole are its own"):
+        S3ClaimCheckStore(store.bucket, prefix="other/")

@@ -125,6 +125,16 @@ class Bucket:
         )
 
     @classmethod
+    def given(cls, bucket: str | Bucket, options: BucketOptions) -> Bucket:
+        """The bucket a store or a journal is handed: a name and its settings, or a `Bucket`
+        already built (whose settings are its own: none may be given beside it)."""
+        if isinstance(bucket, str):
+            return cls.of(bucket, **options)
+        if options:
+            raise TypeError("the settings of a Bucket given whole are its own: pass no others")
+        return bucket
+
+    @classmethod
     def from_settings(
         cls, settings: S3ClaimSettings | None = None, *, retry: RetryPolicy | None = None
     ) -> Bucket:

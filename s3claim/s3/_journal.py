@@ -104,9 +104,7 @@ class S3RunJournal:
         ttl_seconds: int = DEFAULT_JOURNAL_TTL_SECONDS,
         **options: Unpack[BucketOptions],
     ) -> None:
-        if options and not isinstance(bucket, str):
-            raise TypeError("the settings of a Bucket given whole are its own: pass no others")
-        self._bucket = Bucket.of(bucket, **options) if isinstance(bucket, str) else bucket
+        self._bucket = Bucket.given(bucket, options)
         self._clock = clock or SystemClock()
         check_ttl(ttl_seconds)
         try:

@@ -83,9 +83,7 @@ class S3ClaimCheckStore(RangedStore):
     def __init__(
         self, bucket: str | Bucket, *, clock: Clock | None = None, **options: Unpack[BucketOptions]
     ) -> None:
-        self._bucket = Bucket.of(bucket, **options) if isinstance(bucket, str) else bucket
-        if options and not isinstance(bucket, str):
-            raise TypeError("the settings of a Bucket given whole are its own: pass no others")
+        self._bucket = Bucket.given(bucket, options)
         self._clock = clock or SystemClock()
         self._written: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()

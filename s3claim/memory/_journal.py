@@ -63,7 +63,7 @@ class MemoryRunJournal:
         self._key = handle_key or (store._key if store is not None else HandleKey.generate())
         self._ttl = ttl_seconds
         if store is not None:
-            store._bind(self)
+            store.bind_journal(self)
         self._held: dict[Scope, _Held] = {}
         self._versions = itertools.count(1)
         self._lock = threading.Lock()
@@ -114,12 +114,12 @@ class MemoryRunJournal:
     def forget(self, *, tenant: str, run: str | None = None) -> int:
         """Erase a tenant's runs (or one run), and the bound store's claims of them; returns
         how many of this journal's records went."""
-        erased = self._erase_records(tenant=tenant, run=run)
+        erased = self.erase_records(tenant=tenant, run=run)
         if self._store is not None:  # its forget erases every journal bound to it, as S3's does
             self._store.forget(tenant=tenant, run=run)
         return erased
 
-    def _erase_records(self, *, tenant: str, run: str | None = None) -> int:
+    def erase_records(self, *, tenant: str, run: str | None = None) -> int:
         """This journal's records of a tenant (or one run) only."""
         with self._lock:
             doomed = [s for s in self._held if s.tenant == tenant and run in (None, s.run)]

@@ -95,7 +95,7 @@ class MemoryClaimCheckStore(RangedStore):
     def run_tag(self, scope: Scope) -> str:
         return self._key.run_tag(scope)
 
-    def _bind(self, journal: MemoryRunJournal) -> None:
+    def bind_journal(self, journal: MemoryRunJournal) -> None:
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
         self._journals.add(journal)
 
@@ -212,7 +212,7 @@ class MemoryClaimCheckStore(RangedStore):
         """Erase a tenant's claims (or one run's) and the bound journals' records of them;
         returns how many claims went."""
         for journal in list(self._journals):
-            journal._erase_records(tenant=tenant, run=run)
+            journal.erase_records(tenant=tenant, run=run)
         return self._erase_claims(tenant=tenant, run=run)
 
     def _erase_claims(self, *, tenant: str, run: str | None = None) -> int:

@@ -4,19 +4,26 @@ Each check reads one bucket setting and compares it with what `_provision` (the 
 module's shape) writes: reachable, encrypted by default, public access blocked, versioning
 off or its old versions collected, and a lifecycle rule collecting each TTL day class no
 sooner than the TTLs it holds. A failure comes with the fix. A setting the server has no API
-for is a warning that says so. Then `_capabilities` probes what the server itself can do,
-with one small object of its own; no claim is ever read. The CLI renders the result.
+for is a warning that says so.
+
+Then the capability probes: what the S3-compatible server itself can do (s3rver ignores
+conditional writes and tags and has no versioning API; Garage answers 501 to every API it
+lacks), each saying what the store does without it. They use one small object of their own
+under the store's prefix (where its permissions reach), at a key no claim can have, deleted
+at the end; no claim is ever read. The CLI renders the result.
 """
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3claim.s3._capabilities import CAPABILITIES, probe_capabilities
-from s3claim.s3._check import Check, Status
 from s3claim.s3._errors import UNSUPPORTED, error_code, explain, store_error, translated
 from s3claim.s3._lifecycle import TAG_KEY
 from s3claim.s3._provision import PUBLIC_ACCESS_BLOCK
@@ -24,9 +31,67 @@ from s3claim.s3._provision import PUBLIC_ACCESS_BLOCK
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["check_bucket"]
+__all__ = ["CAPABILITIES", "Check", "Status", "check_bucket"]
+
+
+class Status(StrEnum):
+    passed = "pass"
+    failed = "fail"
+    warning = "warn"
+    skipped = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report: a named check, its status, and the fix."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+
+Rules = list[Mapping[str, Any]] | ClientError  # or why they could not be read
+Found = tuple[Status, str, str | None]  # a probe's status, detail and fix
 
 TERRAFORM = "or apply the Terraform module in terraform/, which sets it"
+CAPABILITIES = (
+    "capability: ranged GET",
+    "capability: object tagging",
+    "capability: conditional PUT",
+    "capability: versioning API",
+    "capability: lifecycle rules",
+)
+_BODY = b"0123456789"
+_TAG = ("s3claim-doctor", "probe")
+_STALE_ETAG = '"' + "0" * 32 + '"'  # not the probe's ETag (that is its body's MD5)
+
+
+def check_bucket(
+    client: S3Client, bucket: str, *, prefix: str, day_classes: Sequence[int]
+) -> list[Check]:
+    """Every check, in order; after an unreachable bucket the rest are skipped."""
+    reachable = _reachable(client, bucket)
+    if reachable.status is Status.failed:
+        rest = ["default encryption", "public access blocked", "versioning off", "lifecycle"]
+        rest += CAPABILITIES
+        return [reachable] + [Check(n, Status.skipped, "bucket not reachable") for n in rest]
+    with translated("doctor"):  # a failure no check expects: one line, not a traceback
+        rules = _rules(client, bucket)
+        steps: list[Callable[[], Check]] = [
+            lambda: _encryption(client, bucket),
+            lambda: _public_access(client, bucket),
+            lambda: _versioning(client, bucket, prefix, rules),
+        ]
+        return [
+            reachable,
+            *(step() for step in steps),
+            *_lifecycle(rules, prefix, day_classes),
+            *_capabilities(client, bucket, prefix, rules),
+        ]
+
+
+# -- the bucket's settings -----------------------------------------------------------------
 
 
 def _unreadable(name: str, exc: ClientError, permission: str) -> Check:
@@ -97,7 +162,7 @@ def _public_access(client: S3Client, bucket: str) -> Check:
     )
 
 
-def _rules(client: S3Client, bucket: str) -> list[Mapping[str, Any]] | ClientError:
+def _rules(client: S3Client, bucket: str) -> Rules:
     try:
         return list(client.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"])
     except ClientError as exc:
@@ -128,9 +193,7 @@ def _applies(rule: Mapping[str, Any], prefix: str, tags: Mapping[str, str]) -> b
     )
 
 
-def _versioning(
-    client: S3Client, bucket: str, prefix: str, rules: list[Mapping[str, Any]] | ClientError
-) -> Check:
+def _versioning(client: S3Client, bucket: str, prefix: str, rules: Rules) -> Check:
     name = "versioning off"
     try:
         status = client.get_bucket_versioning(Bucket=bucket).get("Status")
@@ -160,9 +223,7 @@ def _days(n: int) -> str:
     return f"{n} day" if n == 1 else f"{n} days"
 
 
-def _lifecycle(
-    rules: list[Mapping[str, Any]] | ClientError, prefix: str, day_classes: Sequence[int]
-) -> list[Check]:
+def _lifecycle(rules: Rules, prefix: str, day_classes: Sequence[int]) -> list[Check]:
     if isinstance(rules, ClientError):
         return [_unreadable("lifecycle rules", rules, "s3:GetLifecycleConfiguration")]
     fix = (
@@ -204,25 +265,131 @@ def _lifecycle(
     return checks
 
 
-def check_bucket(
-    client: S3Client, bucket: str, *, prefix: str, day_classes: Sequence[int]
-) -> list[Check]:
-    """Every check, in order; after an unreachable bucket the rest are skipped."""
-    reachable = _reachable(client, bucket)
-    if reachable.status is Status.failed:
-        rest = ["default encryption", "public access blocked", "versioning off", "lifecycle"]
-        rest += CAPABILITIES
-        return [reachable] + [Check(n, Status.skipped, "bucket not reachable") for n in rest]
-    with translated("doctor"):  # a failure no check expects: one line, not a traceback
-        rules = _rules(client, bucket)
-        steps: list[Callable[[], Check]] = [
-            lambda: _encryption(client, bucket),
-            lambda: _public_access(client, bucket),
-            lambda: _versioning(client, bucket, prefix, rules),
-        ]
-        return [
-            reachable,
-            *(step() for step in steps),
-            *_lifecycle(rules, prefix, day_classes),
-            *probe_capabilities(client, bucket, prefix=prefix),
-        ]
+# -- what the server can do ----------------------------------------------------------------
+
+
+def _capabilities(client: S3Client, bucket: str, prefix: str, rules: Rules) -> list[Check]:
+    """One check per capability, in `CAPABILITIES` order; writes and deletes one object."""
+    key = f"{prefix}s3claim-doctor-probe-{uuid.uuid4().hex}"
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=_BODY, Tagging=f"{_TAG[0]}={_TAG[1]}")
+    except (ClientError, BotoCoreError) as exc:
+        detail = f"cannot write a probe object under {prefix}: {_reason(exc)}"
+        return [Check(n, Status.skipped, detail) for n in CAPABILITIES]
+    probes: list[Callable[[], Found]] = [
+        lambda: _ranged_get(client, bucket, key),
+        lambda: _tagging(client, bucket, key),
+        lambda: _conditional_put(client, bucket, key),
+        lambda: _versioning_api(client, bucket, key),
+        lambda: _lifecycle_api(rules),
+    ]
+    try:
+        return [_probe(name, probe) for name, probe in zip(CAPABILITIES, probes, strict=True)]
+    finally:
+        # A leftover 10-byte probe under the prefix is collected like anything else.
+        with contextlib.suppress(ClientError, BotoCoreError):
+            client.delete_object(Bucket=bucket, Key=key)
+
+
+def _reason(exc: ClientError | BotoCoreError) -> str:
+    return error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+
+
+def _probe(name: str, run: Callable[[], Found]) -> Check:
+    try:
+        status, detail, fix = run()
+    except (ClientError, BotoCoreError) as exc:
+        status, detail, fix = Status.warning, f"cannot tell: {_reason(exc)}", None
+    return Check(name, status, detail, fix)
+
+
+def _ranged_get(client: S3Client, bucket: str, key: str) -> Found:
+    response = client.get_object(Bucket=bucket, Key=key, Range="bytes=3-5")
+    body = response["Body"].read()
+    if body == _BODY[3:6]:
+        return Status.passed, "bytes=3-5 answered with exactly those bytes", None
+    return (
+        Status.failed,
+        f"bytes=3-5 answered with {len(body)} bytes: every window would be wrong",
+        "the store needs HTTP range requests; use another S3-compatible server",
+    )
+
+
+def _tagging(client: S3Client, bucket: str, key: str) -> Found:
+    try:
+        tags = client.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]
+    except ClientError as exc:
+        if error_code(exc) not in UNSUPPORTED:
+            raise
+        tags = []
+    if {"Key": _TAG[0], "Value": _TAG[1]} in tags:
+        return Status.passed, "tags set at PUT are kept", None
+    return (
+        Status.warning,
+        "tags set at PUT are dropped: lifecycle rules filtered by tag collect nothing; "
+        "expiry is still enforced on every read",
+        "collect old claims with a lifecycle rule by prefix alone (the largest day class), "
+        "or delete them on a schedule",
+    )
+
+
+def _conditional_put(client: S3Client, bucket: str, key: str) -> Found:
+    """If-None-Match (check-in, a journal's first save) and If-Match (its later saves)."""
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=_BODY, IfNoneMatch="*")
+    except ClientError as exc:
+        if error_code(exc) != "PreconditionFailed":
+            raise
+    else:
+        return (
+            Status.warning,
+            "If-None-Match is ignored: a repeated check-in rewrites its object (same bytes) "
+            "instead of refreshing it; a run journal cannot keep out a second writer",
+            None,
+        )
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=_BODY, IfMatch=_STALE_ETAG)
+    except ClientError as exc:
+        if error_code(exc) == "PreconditionFailed":
+            return (
+                Status.passed,
+                "If-None-Match: * and a stale If-Match both answer 412 on an existing key",
+                None,
+            )
+        raise
+    return (
+        Status.warning,
+        "If-Match is ignored: a run journal cannot keep out a second writer (a stale "
+        "instance's save overwrites the run)",
+        None,
+    )
+
+
+def _versioning_api(client: S3Client, bucket: str, key: str) -> Found:
+    try:
+        client.list_object_versions(Bucket=bucket, Prefix=key, MaxKeys=1)
+    except ClientError as exc:
+        if error_code(exc) not in UNSUPPORTED:
+            raise
+        return (
+            Status.passed,
+            f"not offered ({error_code(exc)}): forget lists keys instead; no versions can exist",
+            None,
+        )
+    return Status.passed, "ListObjectVersions answers: forget erases every version", None
+
+
+def _lifecycle_api(rules: Rules) -> Found:
+    """From the rules the lifecycle checks read: no second request for them."""
+    if not isinstance(rules, ClientError):
+        if not rules:
+            return Status.passed, "supported (no rules yet: see the lifecycle checks)", None
+        return Status.passed, "supported", None
+    if error_code(rules) not in UNSUPPORTED:
+        raise rules
+    return (
+        Status.warning,
+        f"not offered ({error_code(rules)}): nothing collects expired claims; reads still "
+        "refuse them after their TTL",
+        "run `s3claim forget` per tenant, or delete objects under the prefix on a schedule",
+    )

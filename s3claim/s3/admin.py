@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._bucket import Bucket
-from s3claim.s3._check import Check, Status
 from s3claim.s3._config import bucket_arguments, make_client, settings_from_env
 from s3claim.s3._config import check_bucket as check_bucket_name
-from s3claim.s3._doctor import check_bucket
+from s3claim.s3._doctor import Check, Status, check_bucket
 from s3claim.s3._errors import explain, is_fixable
 from s3claim.s3._journal import S3RunJournal
 from s3claim.s3._lifecycle import lifecycle_rules

@@ -202,8 +202,7 @@ def test_failover_needs_s3_and_the_scripted_model() -> None:
 def test_doctor_tells_whether_both_conditional_writes_a_journal_needs_are_honoured(
     moto_endpoint: str, drop: str | None
 ) -> None:
-    from s3claim.s3._capabilities import _conditional_put
-    from s3claim.s3._check import Status
+    from s3claim.s3._doctor import Status, _conditional_put
 
     client = boto3.client("s3", endpoint_url=moto_endpoint)
     name = f"doctor-{uuid.uuid4().hex}"

@@ -22,12 +22,12 @@ from pydantic import SecretStr
 from s3claim.handles import HandleKey
 from s3claim.s3._config import (
     Encryption,
-    bucket_arguments,
     check_bucket,
     check_day_classes,
     check_prefix,
     check_sse,
     handle_key_of,
+    load_settings,
     make_client,
 )
 from s3claim.s3._counting import count_requests
@@ -136,11 +136,35 @@ class Bucket:
 
     @classmethod
     def from_settings(
-        cls, settings: S3ClaimSettings | None = None, *, retry: RetryPolicy | None = None
+        cls,
+        settings: S3ClaimSettings | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        client: S3Client | None = None,
+        bucket_name: str = "S3CLAIM_BUCKET",
     ) -> Bucket:
-        """The bucket the `S3CLAIM_*` variables (or the settings given) name; refuses a
-        missing bucket or handle key by variable name, here rather than at first use."""
-        return cls.of(**bucket_arguments(settings), retry=retry)
+        """The bucket the `S3CLAIM_*` variables (or the settings given) name, each refused by
+        its variable's name, here rather than at first use (a missing bucket by
+        `bucket_name`). The client is built from the settings unless given."""
+        if settings is None:
+            settings = load_settings()
+        name = check_bucket(settings.bucket, name=bucket_name)
+        key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
+        check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
+        check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
+        check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
+        if client is None:
+            client = make_client(endpoint_url=settings.endpoint_url, region=settings.region)
+        return cls.of(
+            name,
+            handle_key=key,
+            prefix=settings.prefix,
+            client=client,
+            sse=settings.sse,
+            kms_key_id=settings.kms_key_id,
+            ttl_day_classes=settings.ttl_day_classes,
+            retry=retry,
+        )
 
     @property
     def max_ttl_seconds(self) -> int:

@@ -8,11 +8,10 @@ environment variable's name when the value came from the environment.
 from __future__ import annotations
 
 import os
-import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import boto3
 from botocore.config import Config
@@ -30,17 +29,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SSE_ALGORITHMS",
-    "BucketArguments",
     "Encryption",
-    "bucket_arguments",
     "check_bucket",
     "check_day_classes",
     "check_endpoint_url",
     "check_prefix",
     "check_sse",
     "handle_key_of",
+    "load_settings",
     "make_client",
-    "settings_from_env",
 ]
 
 SSE_ALGORITHMS = ("AES256", "aws:kms")
@@ -162,67 +159,30 @@ def handle_key_of(
         raise ConfigurationError(f"{name}: {exc}") from None
 
 
-class BucketArguments(TypedDict):
-    """`Bucket.of`'s arguments, as the settings give them."""
-
-    name: str
-    handle_key: HandleKey
-    prefix: str
-    client: S3Client
-    sse: Literal["AES256", "aws:kms"]
-    kms_key_id: str | None
-    ttl_day_classes: tuple[int, ...]
-
-
-def bucket_arguments(
-    settings: S3ClaimSettings | None = None,
+def load_settings(
     *,
-    client: S3Client | None = None,
-    bucket_name: str = "S3CLAIM_BUCKET",
-) -> BucketArguments:
-    """Every `S3CLAIM_*` setting (from the environment unless given), checked under its
-    variable's name, as the constructor arguments of `S3ClaimCheckStore` and `S3RunJournal`.
-
-    The store and the journal build their `Bucket` from these, so they refuse the same
-    settings with the same messages. `client`
-    is built from the settings unless given; `bucket_name` is what a missing bucket is called.
+    bucket: str | None = None,
+    endpoint_url: str | None = None,
+    prefix: str | None = None,
+    region: str | None = None,
+) -> S3ClaimSettings:
+    """The `S3CLAIM_*` settings from the environment, with the options given (the CLI's) on
+    top. A malformed value is named by where it came from (`--prefix`, or `S3CLAIM_PREFIX`),
+    and its value is never shown.
     """
-    if settings is None:
-        settings = settings_from_env()
-    bucket = check_bucket(settings.bucket, name=bucket_name)
-    key = handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
-    check_prefix(settings.prefix, name="S3CLAIM_PREFIX")
-    check_day_classes(settings.ttl_day_classes, name="S3CLAIM_TTL_DAY_CLASSES")
-    check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
-    return BucketArguments(
-        name=bucket,
-        handle_key=key,
-        prefix=settings.prefix,
-        client=client or make_client(endpoint_url=settings.endpoint_url, region=settings.region),
-        sse=settings.sse,
-        kms_key_id=settings.kms_key_id,
-        ttl_day_classes=settings.ttl_day_classes,
-    )
-
-
-def settings_from_env(overrides: Mapping[str, str] | None = None) -> S3ClaimSettings:
-    """Settings from the environment with `overrides` (the CLI's options) on top.
-
-    A malformed value is named by where it came from (`--prefix`, or `S3CLAIM_PREFIX`), and
-    its value is never shown.
-    """
-    given = dict(overrides or {})
+    options = {"bucket": bucket, "endpoint_url": endpoint_url, "prefix": prefix, "region": region}
+    given = {k: v for k, v in options.items() if v is not None}
 
     def source(field: str) -> str:
         return f"--{field.replace('_', '-')}" if field in given else f"S3CLAIM_{field.upper()}"
 
-    classes = given.get("ttl_day_classes", os.environ.get("S3CLAIM_TTL_DAY_CLASSES"))
+    classes = os.environ.get("S3CLAIM_TTL_DAY_CLASSES")
     if classes is not None:  # JSON from the environment: its nesting is bounded before parsing
         try:
             loads(classes)
         except JSONTooDeepError:
             raise ConfigurationError(
-                f"invalid {source('ttl_day_classes')}: nested deeper than {MAX_DEPTH} levels"
+                f"invalid S3CLAIM_TTL_DAY_CLASSES: nested deeper than {MAX_DEPTH} levels"
             ) from None
         except ValueError:
             pass  # not JSON: the settings say so below, by name
@@ -234,10 +194,10 @@ def settings_from_env(overrides: Mapping[str, str] | None = None) -> S3ClaimSett
             for e in exc.errors()
         )
         raise ConfigurationError(f"invalid {reasons}") from None
-    except SettingsError as exc:  # a complex value (the day classes) that is not JSON
-        field = re.search(r'field "(\w+)"', str(exc))
-        name = source(field.group(1)) if field else "an S3CLAIM_* variable"
-        raise ConfigurationError(f"invalid {name}: not valid JSON (e.g. '[1, 7, 30]')") from None
+    except SettingsError:  # the one complex value, the day classes, is not JSON
+        raise ConfigurationError(
+            "invalid S3CLAIM_TTL_DAY_CLASSES: not valid JSON (e.g. '[1, 7, 30]')"
+        ) from None
     check_prefix(settings.prefix, name=source("prefix"))
     check_endpoint_url(settings.endpoint_url, name=source("endpoint_url"))
     return settings
@@ -271,16 +231,8 @@ def make_client(
         max_pool_connections=max_pool_connections,
     )
     try:
-        if credentials is None:
-            client = boto3.client(
-                "s3", endpoint_url=endpoint_url, region_name=region, config=config
-            )
-        else:
-            key, secret = credentials
-            session = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret)
-            client = session.client(
-                "s3", endpoint_url=endpoint_url, region_name=region, config=config
-            )
+        session = boto3 if credentials is None else boto3.session.Session(*credentials)
+        client = session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
     except ProfileNotFound as exc:
         raise ConfigurationError(f"AWS profile not found: {exc.kwargs.get('profile')!r}") from None
     if queue_past_pool:

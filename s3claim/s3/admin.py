@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._bucket import Bucket
-from s3claim.s3._config import bucket_arguments, make_client, settings_from_env
 from s3claim.s3._config import check_bucket as check_bucket_name
+from s3claim.s3._config import load_settings, make_client
 from s3claim.s3._doctor import Check, Status, check_bucket
 from s3claim.s3._errors import explain, is_fixable
 from s3claim.s3._journal import S3RunJournal
@@ -45,18 +45,6 @@ __all__ = [
 _BUCKET = "--bucket or S3CLAIM_BUCKET"
 
 
-def load_settings(
-    *,
-    bucket: str | None = None,
-    endpoint_url: str | None = None,
-    prefix: str | None = None,
-    region: str | None = None,
-) -> S3ClaimSettings:
-    """The environment's settings with the given options on top; a bad value is named."""
-    given = {"bucket": bucket, "endpoint_url": endpoint_url, "prefix": prefix, "region": region}
-    return settings_from_env({k: v for k, v in given.items() if v is not None})
-
-
 @dataclass(frozen=True)
 class Target:
     """A configured bucket: its settings and one client for every request to it."""
@@ -78,7 +66,7 @@ class Target:
 
 def open_bucket(target: Target) -> Bucket:
     """The bucket as the store uses it; refuses a missing S3CLAIM_HANDLE_KEY by name."""
-    return Bucket.of(**bucket_arguments(target.settings, client=target.client, bucket_name=_BUCKET))
+    return Bucket.from_settings(target.settings, client=target.client, bucket_name=_BUCKET)
 
 
 def open_store(target: Target) -> S3ClaimCheckStore:

@@ -31,10 +31,10 @@ from s3claim.s3._config import (
     make_client,
 )
 from s3claim.s3._counting import count_requests
-from s3claim.s3._errors import MISSING
+from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import tagging
-from s3claim.s3._retry import Refused, RetryPolicy, own_retries, request
+from s3claim.s3._retry import RetryPolicy, own_retries, request
 from s3claim.s3.settings import S3ClaimSettings
 
 if TYPE_CHECKING:

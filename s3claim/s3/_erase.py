@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._bucket import Bucket
-from s3claim.s3._errors import UNSUPPORTED, RetryableStoreFault
+from s3claim.s3._errors import UNSUPPORTED, Refused, RetryableStoreFault
 from s3claim.s3._layout import is_claim_key
-from s3claim.s3._retry import Refused, request
+from s3claim.s3._retry import request
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef

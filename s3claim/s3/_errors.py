@@ -10,7 +10,7 @@ carry codes, statuses and names, never an S3 error message (which can echo the r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from botocore.exceptions import (
@@ -31,6 +31,7 @@ from s3claim.errors import ClaimStoreError, StoreFailure
 __all__ = [
     "MISSING",
     "UNSUPPORTED",
+    "Refused",
     "RetryableStoreFault",
     "error_code",
     "explain",
@@ -166,13 +167,29 @@ def store_error(
     return ClaimStoreError(f"{done}: {name}", code=name)
 
 
+class Refused(Exception):
+    """An answer the caller handles (missing, exists, out of range): not a store failure."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 @contextmanager
-def translated(operation: str) -> Iterator[None]:
-    """For calls made without the retry policy (administration): botocore's errors, as ours."""
+def translated(
+    operation: str,
+    *,
+    expect: frozenset[str] = frozenset(),
+    attempts: Callable[[], object] = lambda: 1,
+) -> Iterator[None]:
+    """botocore's errors, as ours: a code in `expect` as `Refused`, any other failure as the
+    `ClaimStoreError` for `operation` after `attempts()` attempts (one, without retries)."""
     try:
         yield
-    except (ClientError, BotoCoreError) as exc:
-        raise store_error(operation, exc, attempts=1) from exc
+    except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
+        if isinstance(exc, ClientError) and error_code(exc) in expect:
+            raise Refused(error_code(exc)) from None
+        raise store_error(operation, exc, attempts=attempts()) from exc
 
 
 def is_fixable(error: ClaimStoreError) -> bool:

@@ -46,10 +46,10 @@ from s3claim.errors import (
 )
 from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord, RunStatus
 from s3claim.s3._bucket import Bucket, BucketOptions
-from s3claim.s3._errors import MISSING
+from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._layout import JOURNAL_NAME
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._retry import Refused, RetryPolicy
+from s3claim.s3._retry import RetryPolicy
 from s3claim.s3._seal import Seal
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads

@@ -30,10 +30,10 @@ from typing import Any, TypeVar, cast
 import s3claim.s3._format as _format
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.s3._bucket import Bucket
-from s3claim.s3._errors import MISSING
+from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._format import ObjectMeta
 from s3claim.s3._layout import Layout
-from s3claim.s3._retry import Refused, RetryPolicy, request_async
+from s3claim.s3._retry import RetryPolicy, request_async
 from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, Seal, block_span, sealed_size
 from s3claim.store import IndexPart, TextPart
 

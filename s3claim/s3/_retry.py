@@ -11,11 +11,11 @@ conditional write race answers. Access, bucket and request errors fail at once.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tenacity import (
     AsyncRetrying,
@@ -26,13 +26,12 @@ from tenacity import (
     stop_after_delay,
 )
 
-from s3claim.s3._errors import RetryableStoreFault, error_code, is_retryable, store_error
+from s3claim.s3._errors import is_retryable, translated
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = [
-    "Refused",
     "RetryPolicy",
     "own_retries",
     "request",
@@ -92,28 +91,17 @@ def _schedule(policy: RetryPolicy) -> dict[str, Any]:
     }
 
 
-class Refused(Exception):
-    """An answer the caller handles (missing, exists, out of range): not a store failure."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
 _OURS: ContextVar[bool] = ContextVar("s3claim_request", default=False)
 
 
 def own_retries(client: S3Client) -> None:
-    """Make botocore stand down from retrying the requests s3claim makes on `client`.
+    """Make botocore stand down from retrying s3claim's requests on `client` (one passed in).
 
-    Whatever retry mode and attempts a client passed in was built with, each store request
-    is then one HTTP attempt and `request` alone decides whether to try again, so an outage
-    costs at most `RetryPolicy.attempts` requests per operation instead of that times
-    botocore's attempts. Vetoing (botocore >= 1.43.3 reads a handler's False as "do not
-    retry") rather than rebuilding the client keeps everything the caller set up on it
-    (credentials, endpoint, event hooks); and the veto holds only while s3claim's own request
-    runs, so the caller's other calls on the same client keep their retries. Registered once
-    per client, however many stores share it.
+    Each store request is then one HTTP attempt and `request` alone retries, so an outage
+    costs at most `RetryPolicy.attempts` requests per operation, not that times botocore's.
+    A veto (botocore >= 1.43.3 reads a handler's False as "do not retry") keeps what the
+    caller set up on the client, and holds only while s3claim's own request runs: the
+    caller's other calls keep their retries. Registered once per client.
     """
     # The stubs type handlers as returning None; botocore reads what they return.
     veto = cast("Callable[..., None]", _veto)
@@ -140,10 +128,8 @@ def request(
     controller = Retrying(**_schedule(policy))  # per call: controllers carry state
     token = _OURS.set(True)
     try:
-        return controller(call)
-    except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
-        failure = _failure(operation, exc, controller.statistics, expect)
-        raise failure from (None if isinstance(failure, Refused) else exc)
+        with translated(operation, expect=expect, attempts=partial(_attempts, controller)):
+            return controller(call)
     finally:
         _OURS.reset(token)
 
@@ -157,18 +143,9 @@ async def request_async(
 ) -> _T:
     """`request` for an async client (aiobotocore): the same policy, the same errors."""
     controller = AsyncRetrying(**_schedule(policy))
-    try:
+    with translated(operation, expect=expect, attempts=partial(_attempts, controller)):
         return await controller(call)
-    except (ClientError, BotoCoreError, RetryableStoreFault) as exc:
-        failure = _failure(operation, exc, controller.statistics, expect)
-        raise failure from (None if isinstance(failure, Refused) else exc)
 
 
-def _failure(
-    operation: str, exc: Exception, statistics: Mapping[str, Any], expect: frozenset[str]
-) -> Exception:
-    """What a request that failed for good raises: `Refused` if expected, else the store error."""
-    if isinstance(exc, ClientError) and error_code(exc) in expect:
-        return Refused(error_code(exc))
-    assert isinstance(exc, ClientError | BotoCoreError | RetryableStoreFault)
-    return store_error(operation, exc, attempts=statistics.get("attempt_number", "?"))
+def _attempts(controller: Retrying | AsyncRetrying) -> object:
+    return controller.statistics.get("attempt_number", "?")

@@ -40,12 +40,12 @@ from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import HANDLE_PREFIX, content_width, digest_of, handle_width, is_handle
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
-from s3claim.s3._errors import MISSING
+from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._format import ClaimInfo
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import day_class
 from s3claim.s3._reads import ClaimOps, Sealed, head, perform, sync_sender
-from s3claim.s3._retry import Refused, RetryPolicy
+from s3claim.s3._retry import RetryPolicy
 from s3claim.s3._scan import pieces
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope

@@ -1,19 +1,14 @@
 """AsyncS3ClaimCheckStore: the S3 store for coroutines, its reads on aiobotocore.
 
-A read is what an agent repeats at a model turn's pace, so every reading mode is sent from
-the event loop on an async client: the same plans as the sync store's (`s3claim.store`, the
-reading engine) over the same ranges (`_reads`: the byte ranges, every check on the answers,
-the format), with at most `max_in_flight` requests on the wire at once. No thread competes
-with the loop for the GIL, and no more answers than that are parsed on it at once. `put`,
-`forget` and `hand_off` run on worker threads through the sync store: a check-in serialises
-and hashes the whole result (milliseconds of CPU that must stay off the loop), erasure is
-rare, and a hand-off is a few requests, none of them a body.
+Every reading mode is sent from the event loop on an async client: the sync store's plans
+(`s3claim.store`) over the same ranges (`_reads`), with at most `max_in_flight` requests on
+the wire, so no thread competes with the loop for the GIL. `put`, `forget` and `hand_off` run
+on worker threads through the sync store: a check-in serialises and hashes the whole result
+(CPU that must stay off the loop), erasure is rare, and a hand-off sends no body.
 
-The async client is built, on first use in the running loop, from the sync store's client:
-its endpoint, region, configuration and credentials (botocore keeps those on the client's
-request signer and offers no public accessor), with one attempt per call, since the policy
-owns the retries. It belongs to that loop: use one instance per loop, and close it
-(`aclose()`, or `async with`).
+The async client is built, on first use in the running loop, from the sync store's client
+(endpoint, region, configuration, credentials) with one attempt per call. It belongs to that
+loop: use one instance per loop, and close it (`aclose()`, or `async with`).
 """
 
 from __future__ import annotations
@@ -224,6 +219,7 @@ def _client_arguments(sync: Any, max_in_flight: int) -> dict[str, Any]:
         "region_name": sync.meta.region_name,
         "config": config,
     }
+    # botocore keeps them on the request signer, with no public accessor
     credentials = getattr(getattr(sync, "_request_signer", None), "_credentials", None)
     if credentials is not None:
         frozen = credentials.get_frozen_credentials()

@@ -1,36 +1,19 @@
 """The object format (version 5): a claim and its index, each in sealed blocks, with sealed
-metadata.
+metadata. docs/s3.md ("Format") argues the layout against the others, with their requests.
 
-Why a fixed width. A reader has to choose its byte range before its first request: the
-object's metadata only arrives with the response. In a variable-width encoding (UTF-8 is 1-4
-bytes a character) the bytes of character N cannot be known without an index, and a range
-can split a character. At a fixed w bytes a character, window [offset, offset + limit) is
-always bytes [w*offset, w*(offset + limit)), so any process, cold, serves any window of any
-claim with one ranged GET, and every window is whole characters.
+A reader chooses its byte range before its first request, so each claim is stored at a fixed
+width, the narrowest its characters allow: Latin-1 (1 byte) when every code point is below
+U+0100, UTF-16-LE (2) when all are in the BMP (the boundary refuses lone surrogates, so none
+can be mistaken for half a pair), UTF-32-LE (4) otherwise. Window [offset, offset + limit) is
+then bytes [w*offset, w*(offset + limit)): one ranged GET from any process, cold, and always
+whole characters. The width travels in the handle (`s3claim.handles`).
 
-Why the narrowest one. Each claim is stored at the narrowest width its characters allow:
-Latin-1 (1 byte) when every code point is below U+0100, UTF-16-LE (2) when all are in the
-BMP (the boundary refuses lone surrogates, so no surrogate can be mistaken for half a pair),
-UTF-32-LE (4) otherwise. ASCII text is then byte for byte its UTF-8, a 4,096-character window
-of it is 4,096 bytes, and mostly-CJK text is smaller than in UTF-8. One character outside the
-BMP (an emoji) makes the whole claim 4 bytes a character: the cost of the one-GET window. The
-width travels in the handle (`s3claim.handles`), so the reader knows it before it asks.
-
-Two objects per claim, and no more (`docs/s3.md` argues the layout with its requests):
-
-- **the claim**, `{run prefix}{handle digits}`: its text at its width;
-- **its index**, the claim's key and `.index` (`s3claim._reading._index`: the line starts
-  first, the JSON structure index last), only for a claim of two lines or more, or JSON.
-
-Both carry the same metadata, which a read checks without another request: the expiry
-(integer epoch seconds, enforced to the second on every read), the run tag (the scope is
-checked, not only hashed into the key), the claim's length in characters and in lines, the
-object's own length in bytes, and the format version; the claim also its encoding and whether
-an index sits beside it. Both are sealed the same way (`s3claim.s3._seal`): the body in
-blocks of 4,096 bytes, each followed by a 16-byte tag, so the one ranged GET of a window
-carries the tags that prove it, and the metadata with a MAC of its fields, each bound to its
-object's key. Objects of earlier formats are refused as damaged (format 1's handles no
-longer parse).
+A claim's index (`s3claim._reading._index`: line starts first, the JSON structure last) sits
+beside it at the claim's key and `.index`, only for a claim of two lines or more, or JSON.
+Both objects carry metadata a read checks without another request: expiry (epoch seconds),
+run tag, length in characters and lines, the object's own length in bytes and the format
+version; the claim also its encoding and its index's length. Both are sealed
+(`s3claim.s3._seal`). Objects of earlier formats are refused as damaged.
 """
 
 from __future__ import annotations

@@ -1,31 +1,18 @@
 """S3RunJournal: each run's record in the claim bucket, beside the run's claims.
 
-One object per run, `{prefix}{tenant_tag}/{run_tag}/journal`, rewritten whole at every save:
+One object per run, `{run prefix}journal`, rewritten whole at every save, with the store's
+SSE and day-class tag (docs/journal.md). A save is one conditional PutObject: the first with
+`If-None-Match: *` (a run id taken is refused), every later one `If-Match` on the ETag it last
+saw, so a second writer gets 412 and a `RunConflictError`. A retried save may meet its own
+earlier success (the answer was lost, the write was not): each save carries a nonce, and a
+412 after a retry costs one HeadObject to tell "mine" from "another writer's". A load is one
+GetObject; `exists`, one HeadObject.
 
-- save: one PutObject, conditional. The first carries `If-None-Match: *` (a run id that
-  exists is refused, never overwritten); every later one `If-Match` on the ETag it last saw,
-  so of two instances that both think they own a run, the second to save gets 412 and a
-  `RunConflictError`. A retried save may meet its own earlier success (the answer was lost,
-  the write was not): each save carries a nonce, and a 412 after a retry costs one HeadObject
-  to tell "mine" from "another writer's".
-- load: one GetObject: body, ETag and metadata in one answer, whatever the run's length.
-- exists: one HeadObject.
-
-The object carries the store's SSE and lifecycle day-class tag (its TTL refreshed at every
-save), so `forget` erases it with the run's claims and lifecycle collects it like them.
-
-Format 2 body (UTF-8 JSON): {"format": 2, "run": run_tag, "write": nonce, "updated_at",
-"expires_at", "record": RunRecord}. Metadata repeats format, run tag, status, turns and times,
-so `runs` lists without reading a body, and is sealed (`s3claim.s3._seal`): a MAC under the
-handle key, bound to the object's key, of every field and of the body's SHA-256. A journal
-whose seal does not hold (rewritten, moved from another run, or format 1, which had none),
-and a body that is not JSON, does not validate, names another run or has a newer format, is a
-`ClaimStoreError` naming the run's tag; nothing is resumed from it and nothing overwrites it.
-The seal is checked before the body is parsed. `runs` lists an object whose seal fails as
-`unreadable`.
-
-Servers that ignore conditional writes (s3rver) cannot keep a second writer out: there
-the last save wins. `s3claim doctor` reports whether the bucket's server honours them.
+The body is JSON (`_Stored`, format 2); the metadata repeats format, run tag, status, turns
+and times, so `runs` lists without reading a body, and is sealed (`s3claim.s3._seal`) with
+the body's SHA-256. A journal whose seal does not hold, or whose body is not a format-2 record
+of this run, is a `ClaimStoreError` naming the run's tag, checked before the body is parsed;
+nothing is resumed from it or overwrites it. `runs` lists it as `unreadable`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Where a claim lives in the bucket: `{prefix}{tenant_tag}/{run_tag}/{digest}`.
 
-Tenant and run appear only as keyed hashes (from `HandleKey`), so a bucket listing reveals no
-tenant or run name, and no name (slashes, `..`, `%2F`, control characters) can move a key out
-of its place. Tenant first, then run: `forget` erases a tenant or one run with a prefix listing.
-The digest is the handle's own 32 hex digits; the handle is derived exactly as in every other
-store (`HandleKey.handle`).
-
-A claim's index (its line starts and JSON structure, when it has either) lives beside it, at
-`{claim key}.index`: the same prefix, so `forget` erases it with its claim, and never 33 hex
-digits, so never a claim.
-
-A run's journal lives beside its claims, at `{run prefix}journal`: erasing a run's prefix
-erases its journal, and the name, not being 33 hex digits, can never be a claim's. So does
-its audit trail, when the bucket keeps one (`S3AuditTrail`): `{run prefix}audit/{record}`.
+Tenant and run appear only as keyed hashes (`HandleKey`), so a listing reveals no name and no
+name can move a key out of its place; tenant first, then run, so `forget` erases either with
+a prefix listing. The digest is the handle's own hex digits. Beside a claim, never named like
+one (33 hex digits): its index (`{claim key}.index`), and under its run's prefix the run's
+journal (`journal`) and audit trail (`audit/{record}`), which erasing the prefix erases too.
 """
 
 from __future__ import annotations

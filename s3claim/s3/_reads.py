@@ -2,22 +2,14 @@
 
 Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that the face
 sends its own way (`perform` on boto3, `perform_async` on aiobotocore) and answers here, so
-the byte ranges, every check on the answers and the format are decided in one place. A
-claim is two objects (`_format`): its text, and its index beside it.
+the byte ranges, every check on the answers and the format are decided in one place.
 
-Costs, each a single request unless retried:
-
-- a range of the text or the index: one ranged GetObject of the sealed blocks holding it
-  (`width * chars` bytes and a 16-byte tag per 4,096 when it starts on a block, at most a
-  block more when not); the object's seal, expiry and run are checked from that response's
-  metadata, every block's tag from its bytes. A range at or past the end, or on an empty
-  object, gets S3's 416, which carries no metadata: one HeadObject more says whether the
-  object still stands.
-- the end of either: one GetObject of a suffix range (`bytes=-n`, a few blocks more than
-  asked), no length needed beforehand; a server that answers a suffix range from the start
-  (s3rver) costs a second GET of the bytes by name.
-- a claim with no index: the index's 404, and one HeadObject of the claim to tell "not
-  indexed" (its sealed metadata says so) from "not there".
+A range of the text or the index is one ranged GetObject of the sealed blocks holding it; the
+end of either, one suffix range (`bytes=-n`). The exceptions, each one request more: a range
+at or past the end, or on an empty object, gets S3's 416, which carries no metadata (a
+HeadObject says whether the object still stands); a server that answers a suffix range from
+the start (s3rver) gets a second GET of the bytes by name; a claim with no index costs a
+HeadObject of the claim to tell "not indexed" from "not there".
 """
 
 from __future__ import annotations

@@ -1,29 +1,21 @@
 """Authenticated records: what the S3 store reads back is what a holder of the handle key wrote.
 
-Anyone who may write the bucket (an upstream tool holding the role, a misconfigured policy, a
-compromised neighbour) can rewrite an object in s3claim's own format. So every object s3claim
-writes is sealed under a key derived from the handle key *and the object's own key*
-(`HandleKey.subkey("seal", object_key)`): a seal holds only where it was made, so a record
-copied or moved to another key fails it, as does any edit. Two seals, one for each way an
-object is read, both HMAC-SHA256 from the standard library:
+Anyone who may write the bucket can rewrite an object in s3claim's own format, so every object
+s3claim writes is sealed under a key derived from the handle key *and the object's own key*
+(`HandleKey.subkey("seal", object_key)`): a record copied or moved to another key fails its
+seal, as does any edit (docs/security.md, "Sealed records", and what a seal cannot tell). Two
+seals, one for each way an object is read, both HMAC-SHA256:
 
 - **Metadata** (`Seal.metadata`, `Seal.check_metadata`): `s3claim-mac` is a MAC of every other
-  `s3claim-*` field, names and values. An object read whole (a journal) seals its body into
-  the metadata too (`s3claim-body`, the body's SHA-256), so one check covers both. Fields of
-  other names are never read, so they are not sealed.
+  `s3claim-*` field, names and values; an object read whole (a journal) adds its body's
+  SHA-256 (`s3claim-body`). Fields of other names are never read, so they are not sealed.
 - **Blocks** (`laid_out` then `Seal.tag`, or `Seal.blocks`; `Seal.open_blocks`, `BlockStream`):
-  a body read in ranges (a claim's text, its index) is stored as blocks of `BLOCK_BYTES`,
-  each followed by a `TAG_BYTES` tag (a MAC of the block's index and SHA-256: for ASCII text
-  the digests its handle is made of, so its bytes are hashed once for both). The ranged GET
-  of the blocks around a window carries their tags with them: no extra request, and nothing
-  is returned from a block whose tag fails. The index in the tag keeps blocks in their place;
-  the sealed length (the metadata's) keeps the object whole.
+  a body read in ranges is stored as blocks of `BLOCK_BYTES`, each followed by a `TAG_BYTES`
+  tag, a MAC of the block's index and SHA-256 (for ASCII text the digests its handle is made
+  of, so its bytes are hashed once for both). The ranged GET of a window's blocks carries
+  their tags; the index keeps blocks in their place, the sealed length the object whole.
 
-Any failure is a `ClaimStoreError` with reason `damaged`, which quotes nothing of the object;
-the claim tools tell the model the uniform `claim_unavailable`.
-
-What a seal cannot tell: an older object that was itself sealed at the same key (a replay of
-an earlier version), and an object deleted (that is a missing object). See docs/security.md.
+Any failure is a `ClaimStoreError` with reason `damaged`, which quotes nothing of the object.
 """
 
 from __future__ import annotations

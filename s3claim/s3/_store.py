@@ -1,22 +1,10 @@
 """S3ClaimCheckStore: claims shared by every process that holds the bucket and the handle key.
 
-A claim is at most two objects (`_format`): its text, at a fixed width so that any window
-is one ranged GET, and its index beside it. Every reading mode comes from the reading
-engine over their ranges (`s3claim.store.RangedStore`, `_reads`). Request budgets, each a
-single HTTP request unless retried:
+A claim is at most two sealed objects (`_format`), its text at a fixed width and its index
+beside it; every reading mode is the engine's (`s3claim.store.RangedStore`) over their ranges
+(`_reads`). What each operation costs in requests is in docs/s3.md ("Requests"). Expiry is
+enforced on every read, to the second; lifecycle rules only collect the garbage.
 
-- put: one conditional PutObject of the claim (`If-None-Match: *`) and, for a claim of two
-  lines or more or a JSON one, one PutObject of its index, sent beside it. Identical content
-  in the same scope is one claim: putting it again refreshes its expiry with an in-place
-  CopyObject of each object (no body); a process that stored it itself and whose recorded
-  expiry already covers the new one sends nothing.
-- a window: one ranged GET; by line: at most two (the index, the text); from the end: one;
-  by JSON path: at most three (`_reads` has the exceptions, all at or past an end).
-- hand_off: a HeadObject and a server-side copy of each object, no body through the process.
-- forget: ListObjectVersions then DeleteObjects, up to 1,000 versions a round: every version
-  and delete marker under the prefix (`_erase`, also for servers without a versioning API).
-
-Expiry is enforced on every read, to the second; lifecycle rules only collect the garbage.
 Known limit: a refresh from another process than the writer cannot see the expiry it replaces
 (a HEAD more), so it may set a shorter one; within one process a refresh never shortens.
 
@@ -164,7 +152,7 @@ class S3ClaimCheckStore(RangedStore):
                 self._written.move_to_end(key)
         if known is not None and known >= expires_at:
             return handle
-        objects = _Objects.of(
+        objects = _Objects(
             bucket, scope, handle, content, width=width, expires_at=expires_at, days=days
         )
         if known is None or not objects.refresh(index=True):
@@ -309,26 +297,13 @@ class S3ClaimCheckStore(RangedStore):
 
 
 class _Objects:
-    """A claim's objects as one put writes them: the claim's key and sealed metadata, its
-    index sealed whole (the only form of it kept), and how to write and refresh them."""
+    """A claim's objects as one put writes them: each one's key, sealed metadata and content
+    type, the index sealed whole (the only form of it kept), and how to write and refresh them."""
 
-    __slots__ = ("_bucket", "_claim", "_days", "_index", "_width")
+    __slots__ = ("_bucket", "_claim", "_days", "_index")
 
     def __init__(
         self,
-        bucket: Bucket,
-        claim: tuple[str, dict[str, str]],
-        index: tuple[str, dict[str, str], bytearray] | None,
-        *,
-        width: int,
-        days: int,
-    ) -> None:
-        self._bucket, self._claim, self._index = bucket, claim, index
-        self._width, self._days = width, days
-
-    @classmethod
-    def of(
-        cls,
         bucket: Bucket,
         scope: Scope,
         handle: str,
@@ -337,7 +312,7 @@ class _Objects:
         width: int,
         expires_at: int,
         days: int,
-    ) -> _Objects:
+    ) -> None:
         layout = bucket.layout
         built = build_index(content)
         facts = Facts(len(content), count_lines(content))
@@ -346,27 +321,22 @@ class _Objects:
         )
         key, index_key = layout.object_key(scope, handle), layout.index_key(scope, handle)
         claim_meta = fields(size=width * len(content), width=width, index_size=len(built or b""))
-        index = None
+        self._bucket, self._days = bucket, days
+        self._claim = (key, layout.seal(key).metadata(claim_meta), _format.CONTENT_TYPES[width])
+        self._index: tuple[str, dict[str, str], str, bytearray] | None = None
         if built is not None:
-            index_meta = layout.seal(index_key).metadata(fields(size=len(built)))
-            index = (index_key, index_meta, layout.seal(index_key).blocks(built))
-        return cls(
-            bucket, (key, layout.seal(key).metadata(claim_meta)), index, width=width, days=days
-        )
+            seal, index_meta = layout.seal(index_key), fields(size=len(built))
+            content_type = _format.INDEX_CONTENT_TYPE
+            self._index = (index_key, seal.metadata(index_meta), content_type, seal.blocks(built))
 
     def write(self, body: bytearray) -> bool:
         """The claim where none is (`If-None-Match: *`) and its index beside it, sent at once;
         False when the claim is there already. Both stand, or the check-in fails."""
-        key, meta = self._claim
+        key, meta, content_type = self._claim
         beside = self._bucket.beside(self._write_index) if self._index is not None else None
         try:
             return self._bucket.put(
-                key,
-                body,
-                content_type=_format.CONTENT_TYPES[self._width],
-                meta=meta,
-                days=self._days,
-                exclusive=True,
+                key, body, content_type=content_type, meta=meta, days=self._days, exclusive=True
             )
         finally:
             if beside is not None:
@@ -376,23 +346,18 @@ class _Objects:
         """The claim's new expiry, in place, no body sent (a new object: lifecycle counts
         from now, and this TTL's day class covers it); the index's too when `index` (written
         again if it is gone). False when the claim is gone."""
-        key, meta = self._claim
-        content_type = _format.CONTENT_TYPES[self._width]
-        if not self._bucket.copy(key, key, content_type=content_type, meta=meta, days=self._days):
+        if not self._copy(*self._claim):
             return False
-        if index and self._index is not None:
-            index_key, index_meta, _ = self._index
-            content_type = _format.INDEX_CONTENT_TYPE
-            if not self._bucket.copy(
-                index_key, index_key, content_type=content_type, meta=index_meta, days=self._days
-            ):
-                self._write_index()
+        if index and self._index is not None and not self._copy(*self._index[:3]):
+            self._write_index()
         return True
+
+    def _copy(self, key: str, meta: dict[str, str], content_type: str) -> bool:
+        return self._bucket.copy(key, key, content_type=content_type, meta=meta, days=self._days)
 
     def _write_index(self) -> None:
         assert self._index is not None
-        key, meta, sealed = self._index
-        content_type = _format.INDEX_CONTENT_TYPE
+        key, meta, content_type, sealed = self._index
         self._bucket.put(key, sealed, content_type=content_type, meta=meta, days=self._days)
 
 

@@ -1,6 +1,6 @@
 """`Bucket`: the one value the S3 store, the run journal and the audit trail all hold.
 
-Built once, checked once (`Bucket.of`, `Bucket.from_settings`): the client (whose retries
+Built once, checked once (`Bucket(...)`, `Bucket.from_settings`): the client (whose retries
 the policy owns), the bucket's name, the keyed layout, the retry policy, the encryption and
 the lifecycle day classes. Every request any of them makes goes through its methods, under
 the policy, tagged and encrypted alike, so their objects follow the same erasure and
@@ -21,7 +21,6 @@ from pydantic import SecretStr
 
 from s3claim.handles import HandleKey
 from s3claim.s3._config import (
-    Encryption,
     check_bucket,
     check_day_classes,
     check_prefix,
@@ -84,26 +83,6 @@ class Bucket:
         self,
         name: str,
         *,
-        key: HandleKey,
-        layout: Layout,
-        client: S3Client,
-        retry: RetryPolicy,
-        sse: Encryption,
-        classes: tuple[int, ...],
-    ) -> None:
-        """Use `Bucket.of` or `Bucket.from_settings`, which check every setting."""
-        self.name, self.key, self.layout = name, key, layout
-        self.client, self.retry, self.sse, self.classes = client, retry, sse, classes
-        own_retries(client)
-        count_requests(client)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-
-    @classmethod
-    def of(
-        cls,
-        name: str,
-        *,
         handle_key: HandleKey | SecretStr | str | bytes | None = None,
         prefix: str = "claims/",
         client: S3Client | None = None,
@@ -111,25 +90,26 @@ class Bucket:
         kms_key_id: str | None = None,
         ttl_day_classes: Sequence[int] = (1, 7, 30),
         retry: RetryPolicy | None = None,
-    ) -> Bucket:
+    ) -> None:
         """The bucket `name`, every setting checked here (a `ConfigurationError` naming it)."""
-        key = handle_key_of(handle_key)
-        return cls(
-            check_bucket(name),
-            key=key,
-            layout=Layout(check_prefix(prefix), key),
-            client=client if client is not None else make_client(),
-            retry=retry or RetryPolicy(),
-            sse=check_sse(sse, kms_key_id),
-            classes=check_day_classes(ttl_day_classes),
-        )
+        self.key = handle_key_of(handle_key)
+        self.name = check_bucket(name)
+        self.layout = Layout(check_prefix(prefix), self.key)
+        self.sse = check_sse(sse, kms_key_id)
+        self.classes = check_day_classes(ttl_day_classes)
+        self.retry = retry or RetryPolicy()
+        self.client = client if client is not None else make_client()
+        own_retries(self.client)
+        count_requests(self.client)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     @classmethod
     def given(cls, bucket: str | Bucket, options: BucketOptions) -> Bucket:
         """The bucket a store or a journal is handed: a name and its settings, or a `Bucket`
         already built (whose settings are its own: none may be given beside it)."""
         if isinstance(bucket, str):
-            return cls.of(bucket, **options)
+            return cls(bucket, **options)
         if options:
             raise TypeError("the settings of a Bucket given whole are its own: pass no others")
         return bucket
@@ -155,7 +135,7 @@ class Bucket:
         check_sse(settings.sse, settings.kms_key_id, names=("S3CLAIM_SSE", "S3CLAIM_KMS_KEY_ID"))
         if client is None:
             client = make_client(endpoint_url=settings.endpoint_url, region=settings.region)
-        return cls.of(
+        return cls(
             name,
             handle_key=key,
             prefix=settings.prefix,
@@ -252,21 +232,15 @@ class Bucket:
     ) -> bool:
         """One PutObject (`put_arguments`). `exclusive`: only where no object is
         (`If-None-Match: *`); False when one is (412)."""
-
-        def call() -> None:
-            self.client.put_object(
-                **self.put_arguments(
-                    key,
-                    body,
-                    content_type=content_type,
-                    meta=meta,
-                    days=days,
-                    if_none_match=exclusive,
-                )
-            )
-
+        arguments = partial(
+            self.put_arguments, key, body, content_type=content_type, meta=meta, days=days
+        )
         try:
-            self.request("PutObject", call, expect=_EXISTS if exclusive else frozenset())
+            self.request(
+                "PutObject",
+                lambda: self.client.put_object(**arguments(if_none_match=exclusive)),
+                expect=_EXISTS if exclusive else frozenset(),
+            )
         except Refused:
             return False
         return True

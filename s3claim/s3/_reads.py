@@ -2,7 +2,8 @@
 
 Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that the face
 sends its own way (`perform` on boto3, `perform_async` on aiobotocore) and answers here, so
-the byte ranges, every check on the answers and the format are decided in one place.
+the byte ranges, every check on the answers and the format are decided in one place; and
+a whole claim streamed for `scan` (`pieces`), in bounded memory.
 
 A range of the text or the index is one ranged GetObject of the sealed blocks holding it; the
 end of either, one suffix range (`bytes=-n`). The exceptions, each one request more: a range
@@ -14,10 +15,12 @@ HeadObject of the claim to tell "not indexed" from "not there".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from botocore.exceptions import BotoCoreError
 
 import s3claim.s3._format as _format
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
@@ -26,10 +29,14 @@ from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._format import ObjectMeta
 from s3claim.s3._layout import Layout
 from s3claim.s3._retry import RetryPolicy, request_async
-from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, Seal, block_span, sealed_size
+from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, BlockStream, Seal, block_span, sealed_size
 from s3claim.store import IndexPart, TextPart
 
+if TYPE_CHECKING:
+    from botocore.response import StreamingBody
+
 __all__ = [
+    "SCAN_BYTES",
     "ClaimOps",
     "Get",
     "Head",
@@ -39,6 +46,8 @@ __all__ = [
     "head",
     "perform",
     "perform_async",
+    "pieces",
+    "present",
     "sync_sender",
 ]
 
@@ -116,6 +125,14 @@ class Sealed:
 def head(obj: Sealed) -> Op[ObjectMeta]:
     reply = yield Head(obj.key)
     return obj.checked(reply.meta, operation="HeadObject")
+
+
+def present(op: Op[_T]) -> Op[_T]:
+    """`op`, a missing claim refused as unavailable."""
+    try:
+        return (yield from op)
+    except Refused:
+        raise ClaimUnavailableError from None
 
 
 def read_range(obj: Sealed, first: int, end: int) -> Op[tuple[ObjectMeta, bytes]]:
@@ -197,27 +214,18 @@ class ClaimOps:
 
     def text(self, start: int, end: int) -> Op[TextPart]:
         width = self._width
-        try:
-            meta, data = yield from read_range(self._claim, width * start, width * end)
-        except Refused:
-            raise ClaimUnavailableError from None
+        meta, data = yield from present(read_range(self._claim, width * start, width * end))
         return TextPart(_format.decode(data, width, operation="GetObject"), start, meta.facts)
 
     def tail(self, chars: int) -> Op[TextPart]:
         width = self._width
-        try:
-            meta, at, data = yield from read_suffix(self._claim, width * chars)
-        except Refused:
-            raise ClaimUnavailableError from None
+        meta, at, data = yield from present(read_suffix(self._claim, width * chars))
         text = _format.decode(data, width, operation="GetObject")
         return TextPart(text, at // width, meta.facts)
 
     def index(self, start: int, end: int) -> Op[IndexPart]:
         if start >= _format.MAX_OBJECT_BYTES:  # past any index: the claim's length answers
-            try:
-                meta = yield from head(self._claim)
-            except Refused:
-                raise ClaimUnavailableError from None
+            meta = yield from present(head(self._claim))
             return IndexPart(b"" if meta.index_size else None, meta.facts)
         try:
             meta, data = yield from read_range(self._index, start, end)
@@ -234,10 +242,7 @@ class ClaimOps:
 
     def _unindexed(self) -> Op[IndexPart]:
         """No index object: a claim written without one, or no claim at all (one HEAD)."""
-        try:
-            meta = yield from head(self._claim)
-        except Refused:
-            raise ClaimUnavailableError from None
+        meta = yield from present(head(self._claim))
         if meta.index_size:
             raise ClaimStoreError("GetObject: the claim's index is missing", reason="damaged")
         return IndexPart(None, meta.facts)
@@ -331,3 +336,63 @@ def async_sender(
         return await request_async("GetObject", get_object, policy=retry, expect=_GET_EXPECTS)
 
     return send
+
+
+# -- a whole claim, streamed (what `scan` reads) --------------------------------------------
+
+SCAN_BYTES = 1024 * 1024
+"""How much of a claim `scan` reads at a time: memory is bounded by this, not the claim."""
+
+
+def _short() -> ClaimStoreError:
+    return _damaged("body length disagrees with the object's size")
+
+
+def pieces(
+    body: StreamingBody,
+    *,
+    width: int,
+    seal: Seal,
+    content_bytes: int,
+    reopen: Callable[[int], StreamingBody],
+    attempts: int,
+) -> Iterator[str]:
+    """The text of a sealed body of `content_bytes` (at `width`), in pieces of at most
+    `SCAN_BYTES`, every block's tag checked before any of its text is yielded, so a search
+    never serves a match from a rewritten block. A stream cut midway resumes with a ranged GET
+    from the next stored byte (`reopen`), at most `attempts` times."""
+    expected = sealed_size(content_bytes)
+    blocks = BlockStream(seal, operation="GetObject")
+    received = 0
+    carry = b""  # the bytes of a character split between two reads
+    resumes = 0
+    try:
+        while True:
+            try:
+                for chunk in body.iter_chunks(SCAN_BYTES):
+                    received += len(chunk)
+                    if received > expected:
+                        break  # longer than sealed: refused below, the excess unread
+                    data = carry + blocks.feed(chunk)
+                    cut = len(data) - len(data) % width
+                    carry = data[cut:]
+                    if cut:
+                        yield _format.decode(data[:cut], width, operation="GetObject")
+                break
+            except BotoCoreError as exc:  # the stream broke: go on from the next byte
+                resumes += 1
+                if resumes >= attempts:
+                    raise ClaimStoreError(
+                        f"GetObject stream failed {resumes} time(s): {type(exc).__name__}"
+                    ) from exc
+                body.close()
+                body = reopen(received)
+        if received != expected:
+            raise _short()
+        data = carry + blocks.end()
+        if len(data) % width:
+            raise _short()
+        if data:
+            yield _format.decode(data, width, operation="GetObject")
+    finally:
+        body.close()

@@ -32,9 +32,8 @@ from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._format import ClaimInfo
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._reads import ClaimOps, Sealed, head, perform, sync_sender
+from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sync_sender
 from s3claim.s3._retry import RetryPolicy
-from s3claim.s3._scan import pieces
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import (
@@ -197,10 +196,7 @@ class S3ClaimCheckStore(RangedStore):
             raise ClaimUnavailableError
         bucket, layout = self._bucket, self._bucket.layout
         claim, _ = claim_objects(layout, scope, handle, self._clock)
-        try:
-            meta = perform(head(claim), sync_sender(bucket))
-        except Refused:
-            raise ClaimUnavailableError from None
+        meta = perform(present(head(claim)), sync_sender(bucket))
         child = bucket.key.handed_off(handle, to)
         days = day_class(ttl_seconds, bucket.classes)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)

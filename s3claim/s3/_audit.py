@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from functools import partial
 
 from s3claim.s3._bucket import Bucket
+from s3claim.s3._layout import is_audit_key
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.telemetry import AuditRecord, names
@@ -72,7 +73,7 @@ class S3AuditTrail:
         else:
             under = bucket.layout.tenant_prefix(tenant)
         for key in bucket.keys(under):
-            if key.rsplit("/", 2)[-2:-1] != [names.AUDIT_FOLDER]:
+            if not is_audit_key(key):
                 continue  # a claim or a journal
             body = bucket.request(
                 "GetObject", partial(bucket.client.get_object, Bucket=bucket.name, Key=key)

@@ -240,17 +240,18 @@ def _lifecycle(rules: Rules, prefix: str, day_classes: Sequence[int]) -> list[Ch
             if _applies(r, prefix, tags) and "Days" in r.get("Expiration", {})
         ]
         if not expiring:
+            status = Status.failed
             detail = f"no rule expires {prefix} objects tagged {TAG_KEY}={days}"
-            checks.append(Check(name, Status.failed, detail, fix))
         elif min(expiring) < days:
+            status = Status.failed
             detail = f"a rule expires them after {_days(min(expiring))}: before their TTL"
-            checks.append(Check(name, Status.failed, detail, fix))
         elif min(expiring) > days:
+            status = Status.warning
             detail = f"expired after {_days(min(expiring))}: kept longer than needed"
-            checks.append(Check(name, Status.warning, detail, fix))
         else:
+            status = Status.passed
             detail = f"expired after {_days(days)} ({prefix}, {TAG_KEY}={days})"
-            checks.append(Check(name, Status.passed, detail))
+        checks.append(Check(name, status, detail, None if status is Status.passed else fix))
     aborts = any("AbortIncompleteMultipartUpload" in r and _applies(r, prefix, {}) for r in rules)
     checks.append(
         Check("lifecycle: abort incomplete uploads", Status.passed, "a rule aborts them")

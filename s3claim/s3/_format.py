@@ -40,7 +40,6 @@ __all__ = [
     "laid_out_body",
     "max_chars",
     "metadata",
-    "metadata_bytes",
     "parse_metadata",
 ]
 
@@ -168,13 +167,9 @@ def content_range(header: str | None) -> tuple[int, int, int] | None:
     return first, last, total
 
 
-def metadata_bytes(meta: Mapping[str, str]) -> int:
-    """Size as S3 counts it, with the header prefix included to stay on the safe side."""
-    return sum(len((_HEADER_PREFIX + k).encode()) + len(v.encode()) for k, v in meta.items())
-
-
 def check_metadata_size(meta: Mapping[str, str]) -> None:
-    size = metadata_bytes(meta)
+    """Size as S3 counts it, with the header prefix included to stay on the safe side."""
+    size = sum(len((_HEADER_PREFIX + k).encode()) + len(v.encode()) for k, v in meta.items())
     if size > MAX_METADATA_BYTES:
         raise ClaimStoreError(
             f"user metadata of {size} bytes exceeds the S3 limit of {MAX_METADATA_BYTES}"

@@ -44,11 +44,6 @@ def tagging(days: int) -> str:
     return f"{TAG_KEY}={days}"
 
 
-def ttl_rule_id(days: int) -> str:
-    """The rule ID the Terraform module gives a day class, so the two compare by eye."""
-    return f"s3claim-ttl-{days}d"
-
-
 def lifecycle_rules(*, prefix: str, day_classes: Sequence[int]) -> list[LifecycleRuleTypeDef]:
     """The bucket's rules: one expiration per day class (prefix AND tag), and the abort rule.
 
@@ -57,7 +52,7 @@ def lifecycle_rules(*, prefix: str, day_classes: Sequence[int]) -> list[Lifecycl
     """
     rules: list[LifecycleRuleTypeDef] = [
         {
-            "ID": ttl_rule_id(days),
+            "ID": f"s3claim-ttl-{days}d",  # as the Terraform module names it
             "Status": "Enabled",
             "Filter": {"And": {"Prefix": prefix, "Tags": [{"Key": TAG_KEY, "Value": str(days)}]}},
             "Expiration": {"Days": days},

@@ -84,10 +84,8 @@ class S3ClaimCheckStore(RangedStore):
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
     ) -> S3ClaimCheckStore:
-        """A store configured from `S3CLAIM_*` variables (or the settings given).
-
-        Refuses a missing bucket or handle key by variable name, here rather than at first use.
-        """
+        """A store configured from `S3CLAIM_*` variables (or the settings given), each
+        refused by name here rather than at first use."""
         return cls(Bucket.from_settings(settings, retry=retry), clock=clock)
 
     @property
@@ -389,13 +387,8 @@ class _Ranges:
         return perform(self._ops.index_tail(size), self._send)
 
     def stream(self) -> Iterator[str]:
-        """The claim's text, start to end, in pieces, from one streaming GET.
-
-        The GET and every check a range makes happen here, before the first piece, so an
-        unavailable claim raises at the call. The body is then read 1 MiB at a time (memory
-        stays bounded whatever the claim's size); a stream cut midway resumes with a ranged
-        GET from the next byte, at most `RetryPolicy.attempts` times.
-        """
+        """The claim's text in pieces from one streaming GET (`_reads.pieces`). The GET and
+        every check on its metadata happen here, so an unavailable claim raises at the call."""
         claim = self._claim
         response = self._open(first_byte=0)
         try:

@@ -20,16 +20,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ReadResourceResult, TextResourceContents
 
 from s3claim.errors import ToolError
-from s3claim.handles import HANDLE_PREFIX
 from s3claim.hosting import run_claim_tool
 from s3claim.tools import RunContext, Tool
 
-__all__ = ["is_claim_uri", "read_claim"]
-
-
-def is_claim_uri(uri: str) -> bool:
-    """Whether `uri` names a claim (the proxy answers it) rather than an upstream resource."""
-    return uri.startswith(HANDLE_PREFIX)
+__all__ = ["read_claim"]
 
 
 def read_claim(fetch: Tool, uri: str, context: RunContext) -> ReadResourceResult:

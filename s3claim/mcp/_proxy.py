@@ -233,20 +233,21 @@ class ClaimCheckProxy:
             scope = self._scope(ctx, params.meta)
         except ToolError as error:
             return error_result(refusal_text(error))
-        arguments = params.arguments or {}
+        arguments, context = params.arguments or {}, self._context(scope)
         claim_tool = self.claim_tools.get(params.name)
         if claim_tool is not None:
-            return await anyio.to_thread.run_sync(
-                self._run_claim_tool, claim_tool, arguments, scope
-            )
+            answer = await anyio.to_thread.run_sync(run_claim_tool, claim_tool, arguments, context)
+            return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
         if self.claim_check.references and has_references(arguments):
+            resolve = partial(
+                resolve_arguments, arguments, claim_check=self.claim_check, tool=params.name,
+                context=context,
+            )  # fmt: skip
             try:  # resolved here, so any upstream takes a claim as an argument unawares
-                arguments = await anyio.to_thread.run_sync(
-                    self._resolve, params.name, arguments, scope
-                )
+                resolved = await anyio.to_thread.run_sync(resolve)
             except ToolError as error:  # the call is not forwarded
                 return error_result(refusal_text(error))
-            params = params.model_copy(update={"arguments": arguments})
+            params = params.model_copy(update={"arguments": dict(resolved)})
         request = types.CallToolRequest(params=_without_ours(params))
         try:
             with self._admitted(), self.relay.call(ctx):
@@ -261,7 +262,7 @@ class ClaimCheckProxy:
         except MCPError as exc:  # the upstream's error answer: an error result, whatever its code
             message = f"{neutralise(exc.error.message)} (JSON-RPC error {exc.error.code})"
             return error_result(ToolError("upstream_error", message).render())
-        return await anyio.to_thread.run_sync(self._admit, params.name, result, scope)
+        return await anyio.to_thread.run_sync(self._admit, params.name, result, context)
 
     def _passing(
         self,
@@ -396,22 +397,10 @@ class ClaimCheckProxy:
         if self._on_event is not None:
             self._on_event(event)
 
-    def _resolve(self, tool: str, arguments: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
-        context = self._context(scope)
-        return dict(
-            resolve_arguments(arguments, claim_check=self.claim_check, tool=tool, context=context)
-        )
-
-    def _run_claim_tool(
-        self, tool: Tool, arguments: Mapping[str, Any], scope: Scope
-    ) -> CallToolResult:
-        answer = run_claim_tool(tool, arguments, self._context(scope))
-        return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
-
-    def _admit(self, tool: str, result: CallToolResult, scope: Scope) -> CallToolResult:
+    def _admit(self, tool: str, result: CallToolResult, context: RunContext) -> CallToolResult:
         try:
             return claim_check_result(
-                result, tool=tool, context=self._context(scope), claim_check=self.claim_check,
+                result, tool=tool, context=context, claim_check=self.claim_check,
                 limit=self.limit, searchable=self._searchable,
             )  # fmt: skip
         except ToolError as error:  # the upstream's text failed the boundary

@@ -1,19 +1,14 @@
 """The proxy: an MCP server that offers what its upstream offers, claim-checked.
 
-`tools/list` is the upstream's listing (without output schemas, see `_results`) followed by
-`s3claim.claim_tools.claim_tools(store)`, served generically: a claim tool added to the library
-appears here with no change. `tools/call` runs a claim tool in-process or forwards the call
-upstream and claim-checks what comes back; whatever goes wrong is an error result.
-
-The rest is forwarded only when the upstream's initialize result announces it, so the proxy's
-capabilities are the upstream's: resources (list, templates, read, subscribe), prompts,
-completions, logging, with its name, version and instructions. Resources are served always,
-because claims are resources (`_claims`); without upstream resources the listing is empty. A
-request passes with its `_meta`, less the proxy's own keys; what comes back is neutralised,
-and resource and prompt texts over the threshold are checked in (`_results`). An error answer
-passes as the same JSON-RPC error, its message neutralised; an upstream that cannot answer is
-an internal error naming why. What the upstream sends on its own reaches the right client
-(`_relay`). Blocking work (S3, neutralising) runs in worker threads, never on the event loop.
+`tools/list` is the upstream's listing (without output schemas, see `_results`), then every
+claim tool of `s3claim.claim_tools.claim_tools(store)`. `tools/call` runs a claim tool
+in-process or forwards the call and claim-checks what comes back; whatever fails is an error
+result. The rest is forwarded when the upstream's initialize result announces it, so the
+proxy's capabilities are the upstream's; resources always, as claims are resources
+(`_claims`). A request passes with its `_meta` less the proxy's keys; answers are
+neutralised, resource and prompt texts checked in, an error answer passes as the same
+JSON-RPC error (its message neutralised), and an upstream that cannot answer is an internal
+error naming why. Blocking work (S3, neutralising) runs in worker threads.
 """
 
 from __future__ import annotations
@@ -278,25 +273,26 @@ class ClaimCheckProxy:
         async def handle(ctx: ServerRequestContext[Any], params: _P) -> _R:
             if empty is not None and self.upstream.capabilities.resources is None:
                 return empty
-            return await self._forward(ctx, request(params=_without_ours(params)), result, clean)
+            return await self._forward(ctx, request, params, result, clean)
 
         return handle
 
     async def _forward(
         self,
         ctx: ServerRequestContext[Any],
-        request: types.Request[Any, Any],
+        request: type[types.Request[_P, Any]],
+        params: _P,
         result: type[_R],
         clean: Callable[[_R], _R],
         *,
         admitted: bool = False,
     ) -> _R:
-        """`request` upstream, its answer through `clean` in a worker thread; what goes wrong
-        is the JSON-RPC error the client reads."""
+        """The request upstream, its answer through `clean` in a worker thread; what goes
+        wrong is the JSON-RPC error the client reads."""
         self.relay.seen(ctx)
         try:
             with self._admitted() if admitted else nullcontext(), self.relay.call(ctx):
-                answer = await self.upstream.send(request, result)
+                answer = await self.upstream.send(request(params=_without_ours(params)), result)
         except ToolError as error:
             raise MCPError(types.INTERNAL_ERROR, error.message) from None
         except UpstreamError as exc:
@@ -321,8 +317,9 @@ class ClaimCheckProxy:
             checked_resource, context=context, claim_check=self.claim_check,
             searchable=self._searchable,
         )  # fmt: skip
-        request = types.ReadResourceRequest(params=_without_ours(params))
-        return await self._forward(ctx, request, types.ReadResourceResult, check, admitted=True)
+        return await self._forward(
+            ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check, admitted=True
+        )
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -331,23 +328,22 @@ class ClaimCheckProxy:
             checked_prompt, context=self._context_of(ctx, params.meta),
             claim_check=self.claim_check, searchable=self._searchable,
         )  # fmt: skip
-        request = types.GetPromptRequest(params=_without_ours(params))
-        return await self._forward(ctx, request, types.GetPromptResult, check, admitted=True)
+        return await self._forward(
+            ctx, types.GetPromptRequest, params, types.GetPromptResult, check, admitted=True
+        )
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         if self.relay.subscribe(ctx, params.uri):  # the first: the upstream must hear of it
-            request = types.SubscribeRequest(params=_without_ours(params))
-            await self._forward(ctx, request, types.EmptyResult, _empty)
+            await self._forward(ctx, types.SubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         if self.relay.unsubscribe(ctx, params.uri):  # the last one
-            request = types.UnsubscribeRequest(params=_without_ours(params))
-            await self._forward(ctx, request, types.EmptyResult, _empty)
+            await self._forward(ctx, types.UnsubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
 
     async def _roots_changed(

@@ -1,19 +1,13 @@
 """Relay: what the upstream sends on its own (requests, notifications) reaches the right client.
 
-The upstream connection is shared by every client of the proxy, and the 2025-11-25 protocol
-does not say which call a server's request or log line belongs to. So the rule is:
-
-- while calls are in flight from exactly one client connection, it goes to that connection
-  (on the call's own stream when there is one call, so HTTP clients get it where they wait);
-- with no call in flight, it goes to the one client of a stdio proxy (which is where
-  `server-filesystem` asks for roots, right after its handshake), and to nobody on HTTP;
-- otherwise it cannot be attributed and goes to nobody: one client's log line or sampling
-  request must never reach another (another tenant, perhaps). A request is refused to the
-  upstream, a notification dropped.
-
-List-changed notifications carry no content and go to every client; a resource update goes
-to the clients that subscribed to that resource. Everything the upstream wrote is
-neutralised before a client sees it (`s3claim.mcp._neutral`).
+The upstream connection is shared by every client, and the 2025-11-25 protocol does not say
+which call a server's request or log line belongs to. So: with calls in flight from exactly
+one client connection, it goes there (on the call's own stream when there is one call, where
+an HTTP client waits); with none in flight, to a stdio proxy's one client (`server-filesystem`
+asks for roots right after its handshake), to nobody on HTTP; otherwise to nobody, as one
+client's log line or sampling request must never reach another tenant (a request is refused
+to the upstream, a notification dropped). List-changed notifications go to every client, a
+resource update to its subscribers; all of it neutralised first.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """Results: what the client receives for an upstream tool result, resource read or prompt.
 
-A tool result's *text* is its text blocks joined by a blank line. Its structured content is
-taken to repeat that text (the MCP convention) when the text is that content's JSON, or when
-every value in it is one of the text blocks (the reference filesystem server sends
-`{"content": <the file>}`); structured content holding anything more (a `sha256` beside the
-file) adds its JSON to the text, after a blank line, so it is measured and never lost.
-
-- Text under the tool's threshold passes as it came (the very object), unless neutralising
-  rewrote something (`s3claim.mcp._neutral`; text blocks as if joined, so a forgery split
-  across two blocks is caught).
-- Text at or over it goes through `admit`: the admitted text takes the first text block's
-  place, the other text blocks and the structured content go (keeping either would hand the
-  client the whole after all), other blocks stay in place, neutralised, and a
-  `resource_link` to the claim follows. Upstream tools are listed without an
-  `output_schema` (`advertised`), so a client does not reject a result for the structured
-  output it no longer carries.
-- A resource's text, or a prompt message's text block, over the threshold of `resources/read`
-  or `prompts/get` is admitted the same way; binary contents pass as they came.
-
-Sync on purpose: check-in talks to S3 and neutralising 50 MB takes a while, so the proxy
-calls these in a worker thread.
+A tool result's text is its text blocks joined by a blank line, plus its structured content's
+JSON unless that only repeats the text (the MCP convention: the text is its JSON, or each
+value is one of the text blocks, as the filesystem server's `{"content": <the file>}`), so
+content like a `sha256` beside the file is measured and never lost. Under the threshold the
+result passes as it came, every string neutralised (text blocks as if joined). At or over it,
+the admitted text takes the first text block's place, the other text blocks and the
+structured content go (either would hand over the whole after all; tools are listed without
+`output_schema` for that reason), other blocks stay in place and a `resource_link` to the
+claim follows. A resource's or prompt message's text over the threshold of `resources/read`
+or `prompts/get` is admitted the same way. Blocking (S3, neutralising 50 MB): call these in
+a worker thread.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import StdioServerParameters, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
+from mcp_types import JSONRPCError, jsonrpc_message_adapter
 
 __all__ = ["Launch", "stdio_transport"]
 
@@ -185,16 +185,12 @@ def _oversized(size: int, limit: int, head: bytes, tail: bytes) -> SessionMessag
         found = matches[-1] if matches else None
     if found is None:
         return None  # no id to answer: the call waits out its timeout
-    error = {
-        "jsonrpc": "2.0",
-        "id": json.loads(found.group(1)),
-        "error": {
-            "code": types.INTERNAL_ERROR,
-            "message": f"the upstream's answer ({size} bytes) is larger than the proxy takes "
-            f"(--max-result-bytes {limit})",
-        },
-    }
-    return SessionMessage(jsonrpc_message_adapter.validate_python(error, by_name=False))
+    message = (
+        f"the upstream's answer ({size} bytes) is larger than the proxy takes "
+        f"(--max-result-bytes {limit})"
+    )
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=json.loads(found.group(1)), error=error))
 
 
 def _parse(line: bytes | bytearray) -> SessionMessage | Exception:

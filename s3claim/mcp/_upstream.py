@@ -1,21 +1,18 @@
 """Upstream: the MCP server behind the proxy, reached as a client, reopened when it dies.
 
-One connection serves every client of the proxy (the SDK's client session multiplexes
-requests). It belongs to a supervisor task, because an MCP client must be closed by the task
-that opened it: a call that finds the connection dead asks the supervisor for a new one and
-waits for it, within the call's timeout. So a crashed stdio server is restarted by the next
-call, and a call to a server that hangs ends in `UpstreamError` after the timeout while the
-proxy goes on serving.
+One connection serves every client of the proxy. It belongs to a supervisor task, because an
+MCP client must be closed by the task that opened it: a call that finds it dead asks the
+supervisor for a new one and waits, within the call's timeout. So a crashed stdio server is
+restarted by the next call, and a hanging one ends the call in `UpstreamError` while the
+proxy goes on serving. Restarting is for a closed transport, never for an answer: an error
+answer is the upstream's, whatever its code (-32000 too, which is also the SDK's code for a
+closed connection: a ping tells them apart).
 
-The connection speaks the 2025-11-25 handshake (`mode="legacy"`): there, what the server
-sends back during a call (progress, log lines, sampling, elicitation, roots) is plain
-JSON-RPC the proxy relays to its own client (`downstream`, the proxy's `Relay`), whatever
-protocol that client speaks. It advertises sampling, elicitation and roots; a request its
-client cannot answer is refused to the upstream as the client's SDK would refuse it.
-
-Restarting is for a transport that has closed, never for an answer: an error answer is the
-upstream's, whatever its code (-32000 included, which is also the SDK's code for a closed
-connection, so that one is told apart by asking the upstream for a ping).
+The connection speaks the 2025-11-25 handshake (`mode="legacy"`), where what the server sends
+during a call (progress, log lines, sampling, elicitation, roots) is plain JSON-RPC the proxy
+relays (`downstream`), whatever protocol its client speaks. It advertises sampling,
+elicitation and roots; a request its client cannot answer is refused as the client's SDK
+would refuse it.
 """
 
 from __future__ import annotations

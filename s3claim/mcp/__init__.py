@@ -1,22 +1,20 @@
 """`s3claim mcp-proxy`: claim-check any MCP server's results for any MCP client.
 
 Needs the `mcp` extra; without it, importing this package raises `MissingExtraError`, one
-line naming the `pip install` that fixes it. Nothing outside this subpackage (and the CLI
-command that loads it on demand) imports the MCP SDK, so `import s3claim` never does.
+line naming the `pip install` that fixes it. Nothing else in s3claim imports the MCP SDK.
 
-Built on the official SDK's low-level `Server` and `Client` (2.x). `fastmcp` is not used:
-the low-level server takes one handler per method around an upstream client, with the
-results passed through as the SDK's own types, so a small result reaches the client as it
-came. fastmcp's proxy would add a second framework's result conversion, tool model and
-dependencies between the upstream and the claim check, for nothing the proxy uses.
+Built on the official SDK's low-level `Server` and `Client` (2.x), not fastmcp: one handler
+per method around an upstream client, results passed through as the SDK's own types, so a
+small result reaches the client as it came. fastmcp's proxy would put a second framework's
+result conversion and tool model between the upstream and the claim check.
 
     client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
                          │
                          ├─ result boundary + ClaimCheck (s3claim.hosting.admit)
                          ├─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
                          ├─ claims as resources (resources/read claim:...?offset=N)
-                         └─ resources, prompts, completions, logging, progress, sampling,
-                            elicitation, roots: forwarded and relayed (_forwarding, _relay)
+                         └─ resources, prompts, completions, logging: forwarded; progress,
+                            sampling, elicitation, roots: relayed (_relay)
 """
 
 from s3claim.errors import UpstreamError

@@ -1,17 +1,10 @@
 """Neutral: every string the upstream wrote is defanged before a client (and its model) reads it.
 
-`s3claim.hosting.neutralise` is the one rewrite; this module applies it everywhere an MCP
-message can carry upstream text: content blocks of every kind, embedded resources, resource
-links, `_meta`, structured content (keys too), prompts, resource contents, notifications,
-server-to-client requests. What is not text is left alone: base64 `data` of an image or audio
-block and a resource's `blob` (the rewrite's patterns cannot occur in base64 anyway).
-
-Listings are different: a tool's, prompt's or resource's name, an input schema's property
-names and a URI template are what the client sends back, so there only descriptions and
-titles are rewritten (`neutralised_listing`).
-
-The walk is iterative with a depth bound, so a deeply nested value from the upstream is a
-clear error (`TooDeepError`), never a crashed handler.
+`s3claim.hosting.neutralise` is the one rewrite; this module applies it to every string of an
+MCP message, keys too, except base64: an image's or audio's `data` and a resource's `blob`.
+A listing's names, input schema property names and URI templates are what the client sends
+back, so there only descriptions and titles are rewritten (`neutralised_listing`). A value
+nested deeper than `MAX_DEPTH` is a clear error (`TooDeepError`), never a crashed handler.
 """
 
 from __future__ import annotations
@@ -24,20 +17,14 @@ from pydantic import BaseModel
 from s3claim.hosting import neutralise
 from s3claim.safejson import MAX_DEPTH, depth_of
 
-__all__ = [
-    "TooDeepError",
-    "joined_neutral",
-    "neutralised",
-    "neutralised_listing",
-]
+__all__ = ["TooDeepError", "joined_neutral", "neutralised", "neutralised_listing"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _LISTING_TEXT = frozenset({"description", "title"})
 
 
 class TooDeepError(ValueError):
-    """A value from the upstream nests deeper than `MAX_DEPTH`, the one bound s3claim puts on
-    JSON it did not write (`s3claim.safejson`)."""
+    """A value from the upstream nests deeper than `s3claim.safejson.MAX_DEPTH`."""
 
 
 def neutralised(model: _M) -> _M:
@@ -46,14 +33,9 @@ def neutralised(model: _M) -> _M:
 
 
 def neutralised_listing(model: _M, *, also: frozenset[str] = frozenset()) -> _M:
-    """A listing with its descriptions and titles neutralised (and the fields `also` names),
-    names left as they are."""
+    """A listing with its descriptions and titles (and the fields `also` names) neutralised."""
     keys = _LISTING_TEXT | also
-
-    def wanted(key: str | None, parent: dict[str, Any] | None) -> bool:
-        return key in keys
-
-    return _rewrite(model, wanted)
+    return _rewrite(model, lambda key, parent: key in keys)
 
 
 def joined_neutral(texts: list[str]) -> list[str]:
@@ -92,23 +74,21 @@ def _rewrite(model: _M, wanted: Callable[[str | None, dict[str, Any] | None], bo
 
 
 def _walk(
-    value: Any, wanted: Callable[[str | None, dict[str, Any] | None], bool], *, keys: bool
+    value: Any,
+    wanted: Callable[[str | None, dict[str, Any] | None], bool],
+    *,
+    keys: bool,
+    key: str | None = None,
+    parent: dict[str, Any] | None = None,
 ) -> Any:
     # Depth is bounded above (`_rewrite`), so recursion here stays within MAX_DEPTH frames.
+    if isinstance(value, str):
+        return neutralise(value) if wanted(key, parent) else value
     if isinstance(value, dict):
         return {
-            (neutralise(key) if keys else key): (
-                (neutralise(item) if wanted(key, value) else item)
-                if isinstance(item, str)
-                else _walk(item, wanted, keys=keys)
-            )
-            for key, item in value.items()
+            (neutralise(k) if keys else k): _walk(v, wanted, keys=keys, key=k, parent=value)
+            for k, v in value.items()
         }
     if isinstance(value, list):
-        return [
-            (neutralise(item) if wanted(None, None) else item)
-            if isinstance(item, str)
-            else _walk(item, wanted, keys=keys)
-            for item in value
-        ]
+        return [_walk(item, wanted, keys=keys) for item in value]
     return value

@@ -1,20 +1,23 @@
 """The proxy: an MCP server that offers what its upstream offers, claim-checked.
 
-`tools/list` is the upstream's listing (without output schemas, see `_results`) followed by
-`s3claim.claim_tools.claim_tools(store)`, served generically: a claim tool added to the library
-appears here with no change. `tools/call` runs a claim tool in-process or forwards the call
-upstream and claim-checks what comes back. Resources, prompts, completions and logging are
-served when the upstream offers them (`_forwarding`), with its name, version and
-instructions; claims are resources too (`_claims`). What the upstream sends on its own
-reaches the right client (`_relay`). Blocking work (S3, neutralising large text) runs in
-worker threads, never on the event loop.
+`tools/list` is the upstream's listing (without output schemas, see `_results`), then every
+claim tool of `s3claim.claim_tools.claim_tools(store)`. `tools/call` runs a claim tool
+in-process or forwards the call and claim-checks what comes back; whatever fails is an error
+result. The rest is forwarded when the upstream's initialize result announces it, so the
+proxy's capabilities are the upstream's; resources always, as claims are resources
+(`_claims`). A request passes with its `_meta` less the proxy's keys; answers are
+neutralised, resource and prompt texts checked in, an error answer passes as the same
+JSON-RPC error (its message neutralised), and an upstream that cannot answer is an internal
+error naming why. Blocking work (S3, neutralising) runs in worker threads.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from functools import partial
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
@@ -25,11 +28,13 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent
 from mcp_types import Tool as McpTool
+from pydantic import BaseModel
 
 from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
+from s3claim.handles import HANDLE_PREFIX
 from s3claim.hosting import (
     described,
     has_references,
@@ -38,11 +43,17 @@ from s3claim.hosting import (
     resolve_arguments,
     run_claim_tool,
 )
-from s3claim.mcp._forwarding import Forwarding, upstream_meta
-from s3claim.mcp._neutral import TooDeepError
+from s3claim.mcp._claims import read_claim
+from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_listing
 from s3claim.mcp._relay import Relay, connection_of
-from s3claim.mcp._results import advertised, claim_check_result, error_result
-from s3claim.mcp._scoping import Scoping
+from s3claim.mcp._results import (
+    advertised,
+    checked_prompt,
+    checked_resource,
+    claim_check_result,
+    error_result,
+)
+from s3claim.mcp._scoping import RUN_META_KEY, Scoping
 from s3claim.mcp._upstream import Upstream
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
@@ -50,28 +61,28 @@ from s3claim.tools import RunContext, Tool
 __all__ = ["AGENT", "DEFAULT_MAX_CALLS", "ClaimCheckProxy"]
 
 _log = logging.getLogger("s3claim.mcp")
+_R = TypeVar("_R", bound=BaseModel)
+_P = TypeVar("_P", bound=types.RequestParams | None)  # None: the SDK's paginated params
+_Handler = Callable[[ServerRequestContext[Any], _P], Awaitable[_R]]
 AGENT = "mcp-proxy"
 """The agent name in the proxy's events and logs."""
 DEFAULT_MAX_CALLS = 64
 """Calls (and reads) the proxy forwards at once; one more is refused, not queued."""
+# Not for the upstream: the proxy's own `_meta` keys and another protocol's reserved ones.
+_OURS = (RUN_META_KEY, "s3claim/", "io.modelcontextprotocol/")
+_RESOURCE_FIELDS = frozenset({"name", "uri", "uriTemplate"})
 
 
 class _Mirror(Server[Any]):
     """The low-level server, announcing the upstream's list-changed flags as its own."""
 
-    def __init__(self, *args: Any, notifications: NotificationOptions, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._notifications = notifications
+    notifications = NotificationOptions()
 
     def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
+        self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
     ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or self._notifications, experimental_capabilities, extensions
-        )
+        options = notification_options or self.notifications
+        return super().create_initialization_options(options, *args, **kwargs)
 
 
 class ClaimCheckProxy:
@@ -96,41 +107,23 @@ class ClaimCheckProxy:
         max_calls: int = DEFAULT_MAX_CALLS,
         single_client: bool = True,
     ) -> None:
+        if limit is not None and limit < 1:
+            raise ConfigurationError(f"limit must be positive, got {limit}")
+        if max_calls < 1:
+            raise ConfigurationError(f"max_calls must be positive, got {max_calls}")
         self.upstream = upstream
         self.claim_check = claim_check
         self.scoping = scoping
         self.limit = limit
-        if self.limit is not None and self.limit < 1:
-            raise ConfigurationError(f"limit must be positive, got {self.limit}")
-        if max_calls < 1:
-            raise ConfigurationError(f"max_calls must be positive, got {max_calls}")
         self.max_calls = max_calls
         self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
         self.name = name
         self._on_event = on_event
+        self._searchable = SEARCH_TOOL_NAME in self.claim_tools
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
         self._in_flight = 0
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
-        self.forwarding = Forwarding(self)
-
-    @property
-    def searchable(self) -> bool:
-        return SEARCH_TOOL_NAME in self.claim_tools
-
-    @property
-    def fetch_tool(self) -> Tool:
-        return self.claim_tools[FETCH_TOOL_NAME]
-
-    def _remember(self, served: list[McpTool]) -> None:
-        self._listed = {t.name: t for t in served}
-
-    def _input_schema(self, name: str) -> dict[str, Any] | None:
-        # The SDK checks a call's `Mcp-Param-*` headers against the tool's input schema on
-        # streamable HTTP; without this it would run tools/list, an upstream round trip, per
-        # call. A tool not listed yet has nothing to check against.
-        tool = self._listed.get(name)
-        return tool.input_schema if tool is not None else None
 
     async def check_names(self) -> list[McpTool]:
         """The upstream's tools; refuses one named like a claim tool (call once at start)."""
@@ -141,39 +134,65 @@ class ClaimCheckProxy:
                 f"the upstream has tools named {clash}, which the proxy serves itself "
                 "(its claim tools): rename them upstream, or give it a proxy of its own"
             )
-        self._remember(self._served(tools))
+        self._served(tools)
         return tools
 
     def server(self) -> Server[Any]:
         """The MCP server to run on a transport: the upstream's identity and capabilities."""
-        caps = self.upstream.capabilities
-        info = self.upstream.server_info
+        caps, info = self.upstream.capabilities, self.upstream.server_info
         instructions = self.upstream.instructions
+        resources = partial(neutralised_listing, also=_RESOURCE_FIELDS)
         server = _Mirror(
             neutralise(info.name) if info is not None else self.name,
             version=neutralise(info.version) if info is not None else "",
             title=neutralise(info.title) if info is not None and info.title else None,
             instructions=neutralise(instructions) if instructions is not None else None,
-            notifications=NotificationOptions(
-                prompts_changed=bool(caps.prompts and caps.prompts.list_changed),
-                resources_changed=bool(caps.resources and caps.resources.list_changed),
-                tools_changed=bool(caps.tools and caps.tools.list_changed),
-            ),
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._passing(
+                types.ListResourcesRequest, types.ListResourcesResult, resources,
+                empty=types.ListResourcesResult(resources=[]),
+            ),
+            on_list_resource_templates=self._passing(
+                types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult, resources,
+                empty=types.ListResourceTemplatesResult(resource_templates=[]),
+            ),
+            on_read_resource=self._read_resource,
+        )  # fmt: skip
+        server.notifications = NotificationOptions(
+            prompts_changed=bool(caps.prompts and caps.prompts.list_changed),
+            resources_changed=bool(caps.resources and caps.resources.list_changed),
+            tools_changed=bool(caps.tools and caps.tools.list_changed),
         )
-        self.forwarding.register(server, caps)
+        add = server.add_request_handler
+        if caps.resources is not None and caps.resources.subscribe:
+            add("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
+            add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        if caps.prompts is not None:
+            listing = self._passing(
+                types.ListPromptsRequest, types.ListPromptsResult, neutralised_listing
+            )
+            add("prompts/list", types.PaginatedRequestParams, listing)
+            add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
+        if caps.completions is not None:
+            complete = self._passing(types.CompleteRequest, types.CompleteResult, neutralised)
+            add("completion/complete", types.CompleteRequestParams, complete)
+        if caps.logging is not None:
+            # One upstream connection for every client: the last level set is the upstream's.
+            level = self._passing(types.SetLevelRequest, types.EmptyResult, _empty)
+            add("logging/setLevel", types.SetLevelRequestParams, level)
+        server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
+        )
         return server
 
-    def scope_of(self, ctx: ServerRequestContext[Any], meta: Mapping[str, Any] | None) -> Scope:
-        """The scope of one request (a `ToolError` when it cannot be had)."""
-        session_id = connection_of(ctx).session_id
-        return self.scoping.scope(meta=meta, headers=_headers(ctx), session_id=session_id)
-
-    def admission(self) -> _Admission:
-        """A slot among `max_calls`; `ToolError("too_many_calls")` when none is free."""
-        return _Admission(self)
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        # The SDK checks a call's `Mcp-Param-*` headers against the tool's input schema on
+        # streamable HTTP; without this it would run tools/list, an upstream round trip, per
+        # call. A tool not listed yet has nothing to check against.
+        tool = self._listed.get(name)
+        return tool.input_schema if tool is not None else None
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -184,11 +203,10 @@ class ClaimCheckProxy:
         except (UpstreamError, MCPError, TooDeepError) as exc:
             _log.warning("tools/list: %s", getattr(exc, "code", type(exc).__name__))
             upstream = []
-        served = self._served(upstream)
-        self._remember(served)
-        return ListToolsResult(tools=served)
+        return ListToolsResult(tools=self._served(upstream))
 
     def _served(self, upstream: list[McpTool]) -> list[McpTool]:
+        """The listing the clients see, remembered for `_input_schema`."""
         served: list[McpTool] = []
         for tool in upstream:
             if tool.name in self.claim_tools:  # appeared after start: the claim tool wins
@@ -199,47 +217,174 @@ class ClaimCheckProxy:
                 text = described(listed.description or "", self.claim_check)
                 listed = listed.model_copy(update={"description": text})
             served.append(listed)
-        return served + [_listing(t) for t in self.claim_tools.values()]
+        served += [_listing(t) for t in self.claim_tools.values()]
+        self._listed = {t.name: t for t in served}
+        return served
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         try:
-            scope = self.scope_of(ctx, params.meta)
+            scope = self._scope(ctx, params.meta)
         except ToolError as error:
             return error_result(refusal_text(error))
+        arguments, context = params.arguments or {}, self._context(scope)
         claim_tool = self.claim_tools.get(params.name)
         if claim_tool is not None:
-            return await anyio.to_thread.run_sync(
-                self._run_claim_tool, claim_tool, params.arguments or {}, scope
-            )
-        if self.claim_check.references and has_references(params.arguments or {}):
+            answer = await anyio.to_thread.run_sync(run_claim_tool, claim_tool, arguments, context)
+            return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
+        if self.claim_check.references and has_references(arguments):
+            resolve = partial(
+                resolve_arguments, arguments, claim_check=self.claim_check, tool=params.name,
+                context=context,
+            )  # fmt: skip
             try:  # resolved here, so any upstream takes a claim as an argument unawares
-                arguments = await anyio.to_thread.run_sync(
-                    self._resolve, params.name, params.arguments or {}, scope
-                )
+                resolved = await anyio.to_thread.run_sync(resolve)
             except ToolError as error:  # the call is not forwarded
                 return error_result(refusal_text(error))
-            params = params.model_copy(update={"arguments": arguments})
-        request = types.CallToolRequest(
-            params=params.model_copy(update={"meta": upstream_meta(params.meta)})
-        )
+            params = params.model_copy(update={"arguments": dict(resolved)})
+        request = types.CallToolRequest(params=_without_ours(params))
         try:
-            with self.admission(), self.relay.call(ctx):
+            with self._admitted(), self.relay.call(ctx):
                 result = await self.upstream.send(
                     request, CallToolResult, progress=_progress_of(ctx)
                 )
         except ToolError as error:
             return error_result(error.render())
         except UpstreamError as exc:
-            _log.warning("tools/call %s: %s", _loggable(params.name), exc.code)
+            _log.warning("tools/call %s: %s", repr(neutralise(params.name[:64])), exc.code)
             return error_result(ToolError(exc.code, exc.message).render())
         except MCPError as exc:  # the upstream's error answer: an error result, whatever its code
             message = f"{neutralise(exc.error.message)} (JSON-RPC error {exc.error.code})"
             return error_result(ToolError("upstream_error", message).render())
-        return await anyio.to_thread.run_sync(self._admit, params.name, result, scope)
+        return await anyio.to_thread.run_sync(self._admit, params.name, result, context)
 
-    def context(self, scope: Scope) -> RunContext:
+    def _passing(
+        self,
+        request: type[types.Request[_P, Any]],
+        result: type[_R],
+        clean: Callable[[_R], _R],
+        *,
+        empty: _R | None = None,
+    ) -> _Handler[_P, _R]:
+        """A handler forwarding `request` as it came and its answer through `clean`; `empty`
+        answers in its place when the upstream has no resources."""
+
+        async def handle(ctx: ServerRequestContext[Any], params: _P) -> _R:
+            if empty is not None and self.upstream.capabilities.resources is None:
+                return empty
+            return await self._forward(ctx, request, params, result, clean)
+
+        return handle
+
+    async def _forward(
+        self,
+        ctx: ServerRequestContext[Any],
+        request: type[types.Request[_P, Any]],
+        params: _P,
+        result: type[_R],
+        clean: Callable[[_R], _R],
+        *,
+        admitted: bool = False,
+    ) -> _R:
+        """The request upstream, its answer through `clean` in a worker thread; what goes
+        wrong is the JSON-RPC error the client reads."""
+        self.relay.seen(ctx)
+        try:
+            with self._admitted() if admitted else nullcontext(), self.relay.call(ctx):
+                answer = await self.upstream.send(request(params=_without_ours(params)), result)
+        except ToolError as error:
+            raise MCPError(types.INTERNAL_ERROR, error.message) from None
+        except UpstreamError as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"{exc.code}: {exc.message}") from None
+        except MCPError as exc:
+            raise MCPError(exc.error.code, neutralise(exc.error.message)) from None
+        try:
+            return await anyio.to_thread.run_sync(clean, answer)
+        except TooDeepError as error:
+            raise MCPError(types.INTERNAL_ERROR, str(error)) from None
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        context = self._context_of(ctx, params.meta)
+        if params.uri.startswith(HANDLE_PREFIX):  # a claim: the proxy answers it
+            fetch = self.claim_tools[FETCH_TOOL_NAME]
+            return await anyio.to_thread.run_sync(read_claim, fetch, params.uri, context)
+        if self.upstream.capabilities.resources is None:
+            raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
+        check = partial(
+            checked_resource, context=context, claim_check=self.claim_check,
+            searchable=self._searchable,
+        )  # fmt: skip
+        return await self._forward(
+            ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check, admitted=True
+        )
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        check = partial(
+            checked_prompt, context=self._context_of(ctx, params.meta),
+            claim_check=self.claim_check, searchable=self._searchable,
+        )  # fmt: skip
+        return await self._forward(
+            ctx, types.GetPromptRequest, params, types.GetPromptResult, check, admitted=True
+        )
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        if self.relay.subscribe(ctx, params.uri):  # the first: the upstream must hear of it
+            await self._forward(ctx, types.SubscribeRequest, params, types.EmptyResult, _empty)
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        if self.relay.unsubscribe(ctx, params.uri):  # the last one
+            await self._forward(ctx, types.UnsubscribeRequest, params, types.EmptyResult, _empty)
+        return types.EmptyResult()
+
+    async def _roots_changed(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams
+    ) -> None:
+        self.relay.seen(ctx)
+        await self.upstream.notify(types.RootsListChangedNotification())
+
+    def _scope(self, ctx: ServerRequestContext[Any], meta: Mapping[str, Any] | None) -> Scope:
+        """The scope of one request (a `ToolError` when it cannot be had)."""
+        headers = getattr(ctx.request, "headers", None)  # the HTTP request's; none on stdio
+        return self.scoping.scope(
+            meta=meta,
+            headers=headers if isinstance(headers, Mapping) else None,
+            session_id=connection_of(ctx).session_id,
+        )
+
+    def _context_of(
+        self, ctx: ServerRequestContext[Any], meta: Mapping[str, Any] | None
+    ) -> RunContext:
+        try:
+            return self._context(self._scope(ctx, meta))
+        except ToolError as error:
+            raise MCPError(types.INVALID_PARAMS, error.message) from None
+
+    @contextmanager
+    def _admitted(self) -> Iterator[None]:
+        """A slot among `max_calls`; `ToolError("too_many_calls")` when none is free."""
+        if self._in_flight >= self.max_calls:
+            raise ToolError(
+                "too_many_calls",
+                f"the proxy already forwards {self.max_calls} calls (--max-calls); "
+                "try again when one has finished",
+            )
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+
+    def _context(self, scope: Scope) -> RunContext:
         return RunContext(scope=scope, agent=AGENT, emit=self._emit)
 
     def _emit(self, event: Event) -> None:
@@ -248,49 +393,34 @@ class ClaimCheckProxy:
         if self._on_event is not None:
             self._on_event(event)
 
-    def _resolve(self, tool: str, arguments: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
-        resolved = resolve_arguments(
-            arguments, claim_check=self.claim_check, tool=tool, context=self.context(scope)
-        )
-        return dict(resolved)
-
-    def _run_claim_tool(
-        self, tool: Tool, arguments: Mapping[str, Any], scope: Scope
-    ) -> CallToolResult:
-        answer = run_claim_tool(tool, arguments, self.context(scope))
-        return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
-
-    def _admit(self, tool: str, result: CallToolResult, scope: Scope) -> CallToolResult:
+    def _admit(self, tool: str, result: CallToolResult, context: RunContext) -> CallToolResult:
         try:
             return claim_check_result(
-                result,
-                tool=tool,
-                context=self.context(scope),
-                claim_check=self.claim_check,
-                limit=self.limit,
-                searchable=self.searchable,
-            )
+                result, tool=tool, context=context, claim_check=self.claim_check,
+                limit=self.limit, searchable=self._searchable,
+            )  # fmt: skip
         except ToolError as error:  # the upstream's text failed the boundary
             return error_result(refusal_text(error))
         except TooDeepError as error:
             return error_result(ToolError("upstream_invalid_result", str(error)).render())
 
 
-class _Admission:
-    def __init__(self, proxy: ClaimCheckProxy) -> None:
-        self._proxy = proxy
+def _without_ours(params: _P) -> _P:
+    """`params` as the upstream gets them: `_meta` without the proxy's keys or the progress
+    token (the proxy asks for progress with its own)."""
+    if params is None:  # never, in fact: the server validates absent params as `{}`
+        return params
+    kept = {
+        k: v
+        for k, v in (params.meta or {}).items()
+        if k != "progress_token" and not k.startswith(_OURS)
+    }
+    meta = types.RequestParamsMeta(**kept) if kept else None  # type: ignore[typeddict-item]
+    return params.model_copy(update={"meta": meta})
 
-    def __enter__(self) -> None:
-        if self._proxy._in_flight >= self._proxy.max_calls:
-            raise ToolError(
-                "too_many_calls",
-                f"the proxy already forwards {self._proxy.max_calls} calls (--max-calls); "
-                "try again when one has finished",
-            )
-        self._proxy._in_flight += 1
 
-    def __exit__(self, *exc: object) -> None:
-        self._proxy._in_flight -= 1
+def _empty(answer: types.EmptyResult) -> types.EmptyResult:
+    return types.EmptyResult()
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
@@ -312,13 +442,3 @@ def _listing(tool: Tool) -> McpTool:
         description=tool.description,
         input_schema=tool.schema["function"]["parameters"],
     )
-
-
-def _headers(ctx: ServerRequestContext[Any]) -> Mapping[str, str] | None:
-    """The HTTP request's headers; None on stdio."""
-    headers = getattr(ctx.request, "headers", None)
-    return headers if isinstance(headers, Mapping) else None
-
-
-def _loggable(name: str) -> str:
-    return repr(neutralise(name[:64]))

@@ -1,19 +1,13 @@
 """Relay: what the upstream sends on its own (requests, notifications) reaches the right client.
 
-The upstream connection is shared by every client of the proxy, and the 2025-11-25 protocol
-does not say which call a server's request or log line belongs to. So the rule is:
-
-- while calls are in flight from exactly one client connection, it goes to that connection
-  (on the call's own stream when there is one call, so HTTP clients get it where they wait);
-- with no call in flight, it goes to the one client of a stdio proxy (which is where
-  `server-filesystem` asks for roots, right after its handshake), and to nobody on HTTP;
-- otherwise it cannot be attributed and goes to nobody: one client's log line or sampling
-  request must never reach another (another tenant, perhaps). A request is refused to the
-  upstream, a notification dropped.
-
-List-changed notifications carry no content and go to every client; a resource update goes
-to the clients that subscribed to that resource. Everything the upstream wrote is
-neutralised before a client sees it (`s3claim.mcp._neutral`).
+The upstream connection is shared by every client, and the 2025-11-25 protocol does not say
+which call a server's request or log line belongs to. So: with calls in flight from exactly
+one client connection, it goes there (on the call's own stream when there is one call, where
+an HTTP client waits); with none in flight, to a stdio proxy's one client (`server-filesystem`
+asks for roots right after its handshake), to nobody on HTTP; otherwise to nobody, as one
+client's log line or sampling request must never reach another tenant (a request is refused
+to the upstream, a notification dropped). List-changed notifications go to every client, a
+resource update to its subscribers; all of it neutralised first.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -32,6 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
+from pydantic import BaseModel
 
 from s3claim.mcp._neutral import neutralised
 
@@ -43,6 +38,7 @@ _BROADCAST = (
     types.ResourceListChangedNotification,
     types.PromptListChangedNotification,
 )
+_T = TypeVar("_T", bound=BaseModel)
 _NOBODY = "the proxy cannot tell which of its clients this request is for"
 
 
@@ -61,7 +57,7 @@ class _Call:
 
 
 class Relay:
-    """The proxy's `Downstream`: routes the upstream's requests and notifications."""
+    """The upstream's `downstream`: routes its requests and notifications to the clients."""
 
     def __init__(self, *, single_client: bool, wait_seconds: float) -> None:
         self.single_client = single_client
@@ -126,8 +122,8 @@ class Relay:
         return next(iter(self._connections), None)
 
     async def _ask(
-        self, request: types.ServerRequest, result: type[Any], capable: types.ClientCapabilities
-    ) -> Any:
+        self, request: types.ServerRequest, result: type[_T], capable: types.ClientCapabilities
+    ) -> _T | types.ErrorData:
         target = await self._target()
         if target is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message=_NOBODY)
@@ -152,31 +148,23 @@ class Relay:
 
     async def sampling(
         self, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
-        result: type[Any] = (
-            types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
-        )
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
         request = types.CreateMessageRequest(params=neutralised(params))
-        return await self._ask(  # type: ignore[no-any-return]
-            request, result, types.ClientCapabilities(sampling=types.SamplingCapability())
-        )
+        capable = types.ClientCapabilities(sampling=types.SamplingCapability())
+        if params.tools:
+            return await self._ask(request, types.CreateMessageResultWithTools, capable)
+        return await self._ask(request, types.CreateMessageResult, capable)
 
     async def elicitation(
         self, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         request = types.ElicitRequest(params=neutralised(params))
-        return await self._ask(  # type: ignore[no-any-return]
-            request,
-            types.ElicitResult,
-            types.ClientCapabilities(elicitation=types.ElicitationCapability()),
-        )
+        capable = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        return await self._ask(request, types.ElicitResult, capable)
 
     async def roots(self) -> types.ListRootsResult | types.ErrorData:
-        return await self._ask(  # type: ignore[no-any-return]
-            types.ListRootsRequest(),
-            types.ListRootsResult,
-            types.ClientCapabilities(roots=types.RootsCapability()),
-        )
+        capable = types.ClientCapabilities(roots=types.RootsCapability())
+        return await self._ask(types.ListRootsRequest(), types.ListRootsResult, capable)
 
     async def notification(self, message: types.ServerNotification) -> None:
         if isinstance(message, _BROADCAST):
@@ -197,10 +185,9 @@ class Relay:
             return
         safe = neutralised(message)
         if isinstance(target, _Call):
-            if isinstance(
-                message, types.LoggingMessageNotification
-            ) and message.params.level not in (
-                allowed_log_levels(target.connection.protocol_version, target.meta)
+            levels = allowed_log_levels(target.connection.protocol_version, target.meta)
+            if isinstance(message, types.LoggingMessageNotification) and (
+                message.params.level not in levels
             ):
                 return
             await target.session.send_notification(safe, related_request_id=target.request_id)

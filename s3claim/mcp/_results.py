@@ -1,42 +1,33 @@
-"""Results: what the client receives for an upstream tool's `CallToolResult`.
+"""Results: what the client receives for an upstream tool result, resource read or prompt.
 
-The rule, per result:
-
-- Its *text* is its text blocks joined by a blank line (one block: exactly that block). Its
-  structured content is taken to repeat that text (the MCP convention) when the text is that
-  content's JSON, or when every value in it is a string that is one of the text blocks (the
-  reference filesystem server sends `{"content": <the file>}`); structured content holding
-  anything more (a number, a `sha256` beside the file) adds its JSON to the text, after a
-  blank line, so that it is measured and, once checked in, still readable: never lost.
-  The text passes the same result boundary as a library tool's
-  (`s3claim.hosting.text_of`): serialisation checks and forgery neutralised.
-- Text shorter than the tool's threshold: the result passes through as it came, the very
-  object, unless neutralisation rewrote something; then only the rewritten strings change.
-  Every upstream string is neutralised (`s3claim.mcp._neutral`): text blocks as if joined
-  (a forgery split across two blocks is caught), and embedded resources, resource links,
-  `_meta` and structured content (keys too).
-- Text at or over the threshold goes through `admit` (check-in, or truncation on a store
-  fault). The admitted text takes the place of the first text block, the other text blocks
-  go, and images, audio, embedded resources and resource links stay where they were,
-  neutralised, and a `resource_link` to the claim follows (its URI is the handle, which
-  `resources/read` redeems: `s3claim.mcp._claims`). The structured content goes too, as it
-  is in the text or repeats it: keeping it would hand the client the whole content after all.
-  The proxy advertises upstream tools without their `output_schema` for that reason
-  (`advertised`): a client must not reject a checked-in result for the structured output it
-  no longer carries.
-- `is_error` and `_meta` are kept; an error result is checked in like any other.
-- Structured content nested deeper than `MAX_DEPTH` is refused as `upstream_invalid_result`.
-
-Sync on purpose: check-in talks to S3 and neutralising 50 MB takes a while, so the proxy
-calls this in a worker thread.
+A tool result's text is its text blocks joined by a blank line, plus its structured content's
+JSON unless that only repeats the text (the MCP convention: the text is its JSON, or each
+value is one of the text blocks, as the filesystem server's `{"content": <the file>}`), so
+content like a `sha256` beside the file is measured and never lost. Under the threshold the
+result passes as it came, every string neutralised (text blocks as if joined). At or over it,
+the admitted text takes the first text block's place, the other text blocks and the
+structured content go (either would hand over the whole after all; tools are listed without
+`output_schema` for that reason), other blocks stay in place and a `resource_link` to the
+claim follows. A resource's or prompt message's text over the threshold of `resources/read`
+or `prompts/get` is admitted the same way. Blocking (S3, neutralising 50 MB): call these in
+a worker thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
-from mcp_types import CallToolResult, ResourceLink, TextContent, Tool
+from mcp_types import (
+    CallToolResult,
+    GetPromptResult,
+    ReadResourceResult,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+from pydantic import BaseModel
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
@@ -46,19 +37,24 @@ from s3claim.safejson import MAX_DEPTH, depth_of, loads
 from s3claim.tools import RunContext
 from s3claim.wording import HANDLE_SEEN, claim_link_name
 
-__all__ = ["JOIN", "advertised", "claim_check_result", "claim_link", "error_result"]
+__all__ = [
+    "JOIN",
+    "advertised",
+    "checked_prompt",
+    "checked_resource",
+    "claim_check_result",
+    "error_result",
+]
 
+_B = TypeVar("_B", bound=BaseModel)
 JOIN = "\n\n"
 """Between text blocks in the text that is checked in, so the head reads like the result."""
 
 
 def advertised(tool: Tool) -> Tool:
-    """An upstream tool as the proxy lists it: without an output schema to break, and with its
-    descriptions and titles neutralised (the model reads them)."""
+    """An upstream tool as listed: no output schema, descriptions and titles neutralised."""
     safe = neutralised_listing(tool)
-    if safe.output_schema is None:
-        return safe
-    return safe.model_copy(update={"output_schema": None})
+    return safe if safe.output_schema is None else safe.model_copy(update={"output_schema": None})
 
 
 def error_result(message: str) -> CallToolResult:
@@ -93,35 +89,93 @@ def claim_check_result(
         return neutralised(result)
     text = JOIN.join(text_of(part, tool=tool) for part in parts)
     if len(text) < claim_check.policy_for(tool).threshold_chars:
-        return _neutralised(result)
+        return _small(result)
     admitted = admit(
-        text,
-        tool=tool,
-        context=context,
-        claim_check=claim_check,
-        limit=limit,
+        text, tool=tool, context=context, claim_check=claim_check, limit=limit,
         searchable=searchable,
-    )
-    content: list[Any] = []
-    placed = False
+    )  # fmt: skip
+    first = next((b for b in result.content if isinstance(b, TextContent)), None)
+    lead = TextContent(text=admitted) if first is None else _retexted(first, admitted)
+    content: list[Any] = [lead] if first is None else []
     for block in result.content:
-        if not isinstance(block, TextContent):
+        if block is first:
+            content.append(lead)
+        elif not isinstance(block, TextContent):
             content.append(neutralised(block))
-        elif not placed:
-            content.append(block.model_copy(update={"text": admitted}))
-            placed = True
-    if not placed:  # the text came from structured content alone: it leads
-        content.insert(0, TextContent(text=admitted))
     handle = HANDLE_SEEN.search(admitted)
     if handle is not None:  # checked in (a store fault truncates instead: no claim to link)
-        content.append(claim_link(handle.group(1), total_chars=len(text)))
-    rest = neutralised(result.model_copy(update={"content": [], "structured_content": None}))
-    return rest.model_copy(update={"content": content})
+        name = claim_link_name(len(text))
+        content.append(ResourceLink(uri=handle.group(1), name=name, mime_type="text/plain"))
+    return _around(result.model_copy(update={"structured_content": None}), "content", content, [])
 
 
-def claim_link(handle: str, *, total_chars: int) -> ResourceLink:
-    """The link a checked-in result carries to its claim: `resources/read` of the handle."""
-    return ResourceLink(uri=handle, name=claim_link_name(total_chars), mime_type="text/plain")
+def checked_resource(
+    result: ReadResourceResult, *, context: RunContext, claim_check: ClaimCheck, searchable: bool
+) -> ReadResourceResult:
+    """The read as the client receives it (blocking: call it in a worker thread)."""
+    contents: list[Any] = []
+    for item in result.contents:
+        admitted = None
+        if isinstance(item, TextResourceContents):
+            admitted = _admitted(item.text, "resources/read", context, claim_check, searchable)
+        contents.append(
+            neutralised(item) if admitted is None else _around(item, "text", admitted, "")
+        )
+    return _around(result, "contents", contents, [])
+
+
+def checked_prompt(
+    result: GetPromptResult, *, context: RunContext, claim_check: ClaimCheck, searchable: bool
+) -> GetPromptResult:
+    """The prompt as the client receives it (blocking: call it in a worker thread)."""
+    messages: list[Any] = []
+    for message in result.messages:
+        block = message.content
+        admitted = None
+        if isinstance(block, TextContent):
+            admitted = _admitted(block.text, "prompts/get", context, claim_check, searchable)
+        if admitted is None:
+            messages.append(neutralised(message))
+        else:
+            safe = _around(block, "text", admitted, "")
+            messages.append(_around(message, "content", safe, TextContent(text="")))
+    return _around(result, "messages", messages, [])
+
+
+def _admitted(
+    text: str, kind: str, context: RunContext, claim_check: ClaimCheck, searchable: bool
+) -> str | None:
+    """The head and marker for an oversized resource or prompt text; None when it passes."""
+    if len(text) < claim_check.policy_for(kind).threshold_chars:
+        return None
+    safe = text_of(text, tool=kind)  # the boundary: neutralised, valid Unicode
+    return admit(safe, tool=kind, context=context, claim_check=claim_check, searchable=searchable)
+
+
+def _around(model: _B, field: str, value: Any, blank: Any) -> _B:
+    """`model` neutralised but for `field`, which becomes `value` (already safe): a large
+    text is never walked twice. `model` itself when nothing changed."""
+    shell = model.model_copy(update={field: blank})
+    safe = neutralised(shell)
+    if safe is shell and value is getattr(model, field):
+        return model
+    return safe.model_copy(update={field: value})
+
+
+def _retexted(block: TextContent, text: str) -> TextContent:
+    return block if text == block.text else block.model_copy(update={"text": text})
+
+
+def _small(result: CallToolResult) -> CallToolResult:
+    """The small result, unchanged unless some text in it imitates s3claim or a chat template."""
+    safe = iter(joined_neutral([b.text for b in result.content if isinstance(b, TextContent)]))
+    content = [
+        _retexted(b, next(safe)) if isinstance(b, TextContent) else neutralised(b)
+        for b in result.content
+    ]
+    if all(new is old for new, old in zip(content, result.content, strict=True)):
+        content = result.content
+    return _around(result, "content", content, [])
 
 
 def _repeats(structured: Any, texts: list[str]) -> bool:
@@ -140,35 +194,8 @@ def _repeats(structured: Any, texts: list[str]) -> bool:
 
 def _leaves(value: Any) -> Iterator[Any]:
     """Every value that is not a container, keys aside (depth is bounded before this runs)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
+    if isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from _leaves(item)
     else:
         yield value
-
-
-def _neutralised(result: CallToolResult) -> CallToolResult:
-    """The small result, unchanged unless some text in it imitates s3claim or a chat template."""
-    blocks = [b for b in result.content if isinstance(b, TextContent)]
-    safe = iter(joined_neutral([b.text for b in blocks]))
-    content: list[Any] = []
-    changed = False
-    for block in result.content:
-        if isinstance(block, TextContent):
-            text = next(safe)
-            if text != block.text:
-                block = block.model_copy(update={"text": text})
-                changed = True
-        else:
-            new = neutralised(block)
-            changed = changed or new is not block
-            block = new
-        content.append(block)
-    rest = result.model_copy(update={"content": []})
-    safe_rest = neutralised(rest)
-    if not changed and safe_rest is rest:
-        return result
-    return safe_rest.model_copy(update={"content": content})

@@ -1,21 +1,11 @@
-"""Scoping: which tenant and run a proxied call's claims belong to.
+"""Scoping: which tenant and run a proxied call's claims belong to, never from tool arguments.
 
-Never from tool arguments: the model writes those. In order:
-
-- tenant: `--tenant` (or `S3CLAIM_TENANT`); over HTTP with `--tenant-header NAME`, that
-  request header instead, and a call without it is refused.
-- run: the request's `_meta` value `s3claim/run` (the client's own conversation id); else the
-  transport's session id (streamable HTTP clients that keep a session); else one run for this
-  proxy process (stdio: one client) or one run per tenant (HTTP: shared by every process, so
-  a handle minted through one instance is redeemed through another).
-
-Each source has a namespace of its own (`meta:`, `session:`, `process:`, `tenant:` before
-the name), so no source can name another's run: `_meta` run `"mcp-proxy"` is not the
-tenant's shared run, and a client cannot send a `_meta` run equal to someone's session id
-and read that session's claims. The session id is the SDK's validated session (the
-connection's), never a header read off the request: on the stateless path a client can send
-any `Mcp-Session-Id` it likes. A tenant header sent twice is refused: a gateway that appends
-instead of overwriting would otherwise let the client pick its tenant.
+The tenant is `--tenant`, or over HTTP the `--tenant-header` request header (missing or
+repeated: refused, since a gateway that appends would let the client pick). The run is the
+request's `_meta` `s3claim/run`, else the SDK's validated session id (never a header off the
+request), else one per stdio process or one per tenant over HTTP. Each source has its own
+namespace (`meta:`, `session:`, `process:`, `tenant:`), so none can name another's run
+(docs/mcp-proxy.md, "Scope and run namespaces").
 """
 
 from __future__ import annotations

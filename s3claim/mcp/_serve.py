@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -26,10 +26,10 @@ __all__ = ["MCP_PATH", "listen_socket", "serve_http", "serve_stdio"]
 MCP_PATH = "/mcp"
 
 
-async def _stop_on_signal(stop: Callable[[], None]) -> None:
+async def _stop_on_signal(server: uvicorn.Server) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
-            stop()
+            server.should_exit = True
             return
 
 
@@ -78,13 +78,9 @@ async def serve_http(proxy: ClaimCheckProxy, sock: socket.socket) -> None:
     app: Any = proxy.server().streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     server = _Uvicorn(config)
-
-    def stop() -> None:
-        server.should_exit = True
-
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signal, stop)
+            group.start_soon(_stop_on_signal, server)
             await server.serve(sockets=[sock])
             group.cancel_scope.cancel()
     except BaseExceptionGroup as failed:  # the one failure, as itself

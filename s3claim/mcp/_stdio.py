@@ -1,14 +1,12 @@
 """A stdio client transport whose reading is linear in the size of a message.
 
-Why not the SDK's `stdio_client`: its reader joins its whole buffer with every 64 KiB chunk
-it reads, so one message of n bytes costs O(n²): the time a result takes to arrive grows
-with the square of its size, and oversized results are what the proxy exists for. This one
-keeps the chunks of a line in a list and joins them once. Everything else follows the SDK's
-transport: newline-delimited JSON-RPC; the server in its own process group; on close, stdin
-is closed, then the group is terminated, then killed. The server's stderr is passed on to the
-proxy's, and its last lines are kept (`Launch`), so a server that dies before the handshake
-is reported with its exit code and its own words.
-On Windows the SDK's transport is used as it is.
+Why not the SDK's `stdio_client`: its reader joins its whole buffer with every chunk it reads,
+so a message of n bytes costs O(n²), and oversized results are what the proxy exists for. It
+also has no bound on a line, and keeps none of the server's stderr. Everything else follows
+the SDK's transport: newline-delimited JSON-RPC; the server in its own process group; on
+close, stdin closed, then the group terminated, then killed. The server's stderr is passed on
+to the proxy's and its last lines kept (`Launch`), so a server that dies before the handshake
+is reported with its exit code and its own words. On Windows the SDK's transport is used.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -30,7 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import StdioServerParameters, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
+from mcp_types import JSONRPCError, jsonrpc_message_adapter
 
 __all__ = ["Launch", "stdio_transport"]
 
@@ -40,23 +39,19 @@ _TAIL_LINES = 5
 _TAIL_LINE_CHARS = 300
 
 
+@dataclass
 class Launch:
     """What one start of the server left behind: its exit code and last stderr lines."""
 
-    def __init__(self, max_line_bytes: int | None = None) -> None:
-        self.max_line_bytes = max_line_bytes
-        self.returncode: int | None = None  # set when it exited on its own, not stopped
-        self.eof = False  # its stdout ended by itself
-        self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
+    max_line_bytes: int | None = None
+    returncode: int | None = None  # set when it exited on its own, not stopped
+    eof: bool = False  # its stdout ended by itself
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=_TAIL_LINES))
 
     def note(self, line: bytes) -> None:
         text = line.decode("utf-8", "replace").rstrip()
         if text:
-            self._tail.append(text[:_TAIL_LINE_CHARS])
-
-    @property
-    def stderr_tail(self) -> list[str]:
-        return list(self._tail)
+            self.stderr_tail.append(text[:_TAIL_LINE_CHARS])
 
 
 def stdio_transport(
@@ -146,14 +141,10 @@ _EDGE = 512
 class _Line:
     """One line being read, in one growing buffer; past `limit` bytes only its edges are kept.
 
-    One buffer, not a list of chunks joined at the end: freed 64 KiB chunks stay in the
-    process's heap, so the join's moment held the line twice for good. The buffer becomes
-    bytes and is freed at once, so a line is held twice only while the message is built.
-
-    An oversized line is answered in the upstream's place with a JSON-RPC error for its
-    request id (found at the line's start, as Python servers write it, or its end, as the
-    TypeScript SDK does), so the call fails at once with a clear message and the proxy never
-    holds more than `limit` bytes of it.
+    One buffer, not chunks joined at the end: freed chunks stay in the process's heap, so the
+    join held the line twice for good. An oversized line is answered in the upstream's place
+    with a JSON-RPC error for its request id (found at the line's start, as Python servers
+    write it, or its end, as the TypeScript SDK does): the call fails at once, clearly.
     """
 
     def __init__(self, limit: int | None) -> None:
@@ -194,16 +185,12 @@ def _oversized(size: int, limit: int, head: bytes, tail: bytes) -> SessionMessag
         found = matches[-1] if matches else None
     if found is None:
         return None  # no id to answer: the call waits out its timeout
-    error = {
-        "jsonrpc": "2.0",
-        "id": json.loads(found.group(1)),
-        "error": {
-            "code": types.INTERNAL_ERROR,
-            "message": f"the upstream's answer ({size} bytes) is larger than the proxy takes "
-            f"(--max-result-bytes {limit})",
-        },
-    }
-    return SessionMessage(jsonrpc_message_adapter.validate_python(error, by_name=False))
+    message = (
+        f"the upstream's answer ({size} bytes) is larger than the proxy takes "
+        f"(--max-result-bytes {limit})"
+    )
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=json.loads(found.group(1)), error=error))
 
 
 def _parse(line: bytes | bytearray) -> SessionMessage | Exception:

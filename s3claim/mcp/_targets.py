@@ -1,11 +1,8 @@
 """Targets: where the upstream server is, and what a launched one may see of the proxy.
 
-A stdio upstream is third-party code started by the proxy, and the proxy holds the bucket's
-credentials, the handle key and often a model's API key. So the child starts with an
-allowlisted environment: what a program needs to run (`SAFE_VARIABLES`, and every `LC_*`),
-plus exactly what the operator names with `--upstream-env NAME` (passed from the proxy's
-environment) or `--upstream-env NAME=VALUE`. Never `AWS_*`, `S3CLAIM_*`, `*_API_KEY` or
-anything else by default: a server that needs a secret is given it by name.
+A stdio upstream is third-party code, and the proxy holds the bucket's credentials and the
+handle key: the child gets an allowlisted environment (`SAFE_VARIABLES`, every `LC_*`) plus
+exactly what the operator names with `--upstream-env NAME` or `NAME=VALUE`, never more.
 """
 
 from __future__ import annotations

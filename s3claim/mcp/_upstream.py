@@ -1,30 +1,27 @@
 """Upstream: the MCP server behind the proxy, reached as a client, reopened when it dies.
 
-One connection serves every client of the proxy (the SDK's client session multiplexes
-requests). It belongs to a supervisor task, because an MCP client must be closed by the task
-that opened it: a call that finds the connection dead asks the supervisor for a new one and
-waits for it, within the call's timeout. So a crashed stdio server is restarted by the next
-call, and a call to a server that hangs ends in `UpstreamError` after the timeout while the
-proxy goes on serving.
+One connection serves every client of the proxy. It belongs to a supervisor task, because an
+MCP client must be closed by the task that opened it: a call that finds it dead asks the
+supervisor for a new one and waits, within the call's timeout. So a crashed stdio server is
+restarted by the next call, and a hanging one ends the call in `UpstreamError` while the
+proxy goes on serving. Restarting is for a closed transport, never for an answer: an error
+answer is the upstream's, whatever its code (-32000 too, which is also the SDK's code for a
+closed connection: a ping tells them apart).
 
-The connection speaks the 2025-11-25 handshake (`mode="legacy"`): there, what the server
-sends back during a call (progress, log lines, sampling, elicitation, roots) is plain
-JSON-RPC the proxy relays to its own client (`Downstream`), whatever protocol that client
-speaks. It advertises sampling, elicitation and roots; a request its client cannot answer is
-refused to the upstream as the client's SDK would refuse it.
-
-Restarting is for a transport that has closed, never for an answer: an error answer is the
-upstream's, whatever its code (-32000 included, which is also the SDK's code for a closed
-connection, so that one is told apart by asking the upstream for a ping).
+The connection speaks the 2025-11-25 handshake (`mode="legacy"`), where what the server sends
+during a call (progress, log lines, sampling, elicitation, roots) is plain JSON-RPC the proxy
+relays (`downstream`), whatever protocol its client speaks. It advertises sampling,
+elicitation and roots; a request its client cannot answer is refused as the client's SDK
+would refuse it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -36,48 +33,16 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from s3claim.errors import UpstreamError
+from s3claim.mcp._relay import Relay
 from s3claim.mcp._stdio import Launch
 from s3claim.mcp._targets import HttpUpstream, StdioUpstream, UpstreamTarget
 
-__all__ = ["Downstream", "Upstream", "sole_exception"]
+__all__ = ["Upstream", "sole_exception"]
 
 _log = logging.getLogger("s3claim.mcp")
-_T = TypeVar("_T")
 _R = TypeVar("_R", bound=BaseModel)
 _PING_SECONDS = 5.0  # to tell a closed connection from an upstream's own -32000 answer
 _DEFAULT_STARTUP_SECONDS = 20.0
-
-
-class Downstream(Protocol):
-    """Where the upstream's own requests and notifications go: the proxy's clients."""
-
-    async def sampling(
-        self, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData: ...
-
-    async def elicitation(
-        self, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData: ...
-
-    async def roots(self) -> types.ListRootsResult | types.ErrorData: ...
-
-    async def notification(self, message: types.ServerNotification) -> None: ...
-
-
-class _Nobody:
-    """The downstream before the proxy names one: every request refused, nothing relayed."""
-
-    async def sampling(self, params: types.CreateMessageRequestParams) -> types.ErrorData:
-        return types.ErrorData(code=types.INVALID_REQUEST, message="Sampling not supported")
-
-    async def elicitation(self, params: types.ElicitRequestParams) -> types.ErrorData:
-        return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
-
-    async def roots(self) -> types.ErrorData:
-        return types.ErrorData(code=types.INVALID_REQUEST, message="List roots not supported")
-
-    async def notification(self, message: types.ServerNotification) -> None:
-        return None
 
 
 class Upstream:
@@ -96,7 +61,7 @@ class Upstream:
         self.target = target
         self.timeout = timeout
         self.startup_timeout = startup_timeout or min(timeout, _DEFAULT_STARTUP_SECONDS)
-        self.downstream: Downstream = _Nobody()
+        self.downstream: Relay | None = None  # until a proxy names one: requests refused
         self.instructions: str | None = None
         self.server_info: types.Implementation | None = None
         self.capabilities = types.ServerCapabilities()
@@ -133,8 +98,7 @@ class Upstream:
             try:
                 # One scope around the whole connection, so that the task groups the client
                 # opens nest inside it: its deadline bounds the handshake, then is lifted.
-                with anyio.CancelScope() as connecting:
-                    connecting.deadline = anyio.current_time() + limit
+                with anyio.CancelScope(deadline=anyio.current_time() + limit) as connecting:
                     async with self._open(launch) as client:
                         connecting.deadline = math.inf
                         connected = True
@@ -181,23 +145,30 @@ class Upstream:
             message_handler=self._message,
         )
 
+    # Without a downstream, each request is refused as the client's SDK refuses it.
     async def _sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        if self.downstream is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="Sampling not supported")
         return await self.downstream.sampling(params)
 
     async def _elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
+        if self.downstream is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
         return await self.downstream.elicitation(params)
 
     async def _roots(
         self, context: ClientRequestContext
     ) -> types.ListRootsResult | types.ErrorData:
+        if self.downstream is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="List roots not supported")
         return await self.downstream.roots()
 
     async def _message(self, message: types.ServerNotification | Exception) -> None:
-        if isinstance(message, types.ServerNotification):
+        if isinstance(message, types.ServerNotification) and self.downstream is not None:
             await self.downstream.notification(message)
 
     def _announce(self) -> None:
@@ -229,43 +200,13 @@ class Upstream:
         when it cannot answer (unreachable, closed, too slow, or an answer that breaks the
         protocol).
         """
-
-        async def send(client: Client) -> _R:
-            return await client.session.send_request(
-                request, result_type, progress_callback=progress
-            )
-
-        return await self.request(send)
-
-    async def notify(self, notification: types.ClientNotification) -> None:
-        """Tell the upstream something (best effort: a closed connection drops it)."""
-        client = self._client
-        if client is not None:
-            with suppress(Exception):
-                await client.session.send_notification(notification)
-
-    async def list_tools(self) -> list[types.Tool]:
-        """Every tool the upstream lists now, all pages."""
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(100):  # a cursor that never ends cannot hang a call
-            page = await self.send(
-                types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)),
-                types.ListToolsResult,
-            )
-            tools += page.tools
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
-
-    async def request(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
-        """Run `send` on the open connection, with the timeout and the failure rules above."""
         client: Client | None = None
         try:
             with anyio.fail_after(self.timeout):
                 client = await self._client_now()
-                return await send(client)
+                return await client.session.send_request(
+                    request, result_type, progress_callback=progress
+                )
         except TimeoutError:
             raise UpstreamError(
                 "upstream_timeout",
@@ -297,6 +238,28 @@ class Upstream:
                 "upstream_unavailable", f"the upstream failed ({type(exc).__name__})"
             ) from None
 
+    async def notify(self, notification: types.ClientNotification) -> None:
+        """Tell the upstream something (best effort: a closed connection drops it)."""
+        client = self._client
+        if client is not None:
+            with suppress(Exception):
+                await client.session.send_notification(notification)
+
+    async def list_tools(self) -> list[types.Tool]:
+        """Every tool the upstream lists now, all pages."""
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a cursor that never ends cannot hang a call
+            page = await self.send(
+                types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)),
+                types.ListToolsResult,
+            )
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
     async def _alive(self, client: Client) -> bool:
         with anyio.move_on_after(_PING_SECONDS):
             try:
@@ -315,10 +278,8 @@ def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, starte
     if launch.returncode is not None:
         return _exited(launch)
     flag = "--upstream-timeout" if started else "--startup-timeout"
-    what = "an MCP server on its stdin and stdout" if isinstance(target, StdioUpstream) else (
-        "an MCP server (streamable HTTP)"
-    )  # fmt: skip
-    return f"no MCP handshake within {seconds:g} s ({flag}); is it {what}?"
+    what = "on its stdin and stdout" if isinstance(target, StdioUpstream) else "(streamable HTTP)"
+    return f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server {what}?"
 
 
 def _exited(launch: Launch) -> str:
@@ -338,8 +299,6 @@ def _failed_to_start(target: UpstreamTarget, launch: Launch, exc: BaseException)
             return _exited(launch)
     if isinstance(target, HttpUpstream):
         for leaf in leaves:
-            if isinstance(leaf, MCPError) and leaf.code == types.CONNECTION_CLOSED:
-                continue
             name = type(leaf).__name__
             if name == "ConnectError" or isinstance(leaf, ConnectionRefusedError):
                 return f"connection refused at {target.url}"

@@ -8,12 +8,19 @@ from typing import Annotated
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    OptionalRun,
+    PrefixOption,
+    RegionOption,
+    checked,
+    when,
+)
 from s3claim.cli._exit import handled
 from s3claim.cli._table import Column, collected, print_table
 from s3claim.s3 import S3AuditTrail
-from s3claim.s3.admin import Target, load_settings, open_store
-from s3claim.scope import Scope
+from s3claim.s3.admin import open_store
 
 __all__ = ["audit"]
 
@@ -24,7 +31,7 @@ def _window(offset: int | None, chars: int | None) -> str:
 
 def audit(
     tenant: Annotated[str, typer.Option(help="Tenant whose trail to list.", show_default=False)],
-    run: Annotated[str | None, typer.Option(help="Only this run of the tenant.")] = None,
+    run: OptionalRun = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
     bucket: BucketOption = None,
     endpoint_url: EndpointOption = None,
@@ -39,12 +46,8 @@ def audit(
     erases them with the tenant's claims.
     """
     with handled() as context:
-        Scope(tenant, run or "any")  # refuse a bad name before connecting
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        trail = S3AuditTrail(open_store(target))
-        what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
+        what = checked(tenant, run)
+        trail = S3AuditTrail(open_store(context.target(bucket, endpoint_url, prefix, region)))
         records = collected(
             trail.records(tenant=tenant, run=run), f"Reading the audit trail of {what}", "read"
         )

@@ -1,8 +1,4 @@
-"""Claim operations on a bucket: put, fetch, ls, forget, keygen.
-
-Each composes the S3 store (or, for `ls`, its layout); the bucket comes from `S3CLAIM_*` and
-the options, the handle key from `S3CLAIM_HANDLE_KEY` alone.
-"""
+"""Claim operations on a bucket: put, fetch, ls, forget, keygen, each composing the S3 store."""
 
 from __future__ import annotations
 
@@ -15,18 +11,25 @@ from typing import Annotated
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    OptionalRun,
+    PrefixOption,
+    RegionOption,
+    Tenant,
+    checked,
+    when,
+)
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._table import Column, collected, counting, print_table
-from s3claim.s3.admin import Target, load_settings, open_store
+from s3claim.s3.admin import open_store
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 
 __all__ = ["fetch", "forget", "keygen", "ls", "put"]
 
-Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
 Run = Annotated[str, typer.Option(help="Run the claim belongs to.", show_default=False)]
-OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 
 
 def _write(text: str) -> None:
@@ -65,10 +68,7 @@ def put(
     with handled() as context:
         scope = Scope(tenant, run)  # refuse a bad name before reading or connecting
         content = _read_source(source)
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        store = open_store(target)
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
         try:
             handle = store.put(scope, content, ttl_seconds=ttl)
         except ValueError as exc:  # a TTL longer than the longest lifecycle class
@@ -99,10 +99,7 @@ def fetch(
     """
     with handled() as context:
         scope = Scope(tenant, run)
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        store = open_store(target)
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
         next_offset: int | None = offset
         while next_offset is not None:
             window = store.fetch(scope, handle, next_offset, limit)
@@ -131,13 +128,10 @@ def ls(
     """
     now = datetime.now(UTC).timestamp()
     with handled() as context:
-        Scope(tenant, run or "any")  # refuse a bad name before connecting
-        settings = load_settings(
-            bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+        checked(tenant, run)
+        listing = open_store(context.target(bucket, endpoint_url, prefix, region)).claims(
+            tenant=tenant, run=run
         )
-        target = Target.of(settings)
-        context.bucket = target.bucket
-        listing = open_store(target).claims(tenant=tenant, run=run)
         claims = collected(listing, f"Listing the claims of tenant {tenant!r}", "read")
     if as_json:
         for claim in claims:
@@ -192,12 +186,9 @@ def forget(
     maps to other keys, and nothing is found.
     """
     with handled() as context:
-        Scope(tenant, run or "any")  # refuse a bad name before asking or connecting
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
+        what = checked(tenant, run)
+        target = context.target(bucket, endpoint_url, prefix, region)
         store = open_store(target)
-        what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
         if not yes:  # asked on stderr: stdout is the result, which --json keeps parseable
             typer.confirm(
                 f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    checked,
+    when,
+)
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._table import Column, collected, print_table
 from s3claim.journal import RunInfo
-from s3claim.s3 import S3RunJournal
-from s3claim.s3.admin import Target, load_settings, open_journal
-from s3claim.scope import Scope
+from s3claim.s3.admin import open_journal
 
 __all__ = ["runs"]
 
@@ -57,16 +61,18 @@ def runs(
     """
     now = datetime.now(UTC).timestamp()
     with handled() as context:
-        Scope(tenant, "any")  # refuse a bad name before connecting
+        checked(tenant, None)  # refuse a bad name before connecting
         names = [*(run or ()), *(_read_ids(runs_from) if runs_from is not None else ())]
         for name in names:
-            Scope(tenant, name)
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        journal = open_journal(target)
+            checked(tenant, name)
+        journal = open_journal(context.target(bucket, endpoint_url, prefix, region))
         if names or run is not None or runs_from is not None:
-            found = collected(_named(journal, tenant, names), "Finding the runs", "found")
+            named = (
+                (name, info)
+                for name in dict.fromkeys(names)  # once each, in the order given
+                for info in journal.runs(tenant=tenant, run=name)
+            )
+            found: list[tuple[str | None, RunInfo]] = collected(named, "Finding the runs", "found")
         else:
             listing = ((None, info) for info in journal.runs(tenant=tenant))
             found = collected(listing, f"Listing the runs of tenant {tenant!r}", "read")
@@ -111,14 +117,6 @@ def runs(
 
 def _expired(info: RunInfo, now: float) -> str:
     return " (expired)" if info.status != "unreadable" and info.expires_at <= now else ""
-
-
-def _named(
-    journal: S3RunJournal, tenant: str, names: list[str]
-) -> Iterator[tuple[str | None, RunInfo]]:
-    for name in dict.fromkeys(names):  # once each, in the order given
-        for info in journal.runs(tenant=tenant, run=name):
-            yield name, info
 
 
 def _read_ids(source: str) -> list[str]:

@@ -1,8 +1,4 @@
-"""`s3claim demo`: the counsel scenario, run with and without the claim check, measured.
-
-The scenario and the measure live in `s3claim.cli.demo._scenario`; this module picks the store and
-the provider, then renders the result for a terminal or as one JSON document.
-"""
+"""`s3claim demo`: picks the store and the provider, runs the scenario, renders the result."""
 
 from __future__ import annotations
 
@@ -24,13 +20,11 @@ from rich.text import Text
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli.demo._bucket import demo_bucket
-from s3claim.cli.demo._closing import next_steps, render_closing
+from s3claim.cli.demo._closing import event_table, next_steps, render_closing
 from s3claim.cli.demo._failover import failover_demo
 from s3claim.cli.demo._scenario import QUESTION, TENANT, Scenario, prefill_by_turn, run_scenario
-from s3claim.events import Event
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.providers import OpenAICompatibleProvider, Provider
-from s3claim.s3 import S3ClaimCheckStore
 from s3claim.s3.admin import load_settings, open_store
 from s3claim.store import ClaimCheckStore
 from s3claim.wording import split_head
@@ -63,7 +57,7 @@ class _Setup:
     description: str
     located: str | None  # the bucket and prefix, on S3
     lived: str  # where the claims were, and what became of them
-    cleanup: S3ClaimCheckStore | None  # a configured bucket: the demo forgets its run afterwards
+    erase: bool  # a configured bucket: the demo forgets its run afterwards
 
 
 IN_MEMORY = (
@@ -79,13 +73,12 @@ def _store(
 ) -> Iterator[_Setup]:  # fmt: skip
     if kind is StoreKind.memory:
         memory = MemoryClaimCheckStore()
-        yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, None)
+        yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, erase=False)
         return
     settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
     with demo_bucket(settings) as where:
         store = open_store(where.target)
-        cleanup = None if where.embedded else store
-        yield _Setup(store, where.description, where.located, where.lived, cleanup)
+        yield _Setup(store, where.description, where.located, where.lived, not where.embedded)
 
 
 def _provider(
@@ -110,13 +103,6 @@ def _provider(
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
-
-
-def _event_row(event: Event) -> tuple[str, str]:
-    fields = event.model_dump(exclude={"kind"})
-    return event.kind, "  ".join(
-        f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in fields.items()
-    )
 
 
 def _no_comparison(scenario: Scenario) -> str | None:
@@ -188,7 +174,7 @@ def report(
         "baseline_answer": scenario.baseline.output if scenario.baseline else None,
         "seconds": round(seconds, 3),
         "claims_lived": setup.lived,
-        "next": [{"command": c, "shows": what} for c, what in next_steps(failover=False)],
+        "next": next_steps(failover=False),
     }
 
 
@@ -213,12 +199,7 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
     else:  # out(): no wrapping, no markup, so it is byte for byte what the model got
         console.out(seen, highlight=False)
     console.print(Rule("Run events (with the claim check)"))
-    events = Table(box=None, show_header=True, header_style="bold")
-    events.add_column("event")
-    events.add_column("details", overflow="fold")
-    for event in scenario.claimed.events:
-        events.add_row(*_event_row(event))
-    console.print(events)
+    console.print(event_table(scenario.claimed.events, commas=True))
     console.print(Rule("Characters sent to the model, per model call"))
     table = Table(header_style="bold")
     table.add_column("turn", justify="right")
@@ -243,9 +224,7 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
     console.print(Text(data["baseline"], style="dim"))
     console.print(Rule("Answer"))
     console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))
-    console.print(Text(f"\nFinished in {data['seconds']:.2f} s.", style="dim"))
-    steps = [(step["command"], step["shows"]) for step in data["next"]]
-    render_closing(console, data["claims_lived"], steps)
+    render_closing(console, data)
 
 
 def demo(
@@ -304,8 +283,10 @@ def demo(
                     "its process, and a real model's answers cannot be compared run to run"
                 )
             context.bucket = bucket
-            failover_demo(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix,
-                          region=region, as_json=as_json)  # fmt: skip
+            settings = load_settings(
+                bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+            )
+            failover_demo(settings, as_json=as_json)
         return
     started = time.perf_counter()
     with handled() as context:
@@ -313,8 +294,8 @@ def demo(
         context.bucket = bucket
         with _store(store, bucket, endpoint_url, prefix, region) as setup:
             scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)
-            if setup.cleanup is not None:
-                setup.cleanup.forget(tenant=TENANT, run=scenario.claimed.scope.run)
+            if setup.erase:
+                setup.store.forget(tenant=TENANT, run=scenario.claimed.scope.run)
     described = "scripted" if chosen is None else f"{model} at {base_url}"
     data = report(
         scenario,

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import zip_longest
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +26,7 @@ from s3claim.cli.demo._failover import failover_demo
 from s3claim.cli.demo._scenario import QUESTION, TENANT, Scenario, prefill_by_turn, run_scenario
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.providers import OpenAICompatibleProvider, Provider
+from s3claim.s3 import S3ClaimSettings
 from s3claim.s3.admin import load_settings, open_store
 from s3claim.store import ClaimCheckStore
 from s3claim.wording import split_head
@@ -67,15 +69,11 @@ IN_MEMORY = (
 
 
 @contextmanager
-def _store(
-    kind: StoreKind, bucket: str | None, endpoint_url: str | None, prefix: str | None,
-    region: str | None,
-) -> Iterator[_Setup]:  # fmt: skip
-    if kind is StoreKind.memory:
+def _store(settings: S3ClaimSettings | None) -> Iterator[_Setup]:
+    if settings is None:
         memory = MemoryClaimCheckStore()
         yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, erase=False)
         return
-    settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
     with demo_bucket(settings) as where:
         store = open_store(where.target)
         yield _Setup(store, where.description, where.located, where.lived, not where.embedded)
@@ -145,6 +143,8 @@ def report(
     """The demo's result as plain data: the JSON document, and what the terminal shows."""
     seen = scenario.seen
     parts = split_head(seen) if seen is not None else None
+    claimed = prefill_by_turn(scenario.claimed)
+    baseline = prefill_by_turn(scenario.baseline) if scenario.baseline else []
     return {
         "store": setup.description,
         "bucket": setup.located,
@@ -157,8 +157,8 @@ def report(
             [e.model_dump() for e in scenario.baseline.events] if scenario.baseline else None
         ),
         "turns": [
-            {"turn": r.turn, "with_claim_check": r.with_claim_check, "without": r.without}
-            for r in scenario.rows
+            {"turn": turn, "with_claim_check": with_cc, "without": without}
+            for turn, (with_cc, without) in enumerate(zip_longest(claimed, baseline), start=1)
         ],
         "total_with_claim_check": scenario.total_with,
         "total_without": scenario.total_without,
@@ -275,24 +275,24 @@ def demo(
     OPENAI_API_KEY (local servers usually need none). --failover runs the scenario in a
     process that is killed mid-run, and resumes it from the bucket in another.
     """
-    if failover:
-        with handled() as context:
-            if store is StoreKind.memory or provider is not ProviderKind.scripted:
-                raise CliError(
-                    "--failover runs on S3 with the scripted model: a run in memory dies with "
-                    "its process, and a real model's answers cannot be compared run to run"
-                )
-            context.bucket = bucket
+    started = time.perf_counter()
+    with handled() as context:
+        context.bucket = bucket
+        if failover and (store is StoreKind.memory or provider is not ProviderKind.scripted):
+            raise CliError(
+                "--failover runs on S3 with the scripted model: a run in memory dies with "
+                "its process, and a real model's answers cannot be compared run to run"
+            )
+        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
+        settings = None
+        if store is StoreKind.s3:
             settings = load_settings(
                 bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
             )
+        if settings is not None and failover:
             failover_demo(settings, as_json=as_json)
-        return
-    started = time.perf_counter()
-    with handled() as context:
-        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
-        context.bucket = bucket
-        with _store(store, bucket, endpoint_url, prefix, region) as setup:
+            return
+        with _store(settings) as setup:
             scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)
             if setup.erase:
                 setup.store.forget(tenant=TENANT, run=scenario.claimed.scope.run)

@@ -1,13 +1,10 @@
 """`s3claim demo --failover`: the counsel run outlives the process that started it.
 
-The first instance (a child process) runs the scenario with an S3 run journal and is
-SIGKILLed after its second model call, while it asks for the third. A second, fresh process
-resumes the run from the bucket and finishes it. This process starts both, reads the journal
-between them, and compares the finished run with an uninterrupted one (the same scripted
-model, claims in memory under the same key).
-
-Run as `python -m s3claim.cli.demo._failover first|resume RUN_ID`, this module is the instance;
-it reads its bucket from `S3CLAIM_*` and writes one JSON line per event of interest.
+A first instance (a child process) runs the scenario with an S3 run journal and is SIGKILLed
+as it asks for its third model call; a fresh one resumes the run from the bucket. This
+process starts both, reads the journal between them, and compares the finished run with an
+uninterrupted one. Run as `python -m s3claim.cli.demo._failover first|resume RUN_ID`, this
+module is the instance: its bucket from `S3CLAIM_*`, one JSON line per event of interest.
 """
 
 from __future__ import annotations

@@ -6,11 +6,9 @@ from typing import Annotated
 
 import typer
 
-from s3claim.cli._audit import audit
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
-from s3claim.cli._ops import fetch, forget, keygen, ls, put
-from s3claim.cli._runs import runs
+from s3claim.cli._ops import audit, fetch, forget, keygen, ls, put, runs
 from s3claim.cli.demo import demo
 from s3claim.version import __version__
 

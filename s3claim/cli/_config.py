@@ -1,8 +1,5 @@
-"""The bucket options every command takes; `load_settings` puts them over `S3CLAIM_*`.
-
-Options override the environment one by one. The handle key is read from
-`S3CLAIM_HANDLE_KEY` only, never from an option, so it stays out of shell history and `ps`.
-"""
+"""The options the commands share. The handle key is read from `S3CLAIM_HANDLE_KEY` only,
+never from an option, so it stays out of shell history and `ps`."""
 
 from __future__ import annotations
 
@@ -12,12 +9,17 @@ from typing import Annotated
 
 import typer
 
+from s3claim.scope import Scope
+
 __all__ = [
     "BucketOption",
     "EndpointOption",
+    "OptionalRun",
     "PrefixOption",
     "RegionOption",
     "StoreKind",
+    "Tenant",
+    "checked",
     "when",
 ]
 
@@ -44,6 +46,8 @@ RegionOption = Annotated[
     str | None,
     typer.Option(help="AWS region of the bucket (env S3CLAIM_REGION).", rich_help_panel=_PANEL),
 ]
+Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
+OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 
 
 class StoreKind(StrEnum):
@@ -51,6 +55,12 @@ class StoreKind(StrEnum):
 
     s3 = "s3"
     memory = "memory"
+
+
+def checked(tenant: str, run: str | None) -> str:
+    """Refuse a bad tenant or run name before connecting; return the words that name them."""
+    Scope(tenant, run or "any")
+    return f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
 
 
 def when(epoch: float) -> str:

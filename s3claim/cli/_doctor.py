@@ -1,7 +1,4 @@
-"""`s3claim doctor`: the bucket checks (`s3claim.s3.admin.check_bucket`), rendered.
-
-A table for a terminal or one JSON document; exit 1 when any check fails.
-"""
+"""`s3claim doctor`: the bucket checks (`s3claim.s3.admin.check_bucket`), rendered."""
 
 from __future__ import annotations
 
@@ -14,21 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    PrefixOption,
-    RegionOption,
-)
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
 from s3claim.cli._exit import Exit, handled
-from s3claim.s3.admin import (
-    Check,
-    Status,
-    Target,
-    check_bucket,
-    lifecycle_rules,
-    load_settings,
-)
+from s3claim.s3.admin import Check, Status, Target, check_bucket, lifecycle_rules, load_settings
 
 __all__ = ["doctor"]
 

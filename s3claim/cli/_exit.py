@@ -1,15 +1,8 @@
-"""Exit codes, and the one-line explanation of every failure a user can cause or fix.
-
-    0  ok
-    1  a check failed (doctor), a claim is unavailable (fetch), or the user declined (forget)
-    2  usage or configuration: no bucket, no handle key, no credentials, access denied,
-       no such bucket, a missing extra, a bad option (typer's own usage errors are 2 as well)
-    3  unavailable: the store or the model server could not be reached or kept failing
+"""Exit codes, and the one-line report of every failure a user can fix or wait out.
 
 A configuration problem is the user's to fix and a traceback would only bury the cause, so
-these print one line on stderr and exit; anything else is a bug and keeps its traceback. A
-store error is worded by the S3 family's one table (`s3claim.s3.admin.explain`).
-No line ever carries tool content: the exceptions it comes from do not.
+it is one line on stderr and an exit code; anything else is a bug and keeps its traceback.
+A store error is worded by the S3 family's one table (`s3claim.s3.admin.explain`).
 """
 
 from __future__ import annotations
@@ -29,13 +22,15 @@ from s3claim.errors import (
     ProviderError,
 )
 from s3claim.extras import MissingExtraError
-from s3claim.s3.admin import explain, is_fixable
+from s3claim.s3.admin import Target, explain, is_fixable, load_settings
 from s3claim.tools import describe_validation_error
 
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
 
 
 class Exit(IntEnum):
+    """As the commands' epilog says: typer's own usage errors are 2 as well."""
+
     OK = 0
     FAILED = 1
     CONFIGURATION = 2
@@ -75,9 +70,20 @@ def fail(error: CliError) -> typer.Exit:
 
 
 class Handled:
-    """What a failure report may name; a command sets `bucket` once it knows it."""
+    """What a failure report may name: the bucket, once a command knows it."""
 
     bucket: str | None = None
+
+    def target(
+        self, bucket: str | None, endpoint_url: str | None, prefix: str | None, region: str | None
+    ) -> Target:
+        """The bucket the options name, over `S3CLAIM_*`."""
+        settings = load_settings(
+            bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+        )
+        found = Target.of(settings)
+        self.bucket = found.bucket
+        return found
 
 
 @contextmanager

@@ -1,8 +1,7 @@
 """`s3claim mcp-proxy`: the MCP proxy (`s3claim.mcp`) composed from the command line.
 
-The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs; its
-absence is a one-line configuration error (`MissingExtraError`, worded by `s3claim.extras`).
-Everything the proxy says goes to stderr: on stdio, stdout is the protocol.
+The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs. Everything
+the proxy says goes to stderr: on stdio, stdout is the protocol.
 """
 
 from __future__ import annotations
@@ -10,19 +9,22 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
-from s3claim.cli._exit import CliError, handled
+from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.events import ClaimEvicted
 from s3claim.extras import require_extra
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
-from s3claim.s3.admin import Target, load_settings, open_store
+from s3claim.s3.admin import open_store
 from s3claim.store import ClaimCheckStore
+
+if TYPE_CHECKING:
+    from s3claim.mcp import UpstreamTarget
 
 __all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
 
@@ -177,12 +179,15 @@ def mcp_proxy(
     """
     _configure_logging(verbose)
     with handled() as context:
-        require_extra("mcp")  # before the import: _mcp_run imports anyio before the SDK
-        from s3claim.cli import _mcp_run
+        require_extra("mcp")  # before s3claim.mcp imports anyio and the SDK
+        import anyio
 
-        if command and upstream_url is not None:
+        from s3claim import mcp
+
+        argv = command or []
+        if argv and upstream_url is not None:
             raise CliError("give the upstream once: a command after --, or --upstream-url")
-        if not command and upstream_url is None:
+        if not argv and upstream_url is None:
             raise CliError("no upstream: give its command after --, or --upstream-url")
         if upstream_env and upstream_url is not None:
             raise CliError("--upstream-env is for a stdio upstream (a command after --)")
@@ -205,31 +210,69 @@ def mcp_proxy(
                 on_evict=_log_eviction,
             )
         else:
-            target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                             prefix=prefix, region=region))  # fmt: skip
-            context.bucket = target.bucket
-            claims = open_store(target)
-        _mcp_run.run(
-            _mcp_run.Plan(
-                command=tuple(command or ()),
-                upstream_url=upstream_url,
-                listen=address,
-                tenant=tenant,
-                tenant_header=tenant_header,
-                claim_check=ClaimCheck(
-                    claims,
-                    policy=policy,
-                    references=references,
-                    max_reference_chars=max_reference_chars,
-                ),
-                store_name=str(kind),
-                upstream_timeout=upstream_timeout,
-                startup_timeout=startup_timeout,
-                upstream_env=tuple(upstream_env or ()),
-                max_calls=max_calls,
-                max_result_bytes=max_result_bytes,
-            )
+            claims = open_store(context.target(bucket, endpoint_url, prefix, region))
+        claim_check = ClaimCheck(
+            claims, policy=policy, references=references, max_reference_chars=max_reference_chars
         )
+        target: UpstreamTarget
+        if upstream_url is not None:
+            target = mcp.HttpUpstream(url=upstream_url, max_event_bytes=max_result_bytes)
+        else:
+            try:
+                env = mcp.upstream_environment(os.environ, tuple(upstream_env or ()))
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
+            target = mcp.StdioUpstream(
+                command=argv[0], args=tuple(argv[1:]), env=env, max_line_bytes=max_result_bytes
+            )
+        try:
+            if address is None:
+                scoping = mcp.Scoping.for_stdio(tenant)
+            else:
+                scoping = mcp.Scoping.for_http(tenant, tenant_header=tenant_header)
+        except ValueError as exc:
+            raise CliError(str(exc).splitlines()[0]) from None
+        sock = None
+        if address is not None:
+            host, port = address
+            try:
+                sock = mcp.listen_socket(host, port)
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
+
+        async def serve() -> None:
+            async with mcp.Upstream.connect(
+                target, timeout=upstream_timeout, startup_timeout=startup_timeout
+            ) as upstream:
+                proxy = mcp.ClaimCheckProxy(
+                    upstream,
+                    claim_check=claim_check,
+                    scoping=scoping,
+                    max_calls=max_calls,
+                    single_client=sock is None,
+                )
+                await proxy.check_names()
+                if sock is None:
+                    await mcp.serve_stdio(proxy)
+                    return
+                host, port = sock.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                print(
+                    f"s3claim mcp-proxy: serving streamable HTTP at "
+                    f"http://{shown}:{port}{mcp.MCP_PATH} (upstream: {target}; store: {kind})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await mcp.serve_http(proxy, sock)
+
+        try:
+            anyio.run(serve)
+        except mcp.UpstreamError as exc:
+            raise CliError(f"{target}: {exc.message}", Exit.UNAVAILABLE) from None
+        finally:
+            if sock is not None:
+                sock.close()
 
 
 def _log_eviction(event: ClaimEvicted) -> None:

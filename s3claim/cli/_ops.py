@@ -1,32 +1,38 @@
-"""Claim operations on a bucket: put, fetch, ls, forget, keygen.
-
-Each composes the S3 store (or, for `ls`, its layout); the bucket comes from `S3CLAIM_*` and
-the options, the handle key from `S3CLAIM_HANDLE_KEY` alone.
-"""
+"""The bucket commands: claims (put, fetch, ls, forget, keygen), runs and the audit trail."""
 
 from __future__ import annotations
 
 import json
 import secrets
 import sys
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, when
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    OptionalRun,
+    PrefixOption,
+    RegionOption,
+    Tenant,
+    checked,
+    when,
+)
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._table import Column, collected, counting, print_table
-from s3claim.s3.admin import Target, load_settings, open_store
+from s3claim.journal import RunInfo
+from s3claim.s3 import S3AuditTrail
+from s3claim.s3.admin import open_journal, open_store
 from s3claim.scope import Scope
 from s3claim.store import DEFAULT_FETCH_CHARS
 
-__all__ = ["fetch", "forget", "keygen", "ls", "put"]
+__all__ = ["audit", "fetch", "forget", "keygen", "ls", "put", "runs"]
 
-Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
 Run = Annotated[str, typer.Option(help="Run the claim belongs to.", show_default=False)]
-OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 
 
 def _write(text: str) -> None:
@@ -65,10 +71,7 @@ def put(
     with handled() as context:
         scope = Scope(tenant, run)  # refuse a bad name before reading or connecting
         content = _read_source(source)
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        store = open_store(target)
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
         try:
             handle = store.put(scope, content, ttl_seconds=ttl)
         except ValueError as exc:  # a TTL longer than the longest lifecycle class
@@ -99,10 +102,7 @@ def fetch(
     """
     with handled() as context:
         scope = Scope(tenant, run)
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
-        store = open_store(target)
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
         next_offset: int | None = offset
         while next_offset is not None:
             window = store.fetch(scope, handle, next_offset, limit)
@@ -131,13 +131,10 @@ def ls(
     """
     now = datetime.now(UTC).timestamp()
     with handled() as context:
-        Scope(tenant, run or "any")  # refuse a bad name before connecting
-        settings = load_settings(
-            bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+        checked(tenant, run)
+        listing = open_store(context.target(bucket, endpoint_url, prefix, region)).claims(
+            tenant=tenant, run=run
         )
-        target = Target.of(settings)
-        context.bucket = target.bucket
-        listing = open_store(target).claims(tenant=tenant, run=run)
         claims = collected(listing, f"Listing the claims of tenant {tenant!r}", "read")
     if as_json:
         for claim in claims:
@@ -192,12 +189,9 @@ def forget(
     maps to other keys, and nothing is found.
     """
     with handled() as context:
-        Scope(tenant, run or "any")  # refuse a bad name before asking or connecting
-        target = Target.of(load_settings(bucket=bucket, endpoint_url=endpoint_url,
-                                         prefix=prefix, region=region))  # fmt: skip
-        context.bucket = target.bucket
+        what = checked(tenant, run)
+        target = context.target(bucket, endpoint_url, prefix, region)
         store = open_store(target)
-        what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
         if not yes:  # asked on stderr: stdout is the result, which --json keeps parseable
             typer.confirm(
                 f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "
@@ -222,3 +216,157 @@ def keygen() -> None:
     `export S3CLAIM_HANDLE_KEY="$(s3claim keygen)"`.
     """
     typer.echo(secrets.token_urlsafe(32))
+
+
+def runs(
+    tenant: Annotated[str, typer.Option(help="Tenant the runs belong to.", show_default=False)],
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only this run id (its tag is derived from it); repeat for more.",
+            show_default=False,
+        ),
+    ] = None,
+    runs_from: Annotated[
+        str | None,
+        typer.Option(
+            help="Only the run ids in this file, one a line (- for stdin).", show_default=False
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """List a tenant's recorded runs: run tag, status, turns and last update. Never content.
+
+    Each run is read from its journal's metadata (one HEAD), never its body. Runs appear as
+    their keyed tags, or under their ids when given with --run or --runs-from; expired runs
+    are listed until lifecycle collects them, marked expired. A journal this version cannot
+    read is listed as unreadable.
+    """
+    now = datetime.now(UTC).timestamp()
+    with handled() as context:
+        checked(tenant, None)  # refuse a bad name before connecting
+        names = [*(run or ()), *(_read_ids(runs_from) if runs_from is not None else ())]
+        for name in names:
+            checked(tenant, name)
+        journal = open_journal(context.target(bucket, endpoint_url, prefix, region))
+        if names or run is not None or runs_from is not None:
+            named = (
+                (name, info)
+                for name in dict.fromkeys(names)  # once each, in order: one LIST and one HEAD
+                for info in journal.runs(tenant=tenant, run=name)
+            )
+            found: list[tuple[str | None, RunInfo]] = collected(named, "Finding the runs", "found")
+        else:
+            listing = ((None, info) for info in journal.runs(tenant=tenant))
+            found = collected(listing, f"Listing the runs of tenant {tenant!r}", "read")
+    found.sort(key=lambda named: -named[1].updated_at)
+    missing = [n for n in dict.fromkeys(names) if n not in {name for name, _ in found}]
+    for name in missing:
+        typer.echo(f"no recorded run {name!r} of tenant {tenant!r}", err=True)
+    if as_json:
+        for name, info in found:
+            record: dict[str, object] = {"run": name} if names else {}
+            record |= {
+                "run_tag": info.run_tag,
+                "status": info.status,
+                "turns": info.turns,
+                "updated_at": info.updated_at,
+                "expires_at": info.expires_at,
+                "expired": info.expires_at <= now,
+            }
+            typer.echo(json.dumps(record))
+        return
+    columns = [
+        *([Column("run", whole=True)] if names else []),
+        Column("run tag", whole=True, abbreviate=12),
+        Column("status"),
+        Column("turns", right=True, whole=True),
+        Column("last update (UTC)"),
+        Column("expires (UTC)"),
+    ]
+    rows = [
+        (
+            *([name or ""] if names else []),
+            info.run_tag,
+            info.status,
+            str(info.turns),
+            when(info.updated_at),
+            when(info.expires_at) + _expired(info, now),
+        )
+        for name, info in found
+    ]
+    print_table(f"{len(found)} run(s) of tenant {tenant!r}", columns, rows)
+
+
+def _expired(info: RunInfo, now: float) -> str:
+    return " (expired)" if info.status != "unreadable" and info.expires_at <= now else ""
+
+
+def _read_ids(source: str) -> list[str]:
+    """Run ids, one a line; blank lines and the whitespace around an id are ignored."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--runs-from {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _window(offset: int | None, chars: int | None) -> str:
+    return f"{offset:,}+{chars:,}" if offset is not None and chars is not None else ""
+
+
+def audit(
+    tenant: Annotated[str, typer.Option(help="Tenant whose trail to list.", show_default=False)],
+    run: OptionalRun = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """List a tenant's audit trail: every fetch, search and refusal the bucket kept.
+
+    Kept only where the application attached `S3AuditTrail(store).handler()` to the
+    `s3claim.audit` logger. Records hold when, the run's keyed tag, the handle, the window
+    or the pattern's length and the outcome: never content, never a pattern. `forget`
+    erases them with the tenant's claims.
+    """
+    with handled() as context:
+        what = checked(tenant, run)
+        trail = S3AuditTrail(open_store(context.target(bucket, endpoint_url, prefix, region)))
+        records = collected(
+            trail.records(tenant=tenant, run=run), f"Reading the audit trail of {what}", "read"
+        )
+    records.sort(key=lambda r: r.at)
+    if as_json:
+        for record in records:
+            typer.echo(json.dumps(asdict(record), sort_keys=True))
+        return
+    columns = (
+        Column("when (UTC)"),
+        Column("operation"),
+        Column("outcome"),
+        Column("run tag", whole=True, abbreviate=12),
+        Column("handle", whole=True),
+        Column("window", right=True),
+        Column("pattern chars", right=True),
+        Column("matches", right=True),
+    )
+    rows = [
+        (
+            when(r.at),
+            r.operation,
+            r.outcome,
+            r.run,
+            r.handle or "(malformed)",
+            _window(r.offset, r.chars),
+            "" if r.pattern_chars is None else str(r.pattern_chars),
+            "" if r.matches is None else f"{r.matches:,}",
+        )
+        for r in records
+    ]
+    print_table(f"{len(records)} audit record(s) of {what}", columns, rows)

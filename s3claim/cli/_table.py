@@ -1,10 +1,8 @@
-"""The listings (`ls`, `runs`): progress while they are read, then a table of what was found.
+"""The listings: a count on stderr while they are read (one HEAD an entry), then a table.
 
-A listing costs one HEAD per entry (seconds for a thousand), so its count runs on stderr
-meanwhile, on a terminal only. The table is boxed on a terminal, its cells wrapping rather
-than ending in `…`; anywhere else (a pipe, a file, a log) it is plain columns at their natural
-width, two spaces apart, never cut, so `s3claim ls | grep` sees every digit. Machines read
-`--json`.
+The table is boxed on a terminal, its cells wrapping rather than ending in `…`; anywhere
+else it is plain columns at their natural width, never cut, so `s3claim ls | grep` sees
+every digit.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ T = TypeVar("T")
 
 @contextmanager
 def counting(description: str, verb: str) -> Iterator[Callable[[int], None]]:
-    """A count on stderr, updated through the callable yielded; drawn on a terminal only, and
-    erased when done (a pipe or a log gets nothing, not even a blank line)."""
+    """A count on stderr, on a terminal only, erased when done; update it with the callable."""
     if not is_terminal(sys.stderr):
         yield lambda _: None
         return

@@ -1,10 +1,8 @@
 """The demo's bucket: the one configured (`--bucket`, `S3CLAIM_*`), or an embedded S3.
 
-The embedded one is moto's server in this process on 127.0.0.1, on a free port, with one
-bucket provisioned as the Terraform module would: the demo crosses real HTTP to a real S3
-API with nothing to set up and nothing left behind, since the server, and every claim in it,
-stops with the demo. moto is an optional dependency (the `demo` extra), so its absence is a
-one-line configuration error naming the install.
+The embedded one is moto's server (the `demo` extra) in this process on 127.0.0.1, with a
+bucket provisioned as the Terraform module would: real HTTP to a real S3 API, with nothing
+to set up and nothing left behind.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""`s3claim demo`: the counsel scenario, run with and without the claim check, measured.
-
-The scenario and the measure live in `s3claim.cli.demo._scenario`; this module picks the store and
-the provider, then renders the result for a terminal or as one JSON document.
-"""
+"""`s3claim demo`: picks the store and the provider, runs the scenario, renders the result."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import zip_longest
 from typing import Annotated, Any
 
 import typer
@@ -24,13 +21,12 @@ from rich.text import Text
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli.demo._bucket import demo_bucket
-from s3claim.cli.demo._closing import next_steps, render_closing
+from s3claim.cli.demo._closing import event_table, next_steps, render_closing
 from s3claim.cli.demo._failover import failover_demo
 from s3claim.cli.demo._scenario import QUESTION, TENANT, Scenario, prefill_by_turn, run_scenario
-from s3claim.events import Event
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.providers import OpenAICompatibleProvider, Provider
-from s3claim.s3 import S3ClaimCheckStore
+from s3claim.s3 import S3ClaimSettings
 from s3claim.s3.admin import load_settings, open_store
 from s3claim.store import ClaimCheckStore
 from s3claim.wording import split_head
@@ -63,7 +59,7 @@ class _Setup:
     description: str
     located: str | None  # the bucket and prefix, on S3
     lived: str  # where the claims were, and what became of them
-    cleanup: S3ClaimCheckStore | None  # a configured bucket: the demo forgets its run afterwards
+    erase: bool  # a configured bucket: the demo forgets its run afterwards
 
 
 IN_MEMORY = (
@@ -73,19 +69,14 @@ IN_MEMORY = (
 
 
 @contextmanager
-def _store(
-    kind: StoreKind, bucket: str | None, endpoint_url: str | None, prefix: str | None,
-    region: str | None,
-) -> Iterator[_Setup]:  # fmt: skip
-    if kind is StoreKind.memory:
+def _store(settings: S3ClaimSettings | None) -> Iterator[_Setup]:
+    if settings is None:
         memory = MemoryClaimCheckStore()
-        yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, None)
+        yield _Setup(memory, "memory (MemoryClaimCheckStore)", None, IN_MEMORY, erase=False)
         return
-    settings = load_settings(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region)
     with demo_bucket(settings) as where:
         store = open_store(where.target)
-        cleanup = None if where.embedded else store
-        yield _Setup(store, where.description, where.located, where.lived, cleanup)
+        yield _Setup(store, where.description, where.located, where.lived, not where.embedded)
 
 
 def _provider(
@@ -110,13 +101,6 @@ def _provider(
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
-
-
-def _event_row(event: Event) -> tuple[str, str]:
-    fields = event.model_dump(exclude={"kind"})
-    return event.kind, "  ".join(
-        f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in fields.items()
-    )
 
 
 def _no_comparison(scenario: Scenario) -> str | None:
@@ -159,6 +143,8 @@ def report(
     """The demo's result as plain data: the JSON document, and what the terminal shows."""
     seen = scenario.seen
     parts = split_head(seen) if seen is not None else None
+    claimed = prefill_by_turn(scenario.claimed)
+    baseline = prefill_by_turn(scenario.baseline) if scenario.baseline else []
     return {
         "store": setup.description,
         "bucket": setup.located,
@@ -171,8 +157,8 @@ def report(
             [e.model_dump() for e in scenario.baseline.events] if scenario.baseline else None
         ),
         "turns": [
-            {"turn": r.turn, "with_claim_check": r.with_claim_check, "without": r.without}
-            for r in scenario.rows
+            {"turn": turn, "with_claim_check": with_cc, "without": without}
+            for turn, (with_cc, without) in enumerate(zip_longest(claimed, baseline), start=1)
         ],
         "total_with_claim_check": scenario.total_with,
         "total_without": scenario.total_without,
@@ -188,7 +174,7 @@ def report(
         "baseline_answer": scenario.baseline.output if scenario.baseline else None,
         "seconds": round(seconds, 3),
         "claims_lived": setup.lived,
-        "next": [{"command": c, "shows": what} for c, what in next_steps(failover=False)],
+        "next": next_steps(failover=False),
     }
 
 
@@ -213,12 +199,7 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
     else:  # out(): no wrapping, no markup, so it is byte for byte what the model got
         console.out(seen, highlight=False)
     console.print(Rule("Run events (with the claim check)"))
-    events = Table(box=None, show_header=True, header_style="bold")
-    events.add_column("event")
-    events.add_column("details", overflow="fold")
-    for event in scenario.claimed.events:
-        events.add_row(*_event_row(event))
-    console.print(events)
+    console.print(event_table(scenario.claimed.events, commas=True))
     console.print(Rule("Characters sent to the model, per model call"))
     table = Table(header_style="bold")
     table.add_column("turn", justify="right")
@@ -243,9 +224,7 @@ def render(console: Console, data: dict[str, Any], scenario: Scenario) -> None:
     console.print(Text(data["baseline"], style="dim"))
     console.print(Rule("Answer"))
     console.print(Text(data["answer"] or "(no answer: the run hit its turn limit)"))
-    console.print(Text(f"\nFinished in {data['seconds']:.2f} s.", style="dim"))
-    steps = [(step["command"], step["shows"]) for step in data["next"]]
-    render_closing(console, data["claims_lived"], steps)
+    render_closing(console, data)
 
 
 def demo(
@@ -296,25 +275,27 @@ def demo(
     OPENAI_API_KEY (local servers usually need none). --failover runs the scenario in a
     process that is killed mid-run, and resumes it from the bucket in another.
     """
-    if failover:
-        with handled() as context:
-            if store is StoreKind.memory or provider is not ProviderKind.scripted:
-                raise CliError(
-                    "--failover runs on S3 with the scripted model: a run in memory dies with "
-                    "its process, and a real model's answers cannot be compared run to run"
-                )
-            context.bucket = bucket
-            failover_demo(bucket=bucket, endpoint_url=endpoint_url, prefix=prefix,
-                          region=region, as_json=as_json)  # fmt: skip
-        return
     started = time.perf_counter()
     with handled() as context:
-        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
         context.bucket = bucket
-        with _store(store, bucket, endpoint_url, prefix, region) as setup:
+        if failover and (store is StoreKind.memory or provider is not ProviderKind.scripted):
+            raise CliError(
+                "--failover runs on S3 with the scripted model: a run in memory dies with "
+                "its process, and a real model's answers cannot be compared run to run"
+            )
+        chosen = _provider(provider, base_url, model, timeout=timeout, max_tokens=max_tokens)
+        settings = None
+        if store is StoreKind.s3:
+            settings = load_settings(
+                bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
+            )
+        if settings is not None and failover:
+            failover_demo(settings, as_json=as_json)
+            return
+        with _store(settings) as setup:
             scenario = run_scenario(setup.store, provider=chosen, baseline=baseline)
-            if setup.cleanup is not None:
-                setup.cleanup.forget(tenant=TENANT, run=scenario.claimed.scope.run)
+            if setup.erase:
+                setup.store.forget(tenant=TENANT, run=scenario.claimed.scope.run)
     described = "scripted" if chosen is None else f"{model} at {base_url}"
     data = report(
         scenario,

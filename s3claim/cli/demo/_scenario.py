@@ -1,16 +1,8 @@
 """The counsel scenario: the spec's example, run twice, to measure what the claim check buys.
 
-An agent is asked about a contract of about 92,000 characters. With the claim check it reads
-the head, fetches two windows with the handle from the head's marker, and answers. The
-baseline asks the same question with no claim check and a result limit large enough that the
-whole contract stays inline. The baseline cannot fetch, and with the whole text in view it does
-not need to, so its scripted model reads and then answers: two model calls against four. That
-is the baseline's best case: every further turn would re-send the whole contract again.
-
-The measure is the `model_called` events' `prefill_chars`: the characters each model call was
-sent. The demo command renders this; the tests check it. The comparison only means something
-when both runs read the contract: a real model may answer without ever calling read_contract,
-and then both conversations hold the same few hundred characters, so `ratio` is None.
+With the claim check the agent reads the contract's head, fetches two windows and answers
+(four model calls). The baseline keeps the whole contract inline, so it reads and answers
+(two): its best case. The measure is the `model_called` events' `prefill_chars`.
 """
 
 from __future__ import annotations
@@ -39,12 +31,10 @@ __all__ = [
     "SYSTEM",
     "TENANT",
     "Scenario",
-    "TurnRow",
     "baseline_script",
     "counsel_runner",
     "counsel_script",
     "prefill_by_turn",
-    "read_contract_calls",
     "read_contract_tool",
     "run_scenario",
 ]
@@ -145,9 +135,9 @@ def _is_tool_error(content: str) -> bool:
     return isinstance(value, dict) and "error" in value
 
 
-def read_contract_calls(result: RunResult) -> int:
-    """How many times read_contract answered this run with the contract (not an error)."""
-    return sum(
+def _read_contract(result: RunResult) -> bool:
+    """Whether read_contract ever answered this run with the contract (not an error)."""
+    return any(
         isinstance(m, ToolMessage) and m.name == "read_contract" and not _is_tool_error(m.content)
         for m in result.messages
     )
@@ -156,13 +146,6 @@ def read_contract_calls(result: RunResult) -> int:
 def prefill_by_turn(result: RunResult) -> list[int]:
     """Characters sent to the model on each call of the run, in turn order."""
     return [e.prefill_chars for e in result.events if isinstance(e, ModelCalled)]
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRow:
-    turn: int
-    with_claim_check: int | None
-    without: int | None
 
 
 @dataclass(frozen=True)
@@ -187,20 +170,6 @@ class Scenario:
         return None
 
     @property
-    def rows(self) -> list[TurnRow]:
-        claimed = prefill_by_turn(self.claimed)
-        baseline = prefill_by_turn(self.baseline) if self.baseline else []
-        turns = max(len(claimed), len(baseline))
-        return [
-            TurnRow(
-                turn=i + 1,
-                with_claim_check=claimed[i] if i < len(claimed) else None,
-                without=baseline[i] if i < len(baseline) else None,
-            )
-            for i in range(turns)
-        ]
-
-    @property
     def total_with(self) -> int:
         return sum(prefill_by_turn(self.claimed))
 
@@ -211,12 +180,12 @@ class Scenario:
     @property
     def claimed_read(self) -> bool:
         """Whether the run with the claim check ever received the contract."""
-        return read_contract_calls(self.claimed) > 0
+        return _read_contract(self.claimed)
 
     @property
     def baseline_read(self) -> bool | None:
         """Whether the baseline ever received the contract; None when there is no baseline."""
-        return None if self.baseline is None else read_contract_calls(self.baseline) > 0
+        return None if self.baseline is None else _read_contract(self.baseline)
 
     @property
     def ratio(self) -> float | None:
@@ -229,10 +198,6 @@ class Scenario:
         if without is None or self.total_with == 0 or not self.claimed_read:
             return None
         return without / self.total_with if self.baseline_read else None
-
-
-def _registry(store: ClaimCheckStore, document: str) -> ToolRegistry:
-    return ToolRegistry((read_contract_tool(document), claim_check_tool(store)))
 
 
 def counsel_runner(
@@ -248,7 +213,9 @@ def counsel_runner(
     document = contract() if text is None else text
     return AgentRunner(
         provider=provider or counsel_script(),
-        tools=_registry(store, document).view(allow=("read_contract", "fetch_result"), agent=AGENT),
+        tools=ToolRegistry((read_contract_tool(document), claim_check_tool(store))).view(
+            allow=("read_contract", "fetch_result"), agent=AGENT
+        ),
         claim_check=ClaimCheck(store=store),
         max_turns=max_turns,
         system=SYSTEM,
@@ -274,7 +241,6 @@ def run_scenario(
     the claim-checked run has already answered.
     """
     document = contract() if text is None else text
-    registry = _registry(store, document)
     claimed = counsel_runner(
         store, provider=provider, journal=journal, text=document, max_turns=max_turns
     ).run(QUESTION, tenant=TENANT, run_id=run_id)
@@ -284,7 +250,9 @@ def run_scenario(
     chosen: Provider = baseline_provider or provider or baseline_script()
     inline = AgentRunner(
         provider=chosen,
-        tools=registry.view(allow=("read_contract",), agent=AGENT),
+        tools=ToolRegistry((read_contract_tool(document),)).view(
+            allow=("read_contract",), agent=AGENT
+        ),
         max_tool_result_chars=max(len(document), 1),
         max_turns=max_turns,
         system=SYSTEM,

@@ -13,7 +13,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
-.PHONY: demo test lint typecheck pytest clean bench bench-model bench-peers bench-peers-venvs \
+.PHONY: demo test lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
 	bench-load
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
@@ -27,16 +27,19 @@ install_cmd = echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"; \
 
 $(PY):
 	@python3 -m venv $(VENV)
+
+# A rule of its own, so that a venv made before uv was used gets it too.
+$(UV): | $(PY)
 	@$(PY) -m pip install --quiet --disable-pip-version-check uv >> $(INSTALL_LOG) 2>&1 \
 		|| { cat $(INSTALL_LOG); exit 1; }
 
-$(STAMP): $(META) | $(PY)
+$(STAMP): $(META) | $(UV)
 	@$(call install_cmd,dev)
 	@touch $(STAMP)
 
 # A venv with an up-to-date dev extra has the demo's already: make demo after make test
 # installs nothing; on a fresh machine it installs the demo extra alone.
-$(DEMO_STAMP): $(META) | $(PY)
+$(DEMO_STAMP): $(META) | $(UV)
 	@if [ -z "$$(find $(STAMP) -newer pyproject.toml -newer s3claim/version.py 2>/dev/null)" ]; \
 	then $(call install_cmd,demo); fi
 	@touch $(DEMO_STAMP)
@@ -53,7 +56,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict s3claim
 
-$(CHECKOV_STAMP): | $(PY)
+$(CHECKOV_STAMP): | $(UV)
 	python3 -m venv $(CHECKOV_VENV)
 	echo '*' > $(CHECKOV_VENV)/.gitignore
 	$(UV) pip install --quiet --python $(CHECKOV_VENV)/bin/python checkov==3.3.30
@@ -64,6 +67,10 @@ $(CHECKOV_STAMP): | $(PY)
 # and terraform, not on a core. A test file runs whole on one worker (its module fixtures once),
 # and each worker starts S3 servers of its own.
 pytest: $(STAMP) $(CHECKOV_STAMP)
+	$(VENV)/bin/pytest -n 4 --dist loadfile
+
+# The same suite under coverage (about a third slower, so not part of `make test`).
+coverage: $(STAMP) $(CHECKOV_STAMP)
 	$(VENV)/bin/pytest -n 4 --dist loadfile --cov --cov-report=term:skip-covered
 
 # Benchmarks (benchmarks/, one harness: `python -m benchmarks --help`). Each study's section is
@@ -71,7 +78,7 @@ pytest: $(STAMP) $(CHECKOV_STAMP)
 # docs/capacity.md's generated blocks. QUICK=1: a reduced profile, written to .bench-quick/.
 BENCH_STAMP := $(VENV)/.bench-installed
 
-$(BENCH_STAMP): $(META) | $(PY)
+$(BENCH_STAMP): $(META) | $(UV)
 	@$(call install_cmd,dev$(comma)bench)
 	@touch $(BENCH_STAMP)
 

@@ -156,3 +156,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("counsel scenario, 3 questions: claim check vs built-ins")
         for line in _SIDE_BY_SIDE:
             terminalreporter.write_line(line)
+
+
+# The files that wait longest run first: under pytest-xdist (`make test`) a file goes whole to
+# one worker in collection order, so the Terraform apply (minutes of the provider's waiters,
+# little CPU) starts at once beside the rest instead of trailing at the end of the run.
+FIRST = ("test_terraform.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in FIRST)

@@ -55,7 +55,7 @@ from tests.reliability._support import (
 )
 from tests.reliability.conftest import make_rig
 
-THREADS, RUNS = 32, 8
+THREADS, RUNS = 32, 3
 
 
 @pytest.fixture(params=["memory", "s3"])

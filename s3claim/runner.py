@@ -112,7 +112,7 @@ class AgentRunner:
             raise RunConflictError("run id taken: a run with this id is already recorded")
         messages: list[Message] = [SystemMessage(content=self.system)] if self.system else []
         messages.append(UserMessage(content=prompt))
-        return self._loop(_Recorder(self.journal, scope, version=None), messages, [], turns=0)
+        return self._loop(_Recorder(self.journal, scope, None), messages, [], turns=0)
 
     def resume(self, *, tenant: str, run_id: str) -> RunResult:
         """Carry on a run from its journal, on this instance.
@@ -144,7 +144,7 @@ class AgentRunner:
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
-        recorder = _Recorder(journal, scope, version=entry.version)
+        recorder = _Recorder(journal, scope, entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
 
     def _loop(
@@ -223,15 +223,13 @@ class AgentRunner:
         return ToolAnswer(admitted)
 
 
+@dataclass(slots=True)
 class _Recorder:
     """Saves a run to its journal (if any), each save conditional on the one before."""
 
-    __slots__ = ("journal", "scope", "version")
-
-    def __init__(self, journal: RunJournal | None, scope: Scope, *, version: str | None) -> None:
-        self.journal = journal
-        self.scope = scope
-        self.version = version
+    journal: RunJournal | None
+    scope: Scope
+    version: str | None
 
     def record(
         self,

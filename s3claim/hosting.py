@@ -282,13 +282,8 @@ def _by_path(
     store: ClaimCheckStore, context: RunContext, handle: str, pointer: str, budget: _Budget
 ) -> tuple[Any, int]:
     if not isinstance(store, PathReadableStore):
-        raise ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True)
-    try:
-        answer = store.read_path(context.scope, handle, pointer, limit=max(budget.left, 1))
-    except PathError as exc:
-        raise ToolError(exc.kind, exc.message) from None
-    except NoIndexError:
-        raise ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True) from None
+        raise NoIndexError  # refused as a claim that is not JSON (`read_refusal`)
+    answer = store.read_path(context.scope, handle, pointer, limit=max(budget.left, 1))
     if answer.next_offset is not None:
         raise budget.refuse()
     budget.take(len(answer.text))

@@ -19,6 +19,7 @@ from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, RunConflictError, ToolError
 from s3claim.events import Event, ModelCalled, RunFinished, RunResumed
 from s3claim.hosting import (
+    ToolAnswer,
     admit,
     described,
     failure_answer,
@@ -111,7 +112,7 @@ class AgentRunner:
             raise RunConflictError("run id taken: a run with this id is already recorded")
         messages: list[Message] = [SystemMessage(content=self.system)] if self.system else []
         messages.append(UserMessage(content=prompt))
-        return self._loop(_Recorder(self.journal, scope, version=None), messages, [], turns=0)
+        return self._loop(_Recorder(self.journal, scope, None), messages, [], turns=0)
 
     def resume(self, *, tenant: str, run_id: str) -> RunResult:
         """Carry on a run from its journal, on this instance.
@@ -143,7 +144,7 @@ class AgentRunner:
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
-        recorder = _Recorder(journal, scope, version=entry.version)
+        recorder = _Recorder(journal, scope, entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
 
     def _loop(
@@ -151,34 +152,29 @@ class AgentRunner:
     ) -> RunResult:
         """Turns after the first `turns`: each reply is recorded before its tools run, except
         on the last turn, whose results are recorded with the run's end."""
-        with agent_run_span(self.tools.agent) as span:
-            result = self._turns(recorder, messages, events, turns=turns)
-            span.outcome = "answered" if result.output is not None else "max_turns"
-            return result
-
-    def _turns(
-        self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int
-    ) -> RunResult:
         scope = recorder.scope
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         schemas = self._schemas()
         turn = turns
-        while turn < self.max_turns:
-            turn += 1
-            events.append(ModelCalled(turn=turn, prefill_chars=conversation_chars(messages)))
-            reply = self.provider.complete(tuple(messages), schemas)
-            messages.append(reply)
-            if not reply.tool_calls:
-                events.append(RunFinished(turns=turn, reason="answered"))
-                output = reply.content or ""
-                recorder.record(messages, events, turns=turn, status="answered", output=output)
-                return RunResult(output, tuple(messages), tuple(events), scope)
-            if turn < self.max_turns:
-                recorder.record(messages, events, turns=turn, status="running")
-            messages.extend(self._run_tool(call, context) for call in reply.tool_calls)
-        events.append(RunFinished(turns=turn, reason="max_turns"))
-        recorder.record(messages, events, turns=turn, status="max_turns")
-        return RunResult(None, tuple(messages), tuple(events), scope)
+        with agent_run_span(self.tools.agent) as span:
+            while turn < self.max_turns:
+                turn += 1
+                events.append(ModelCalled(turn=turn, prefill_chars=conversation_chars(messages)))
+                reply = self.provider.complete(tuple(messages), schemas)
+                messages.append(reply)
+                if not reply.tool_calls:
+                    events.append(RunFinished(turns=turn, reason="answered"))
+                    output = reply.content or ""
+                    recorder.record(messages, events, turns=turn, status="answered", output=output)
+                    span.outcome = "answered"
+                    return RunResult(output, tuple(messages), tuple(events), scope)
+                if turn < self.max_turns:
+                    recorder.record(messages, events, turns=turn, status="running")
+                messages.extend(self._run_tool(call, context) for call in reply.tool_calls)
+            events.append(RunFinished(turns=turn, reason="max_turns"))
+            recorder.record(messages, events, turns=turn, status="max_turns")
+            span.outcome = "max_turns"
+            return RunResult(None, tuple(messages), tuple(events), scope)
 
     def _schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas; with claim references on, each of the agent's own tools says
@@ -193,32 +189,29 @@ class AgentRunner:
         return schemas
 
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
-        known = self.tools.get(call.name) is not None
-        with tool_call_span(call.name if known else None, call.id) as span:
-            content, is_error = self._answer(call, context)
-            if is_error:
-                span.outcome = "error"
-            return ToolMessage(tool_call_id=call.id, name=call.name, content=content)
-
-    def _answer(self, call: ToolCall, context: RunContext) -> tuple[str, bool]:
-        """The tool message's content, and whether it is an error result."""
         tool = self.tools.get(call.name)
+        with tool_call_span(call.name if tool is not None else None, call.id) as span:
+            answer = self._answer(tool, call, context)
+            if answer.is_error:
+                span.outcome = "error"
+            return ToolMessage(tool_call_id=call.id, name=call.name, content=answer.text)
+
+    def _answer(self, tool: Tool | None, call: ToolCall, context: RunContext) -> ToolAnswer:
         if tool is None:
             available = sorted(t.name for t in self.tools.tools)
             error = ToolError(
                 "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
             )
-            return error.render(), True
+            return ToolAnswer(error.render(), is_error=True)
         if not tool.check_in:  # a claim tool: run as every host runs it
-            ran = run_claim_tool(tool, call.arguments, context)
-            return ran.text, ran.is_error
+            return run_claim_tool(tool, call.arguments, context)
         try:
             arguments = resolve_arguments(
                 call.arguments, claim_check=self.claim_check, tool=tool.name, context=context
             )
             text = result_text(tool, tool.call(arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
-            return failure_answer(exc, tool=tool.name, context=context).text, True
+            return failure_answer(exc, tool=tool.name, context=context)
         admitted = admit(
             text,
             tool=tool.name,
@@ -227,18 +220,16 @@ class AgentRunner:
             limit=self.max_tool_result_chars,
             searchable=self._searchable,
         )
-        return admitted, False
+        return ToolAnswer(admitted)
 
 
+@dataclass(slots=True)
 class _Recorder:
     """Saves a run to its journal (if any), each save conditional on the one before."""
 
-    __slots__ = ("journal", "scope", "version")
-
-    def __init__(self, journal: RunJournal | None, scope: Scope, *, version: str | None) -> None:
-        self.journal = journal
-        self.scope = scope
-        self.version = version
+    journal: RunJournal | None
+    scope: Scope
+    version: str | None
 
     def record(
         self,

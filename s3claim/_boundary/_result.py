@@ -8,7 +8,7 @@ Three steps, in order:
    line (`_layout`), whatever the result's size, so a line reader can read it
    and the threshold measures the very text that is stored. Text that UTF-8 cannot carry
    (a lone surrogate) and values nested deeper than `MAX_DEPTH` are refused the same way,
-   by one walk of the value before it is serialised (`_flaw`).
+   by one walk of the value before it is serialised (`_check`).
 3. Neutralise structural forgery (`_forgery`), so tool output cannot hand the model a
    forged handle, marker, footer or turn: the table there (and in docs/security.md) is
    matched on a folded view of the text, so look-alikes count, and only a match's delimiters
@@ -75,23 +75,7 @@ def text_of(value: Any, *, tool: str) -> str:
 
 def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
     """The value as text, once the one check of what may cross the boundary has passed."""
-    flaw = _flaw(valid)
-    if isinstance(flaw, int):
-        raise ToolError(
-            "invalid_result",
-            f"tool {tool!r} returned text that is not valid Unicode "
-            f"(a lone surrogate at index {flaw})",
-        )
-    if flaw == "surrogate":
-        raise ToolError(
-            "invalid_result",
-            f"tool {tool!r} returned a value holding text that is not valid Unicode "
-            "(a lone surrogate)",
-        )
-    if flaw == "deep":  # no bug of the tool's: s3claim reads no JSON nested this deep
-        raise ToolError(
-            "invalid_result", f"tool {tool!r} returned a value nested too deep to serialise as JSON"
-        )
+    _check(valid, tool)
     if isinstance(valid, str):
         text = valid
     else:
@@ -104,31 +88,44 @@ def _serialise(adapter: TypeAdapter[Any], valid: Any, *, tool: str) -> str:
     return neutralise(text)
 
 
-def _flaw(value: Any) -> int | str | None:
-    """What keeps a value from crossing the boundary: the index of a lone surrogate in a text
-    result; "surrogate" for one anywhere in a structure (mapping keys included: pydantic
-    raises on one in a value, but replaces one in a key without a word); "deep" for nesting
-    past `MAX_DEPTH`, the one bound s3claim puts on JSON. None when it may cross.
+def _check(value: Any, tool: str) -> None:
+    """Refuse what may not cross the boundary: a lone surrogate in a text result (by its
+    index) or anywhere in a structure (mapping keys included: pydantic raises on one in a
+    value, but replaces one in a key without a word), and nesting past `MAX_DEPTH`, the one
+    bound s3claim puts on JSON.
 
     A walk with a stack of its own, not recursion: a value nested 100,000 deep is measured,
     never a `RecursionError`.
     """
     if isinstance(value, str):
         found = _SURROGATE.search(value)
-        return None if found is None else found.start()
+        if found is not None:
+            raise ToolError(
+                "invalid_result",
+                f"tool {tool!r} returned text that is not valid Unicode "
+                f"(a lone surrogate at index {found.start()})",
+            )
+        return
     deep = False  # the walk goes on to the end: a lone surrogate is the sharper refusal
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         item, level = pending.pop()
         if isinstance(item, str):
             if _SURROGATE.search(item) is not None:
-                return "surrogate"
+                raise ToolError(
+                    "invalid_result",
+                    f"tool {tool!r} returned a value holding text that is not valid Unicode "
+                    "(a lone surrogate)",
+                )
             continue
         members = _members(item)
         if members is not None:
             deep = deep or level >= MAX_DEPTH
             pending += [(member, level + 1) for member in members]
-    return "deep" if deep else None
+    if deep:  # no bug of the tool's: s3claim reads no JSON nested this deep
+        raise ToolError(
+            "invalid_result", f"tool {tool!r} returned a value nested too deep to serialise as JSON"
+        )
 
 
 def _members(value: Any) -> list[Any] | None:

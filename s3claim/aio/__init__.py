@@ -10,8 +10,7 @@ call ever runs on the event-loop thread, and claims are shared: a handle from ei
 redeems on the other.
 """
 
-from s3claim.aio._claimcheck import AsyncClaimCheck
-from s3claim.aio._threaded import ThreadedAsyncStore
+from s3claim.aio._threaded import AsyncClaimCheck, ThreadedAsyncStore
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 
 __all__ = ["DEFAULT_MAX_WORKERS", "AsyncClaimCheck", "ThreadedAsyncStore", "Workers"]

@@ -1,24 +1,23 @@
-"""ThreadedAsyncStore: any sync store as an `AsyncClaimCheckStore`, on worker threads."""
+"""ThreadedAsyncStore and AsyncClaimCheck: a sync store and claim check for coroutines, on
+worker threads."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
+from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
     HandOffStore,
     LineReadableStore,
+    LineWindow,
+    PathRead,
     PathReadableStore,
     Window,
 )
 
-if TYPE_CHECKING:
-    from s3claim.store import LineWindow, PathRead
-
-__all__ = ["ThreadedAsyncStore"]
+__all__ = ["AsyncClaimCheck", "ThreadedAsyncStore"]
 
 
 class ThreadedAsyncStore:
@@ -50,42 +49,67 @@ class ThreadedAsyncStore:
     async def read_line(
         self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        """`LineReadableStore.read_line` of the wrapped store, on a worker."""
-        store = self._lines()
-        return await self._workers.run(store.read_line, scope, handle, line, limit=limit)
+        if not isinstance(self.store, LineReadableStore):
+            raise self._cannot("read by line")
+        return await self._workers.run(self.store.read_line, scope, handle, line, limit=limit)
 
     async def read_end(
         self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        """`LineReadableStore.read_end` of the wrapped store, on a worker."""
-        store = self._lines()
-        return await self._workers.run(store.read_end, scope, handle, limit=limit)
+        if not isinstance(self.store, LineReadableStore):
+            raise self._cannot("read by line")
+        return await self._workers.run(self.store.read_end, scope, handle, limit=limit)
 
     async def read_path(
         self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> PathRead:
-        """`PathReadableStore.read_path` of the wrapped store, on a worker."""
         if not isinstance(self.store, PathReadableStore):
-            raise TypeError(f"{type(self.store).__name__} cannot read by path")
-        store: PathReadableStore = self.store
-        return await self._workers.run(store.read_path, scope, handle, pointer, limit=limit)
+            raise self._cannot("read by path")
+        return await self._workers.run(self.store.read_path, scope, handle, pointer, limit=limit)
 
     async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        """`HandOffStore.hand_off` of the wrapped store, on a worker."""
         if not isinstance(self.store, HandOffStore):
-            raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
-        store: HandOffStore = self.store
+            raise self._cannot("hand claims off")
         return await self._workers.run(
-            store.hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
+            self.store.hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
         )
 
-    def _lines(self) -> LineReadableStore:
-        if not isinstance(self.store, LineReadableStore):
-            raise TypeError(f"{type(self.store).__name__} cannot read by line")
-        return self.store
+    def _cannot(self, what: str) -> TypeError:
+        return TypeError(f"{type(self.store).__name__} cannot {what}")
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._workers.run(self.store.forget, tenant=tenant, run=run)
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self.store!r}, max_workers={self._workers.max_workers})"
+
+
+class AsyncClaimCheck:
+    """The async face of a `ClaimCheck`, sharing its store, policies and handles.
+
+    Each call runs the sync code on a worker thread, head extraction included (a few
+    milliseconds of CPU on a large result, which would otherwise stall the loop). `store` is the
+    claim check's store as an `AsyncClaimCheckStore`, for fetch and forget.
+    """
+
+    def __init__(self, claim_check: ClaimCheck, *, max_workers: int = DEFAULT_MAX_WORKERS) -> None:
+        if not isinstance(claim_check, ClaimCheck):
+            raise TypeError(f"AsyncClaimCheck wraps a ClaimCheck, got {type(claim_check).__name__}")
+        self.claim_check = claim_check
+        self.store = ThreadedAsyncStore(claim_check.store, max_workers=max_workers)
+        self._workers = self.store._workers  # one pool: check-ins and fetches share its bound
+
+    async def check_in(self, content: str, *, tool: str, scope: Scope) -> CheckIn:
+        """`ClaimCheck.check_in`; store failures propagate as they do there."""
+        return await self._workers.run(self.claim_check.check_in, content, tool=tool, scope=scope)
+
+    async def hand_off(
+        self, handle: str, *, scope: Scope, to: Scope, ttl_seconds: int | None = None
+    ) -> str:
+        """`ClaimCheck.hand_off` (a claim of `scope` readable in `to`), on a worker."""
+        return await self._workers.run(
+            self.claim_check.hand_off, handle, scope=scope, to=to, ttl_seconds=ttl_seconds
+        )
+
+    def __repr__(self) -> str:
+        return f"AsyncClaimCheck({self.claim_check!r}, max_workers={self._workers.max_workers})"

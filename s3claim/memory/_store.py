@@ -166,23 +166,21 @@ class MemoryClaimCheckStore(RangedStore):
                 self._on_evict(event)
 
     def _make_room(self, tenant: str, size: int) -> list[ClaimEvicted]:
+        """Drop the oldest claims (the tenant's own while its share is full) until `size` fits."""
         evicted: list[ClaimEvicted] = []
-        reason: Literal["store_full", "tenant_full"] = "tenant_full"
-        while (
-            self.max_tenant_bytes is not None
-            and self._tenant_bytes.get(tenant, 0) + size > self.max_tenant_bytes
-        ):
-            oldest = next(h for h, e in self._entries.items() if e.scope.tenant == tenant)
+        while True:
+            if self.max_tenant_bytes is not None and (
+                self._tenant_bytes.get(tenant, 0) + size > self.max_tenant_bytes
+            ):
+                oldest = next(h for h, e in self._entries.items() if e.scope.tenant == tenant)
+                reason: Literal["store_full", "tenant_full"] = "tenant_full"
+            elif self.max_bytes is not None and self._bytes + size > self.max_bytes:
+                oldest, reason = next(iter(self._entries)), "store_full"
+            else:
+                return evicted
             evicted.append(
                 ClaimEvicted(handle=oldest, size_bytes=self._drop(oldest), reason=reason)
             )
-        reason = "store_full"
-        while self.max_bytes is not None and self._bytes + size > self.max_bytes:
-            oldest = next(iter(self._entries))
-            evicted.append(
-                ClaimEvicted(handle=oldest, size_bytes=self._drop(oldest), reason=reason)
-            )
-        return evicted
 
     def _drop(self, handle: str) -> int:
         entry = self._entries.pop(handle)
@@ -213,10 +211,6 @@ class MemoryClaimCheckStore(RangedStore):
         returns how many claims went."""
         for journal in list(self._journals):
             journal.erase_records(tenant=tenant, run=run)
-        return self._erase_claims(tenant=tenant, run=run)
-
-    def _erase_claims(self, *, tenant: str, run: str | None = None) -> int:
-        """This store's claims of a tenant (or one run) only, bound journals untouched."""
         with self._lock:
             doomed = [
                 handle

@@ -10,19 +10,16 @@ no-op. The names are in `_names` and docs/observability.md. The audit trail is t
 import s3claim.telemetry._names as names
 from s3claim.telemetry._audit import AuditRecord
 from s3claim.telemetry._instrument import (
-    Operation,
     agent_run_span,
     check_in_operation,
-    configure,
-    count_request,
     fetch_operation,
-    record_duration,
     search_operation,
     tool_call_span,
     traced_forget,
     traced_journal_load,
     traced_journal_save,
 )
+from s3claim.telemetry._spans import Operation, configure, count_request, record_duration
 
 __all__ = [
     "AuditRecord",

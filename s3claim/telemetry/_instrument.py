@@ -14,22 +14,12 @@ from typing import Any, TypeVar, cast
 import s3claim.telemetry._names as n
 from s3claim.errors import RunConflictError, RunNotFoundError
 from s3claim.scope import Scope
-from s3claim.telemetry._spans import (
-    Operation,
-    configure,
-    count_request,
-    record_duration,
-    tenant_attributes,
-)
+from s3claim.telemetry._spans import Operation, tenant_attributes
 
 __all__ = [
-    "Operation",
     "agent_run_span",
     "check_in_operation",
-    "configure",
-    "count_request",
     "fetch_operation",
-    "record_duration",
     "search_operation",
     "tool_call_span",
     "traced_forget",

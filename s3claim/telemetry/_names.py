@@ -3,13 +3,6 @@ on them and a rename is one edit (docs/observability.md is the reference)."""
 
 from __future__ import annotations
 
-__all__ = [
-    "ATTRIBUTES",
-    "AUDIT_LOGGER",
-    "METRICS",
-    "SPANS",
-]
-
 SCOPE_NAME = "s3claim"
 """The instrumentation scope of every tracer and meter."""
 
@@ -25,8 +18,6 @@ EXECUTE_TOOL = "execute_tool"
 
 INVOKE_AGENT = "invoke_agent"
 """A runner's run (or resume): the span `invoke_agent {agent}`, parent of its tool calls."""
-
-SPANS = (CHECK_IN, FETCH, SEARCH, FORGET, JOURNAL_SAVE, JOURNAL_LOAD, EXECUTE_TOOL, INVOKE_AGENT)
 
 # -- attributes -------------------------------------------------------------------------
 TOOL = "s3claim.tool"
@@ -51,33 +42,12 @@ GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 
-ATTRIBUTES = (
-    TOOL,
-    HANDLE,
-    CHARS_TOTAL,
-    CHARS_SHOWN,
-    OUTCOME,
-    WINDOW_OFFSET,
-    WINDOW_CHARS,
-    SEARCH_MATCHES,
-    PATTERN_CHARS,
-    CLAIMS_DELETED,
-    RUN_TURNS,
-    S3_REQUESTS,
-    S3_BYTES,
-    TENANT,
-    RUN,
-    OPERATION,
-)
-
 # -- metrics ----------------------------------------------------------------------------
 CLAIMS = "s3claim.claims"
 CHARS_SAVED = "s3claim.chars.saved"
 CLAIM_SIZE = "s3claim.claim.size"
 FETCHES = "s3claim.fetches"
 STORE_DURATION = "s3claim.store.duration"
-
-METRICS = (CLAIMS, CHARS_SAVED, CLAIM_SIZE, FETCHES, STORE_DURATION)
 
 AUDIT_FOLDER = "audit"
 """Where a bucket keeps a run's audit records: `{run prefix}audit/`."""

@@ -248,21 +248,7 @@ class Operation:
         )
 
     def set(self, **attributes: Any) -> None:
-        """Attributes by keyword, `.` spelt `_` after the `s3claim` prefix is dropped:
-        `set(handle=...)` is `s3claim.handle`. Kept for the end (metrics and audit read them)."""
+        """Attributes by their `_names` constant in lower case: `set(handle=...)` is
+        `s3claim.handle`. Kept for the end (metrics and audit read them)."""
         for key, value in attributes.items():
-            self.attributes[_ATTRIBUTE_OF[key]] = value
-
-
-_ATTRIBUTE_OF = {
-    "tool": n.TOOL,
-    "handle": n.HANDLE,
-    "chars_total": n.CHARS_TOTAL,
-    "chars_shown": n.CHARS_SHOWN,
-    "window_offset": n.WINDOW_OFFSET,
-    "window_chars": n.WINDOW_CHARS,
-    "search_matches": n.SEARCH_MATCHES,
-    "pattern_chars": n.PATTERN_CHARS,
-    "claims_deleted": n.CLAIMS_DELETED,
-    "run_turns": n.RUN_TURNS,
-}
+            self.attributes[getattr(n, key.upper())] = value

@@ -25,8 +25,24 @@ install_cmd = echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"; \
 	$(UV) pip install --python $(PY) -e '.[$(1)]' \
 		>> $(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
 
+# s3claim needs Python 3.11 or later. A .venv that another Python made (a run that failed
+# under an older one, say) is made anew by this one.
+PYTHON ?= python3
+version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHON_VERSION := $(call version_of,$(PYTHON))
+ifneq ($(wildcard $(PY)),)
+VENV_VERSION := $(call version_of,$(PY))
+ifneq ($(VENV_VERSION),$(PYTHON_VERSION))
+$(info $(VENV) was made by Python $(or $(VENV_VERSION),unknown); making it anew with $(PYTHON) $(PYTHON_VERSION))
+$(shell rm -rf $(VENV))
+endif
+endif
+
 $(PY):
-	@python3 -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "s3claim needs Python 3.11 or later; $(PYTHON) is $(or $(PYTHON_VERSION),missing)" \
+		"(make PYTHON=python3.12, for one)" >&2; exit 1; }
+	@$(PYTHON) -m venv $(VENV)
 
 # A rule of its own, so that a venv made before uv was used gets it too.
 $(UV): | $(PY)

@@ -106,6 +106,32 @@ def test_a_claim_from_another_run_is_unavailable() -> None:
 
 
 @pytest.mark.usefixtures("bucket")
+def test_another_handle_key_sees_nothing_and_both_commands_say_the_key_may_be_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handle = _put("acme", "r1")
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "j" * 32)
+    listed = runner.invoke(app, ["ls", "--tenant", "acme"])
+    assert listed.exit_code == 0 and "0 claim(s)" in listed.stdout
+    assert "S3CLAIM_HANDLE_KEY" in listed.stderr
+    fetched = runner.invoke(app, ["fetch", "--tenant", "acme", "--run", "r1", handle])
+    _one_line_error(fetched, 1, "claim unavailable", "another S3CLAIM_HANDLE_KEY")
+
+
+@pytest.mark.usefixtures("bucket")
+def test_an_offset_past_the_end_is_one_line_naming_the_last_offset() -> None:
+    handle = _put("acme", "r1", "short")
+    for offset in ("5", "99999999"):
+        result = runner.invoke(
+            app, ["fetch", "--tenant", "acme", "--run", "r1", "--offset", offset, handle]
+        )
+        _one_line_error(result, 2, f"--offset {offset} is past the end", "5 characters")
+        assert result.stdout == ""
+    last = runner.invoke(app, ["fetch", "--tenant", "acme", "--run", "r1", "--offset", "4", handle])
+    assert (last.exit_code, last.stdout) == (0, "t")
+
+
+@pytest.mark.usefixtures("bucket")
 def test_ls_lists_handles_sizes_and_expiry_never_content() -> None:
     first, second = _put("acme", "r1"), _put("acme", "r2", "short")
     _put("other", "r1")

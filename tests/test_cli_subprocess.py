@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import time
@@ -80,11 +81,24 @@ def test_the_bucket_commands_end_to_end(moto_endpoint: str) -> None:
     listed = s3claim("ls", "--tenant", "acme", "--json", env=env)
     assert json.loads(listed.stdout)["handle"] == handle
 
+    # On a terminal the progress line starts a line of its own after content with no newline.
+    short = s3claim("put", "--tenant", "acme", "--run", "r2", "-", env=env, stdin=b"last words")
+    primary, secondary = pty.openpty()
+    with os.fdopen(primary, "rb", buffering=0) as screen:
+        subprocess.run(
+            [sys.executable, "-m", "s3claim", "fetch", "--tenant", "acme", "--run", "r2",
+             short.stdout.decode().strip()],
+            stdout=secondary, stderr=secondary, env={**os.environ, **env}, timeout=60, check=True,
+        )  # fmt: skip
+        os.close(secondary)
+        shown = screen.read(4096)
+    assert shown == b"last words\r\ncharacters 0-10 of 10 (end)\r\n"
+
     doctor = s3claim("doctor", env=env)
     assert doctor.returncode == 0, doctor.stdout
 
     forgot = s3claim("forget", "--tenant", "acme", "--yes", env=env)
-    assert forgot.returncode == 0 and b"Removed 1 claim(s)" in forgot.stdout
+    assert forgot.returncode == 0 and b"Removed 2 claim(s)" in forgot.stdout
 
     gone = s3claim("fetch", "--tenant", "acme", "--run", "r1", handle, env=env)
     assert gone.returncode == 1

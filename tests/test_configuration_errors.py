@@ -63,6 +63,7 @@ BAD_ENDPOINTS = {
     "http://": "host",
     "http://:9000": "host",
     "https://host:port": "port",
+    "http://[::1": "not a valid URL",
 }
 
 
@@ -76,6 +77,13 @@ def test_a_bad_endpoint_url_is_one_line_and_exit_2(endpoint: str) -> None:
     one_line(option, "--endpoint-url", BAD_ENDPOINTS[endpoint])
     with pytest.raises(ConfigurationError, match=BAD_ENDPOINTS[endpoint]):
         make_client(endpoint_url=endpoint)
+
+
+@pytest.mark.parametrize("region", ["bad region!", "-us-east-1", "a" * 64])
+def test_a_region_botocore_refuses_is_one_line_and_exit_2(region: str) -> None:
+    result = runner.invoke(app, ["ls", "--tenant", "t"], env={**ENV, "S3CLAIM_REGION": region})
+    one_line(result, "region is not an AWS region name")
+    assert region not in result.stderr
 
 
 def test_a_bad_endpoint_from_a_fresh_process_is_one_line_and_exit_2() -> None:

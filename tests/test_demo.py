@@ -117,6 +117,16 @@ def test_the_demo_on_a_real_bucket_forgets_its_claims(moto_endpoint: str) -> Non
     assert "erased its run's claims" in data["claims_lived"]
 
 
+def test_a_bucket_the_demo_cannot_use_is_one_line_before_any_run(moto_endpoint: str) -> None:
+    result = runner.invoke(
+        app, ["demo", "--bucket", "no-such-bucket", "--endpoint-url", moto_endpoint]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""  # no run began: no head, no table
+    assert result.stderr.count("\n") == 1 and "'no-such-bucket'" in result.stderr, result.stderr
+    assert result.stderr.startswith("s3claim: error: ")
+
+
 @pytest.mark.parametrize("store", ["s3", "memory"])
 def test_the_demo_ends_with_where_the_claims_lived_and_what_to_run_next(store: str) -> None:
     from s3claim.cli.demo._closing import command_name

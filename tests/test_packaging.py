@@ -232,3 +232,35 @@ def test_the_readme_installs_this_version() -> None:
     assert "pip wheel --no-deps -w dist ." in install  # what the `dist` fixture runs
     assert f"pip install 'dist/s3claim-{VERSION}-py3-none-any.whl[mcp]'" in install
     assert "pip install -e '.[mcp]'" in install
+
+
+def _older_python(path: Path) -> Path:
+    """A stand-in for Python 3.10: it answers the Makefile's version question, runs nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('#!/bin/sh\ncase "$*" in *print*) echo 3.10;; esac\nexit 1\n')
+    path.chmod(0o755)
+    return path
+
+
+def _make(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_make_demo_under_an_older_python_is_one_line_and_leaves_no_venv(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    done = _make("demo", f"PYTHON={_older_python(tmp_path / 'python3')}", f"VENV={venv}")
+    assert done.returncode != 0
+    (line,) = [line for line in done.stderr.splitlines() if not line.startswith("make:")]
+    assert line.startswith("s3claim needs Python 3.11 or later;") and "is 3.10" in line
+    assert not venv.exists()
+
+
+def test_a_venv_another_python_made_is_made_anew(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    _older_python(venv / "bin" / "python")
+    done = _make("-n", "demo", f"VENV={venv}")  # -n: say what it would run, install nothing
+    assert f"{venv} was made by Python 3.10; making it anew" in done.stdout, done.stderr
+    assert not venv.exists()

@@ -28,6 +28,9 @@ from s3claim.tools import describe_validation_error
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
 
 
+_KEY = "S3CLAIM_HANDLE_KEY: handles and tenant prefixes are keyed by it"
+
+
 class Exit(IntEnum):
     """As the commands' epilog says: typer's own usage errors are 2 as well."""
 
@@ -53,8 +56,8 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
         return CliError(str(exc))
     if isinstance(exc, ValidationError):  # e.g. a tenant or run name out of bounds
         return CliError(f"invalid input: {describe_validation_error(exc)}")
-    if isinstance(exc, ClaimUnavailableError):
-        return CliError(str(exc), Exit.FAILED)
+    if isinstance(exc, ClaimUnavailableError):  # the operator's hint the model never gets
+        return CliError(f"{exc} (or checked in under another {_KEY})", Exit.FAILED)
     if isinstance(exc, ProviderError):
         return CliError(f"model server: {exc}", Exit.UNAVAILABLE)
     if isinstance(exc, ClaimStoreError):

@@ -106,12 +106,20 @@ def fetch(
         next_offset: int | None = offset
         while next_offset is not None:
             window = store.fetch(scope, handle, next_offset, limit)
+            if offset and offset >= window.total_chars:
+                raise CliError(
+                    f"--offset {offset} is past the end: the claim has "
+                    f"{window.total_chars:,} characters (the last is at "
+                    f"--offset {max(window.total_chars - 1, 0)})"
+                )
             _write(window.text)
             next_offset = window.next_offset
             if not read_all:
                 break
     end = window.offset + len(window.text)
     more = "end" if next_offset is None else f"next --offset {next_offset}"
+    if sys.stdout.isatty() and window.text and not window.text.endswith("\n"):
+        typer.echo(err=True)  # on a terminal, the line below starts a line of its own
     typer.echo(f"characters {offset}-{end} of {window.total_chars} ({more})", err=True)
 
 
@@ -166,6 +174,12 @@ def ls(
         for claim in claims
     ]
     print_table(f"{len(claims)} claim(s) of tenant {tenant!r}", columns, rows)
+    if not claims:  # the one cause an operator cannot see from here
+        typer.echo(
+            "(none under this S3CLAIM_HANDLE_KEY: a tenant's claims are listed only with "
+            "the key they were checked in under)",
+            err=True,
+        )
 
 
 def forget(

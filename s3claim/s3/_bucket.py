@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import io
+import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -244,6 +245,17 @@ class Bucket:
         except Refused:
             return False
         return True
+
+    def probe(self) -> None:
+        """Write, read back and delete one small object under the prefix: a `ClaimStoreError`
+        now, at start, for a bucket the store could not use (missing, denied, unreachable),
+        rather than a claim that fails on a model's turn. Tagged for the shortest day class,
+        so lifecycle collects it should the delete fail."""
+        key = f"{self.layout.prefix}probe-{secrets.token_hex(8)}"
+        self.put(key, b"", content_type="application/octet-stream", meta={}, days=self.classes[0])
+        get = partial(self.client.get_object, Bucket=self.name, Key=key)
+        self.request("GetObject", lambda: get()["Body"].read())
+        self.request("DeleteObject", partial(self.client.delete_object, Bucket=self.name, Key=key))
 
     def copy(
         self, source: str, key: str, *, content_type: str, meta: Mapping[str, str], days: int

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ProfileNotFound
+from botocore.exceptions import InvalidRegionError, ProfileNotFound
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
@@ -107,7 +107,10 @@ def check_endpoint_url(url: object, *, name: str = "endpoint_url") -> str | None
     example = "(e.g. http://127.0.0.1:9000)"
     if not isinstance(url, str) or not url:
         raise ConfigurationError(f"{name} must be an http:// or https:// URL {example}")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket, for one
+        raise ConfigurationError(f"{name} is not a valid URL {example}") from None
     if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
         raise ConfigurationError(f"{name} must start with the scheme http:// or https:// {example}")
     try:
@@ -235,6 +238,10 @@ def make_client(
         client = session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
     except ProfileNotFound as exc:
         raise ConfigurationError(f"AWS profile not found: {exc.kwargs.get('profile')!r}") from None
+    except InvalidRegionError:
+        raise ConfigurationError(
+            "region is not an AWS region name: letters, digits and hyphens (e.g. us-east-1)"
+        ) from None
     if queue_past_pool:
         _queue_past_pool(client)
     return client

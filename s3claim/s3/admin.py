@@ -39,6 +39,7 @@ __all__ = [
     "make_client",
     "open_journal",
     "open_store",
+    "probe",
     "provision_bucket",
 ]
 
@@ -77,3 +78,8 @@ def open_store(target: Target) -> S3ClaimCheckStore:
 def open_journal(target: Target) -> S3RunJournal:
     """The run journal on this bucket, under the store's settings and key."""
     return S3RunJournal(open_bucket(target))
+
+
+def probe(target: Target) -> None:
+    """A `ClaimStoreError` now if the store could not write, read and delete on this bucket."""
+    open_bucket(target).probe()

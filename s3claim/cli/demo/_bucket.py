@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from s3claim.cli._exit import CliError
 from s3claim.extras import require_extra
 from s3claim.s3 import S3ClaimSettings
-from s3claim.s3.admin import Target, make_client, provision_bucket
+from s3claim.s3.admin import Target, make_client, probe, provision_bucket
 
 __all__ = ["DemoBucket", "demo_bucket"]
 
@@ -90,7 +90,9 @@ def demo_bucket(settings: S3ClaimSettings) -> Iterator[DemoBucket]:
             described = f"S3 at {settings.endpoint_url}"
         else:
             described = f"AWS S3, region {settings.region or 'from the AWS configuration'}"
-        yield DemoBucket(Target.of(settings), described, embedded=False)
+        target = Target.of(settings)
+        probe(target)  # a bucket it cannot use is one line now, not a failed run
+        yield DemoBucket(target, described, embedded=False)
         return
     if settings.endpoint_url is not None:
         raise CliError("--endpoint-url needs --bucket (or S3CLAIM_BUCKET)")

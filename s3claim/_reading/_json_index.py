@@ -17,9 +17,8 @@ whatever the claim's size. Two ideas make that hold.
   is. When a document has more large containers than fit there, `small_chars` is doubled
   until they fit.
 
-So a read is: the head (one read), one member entry or the node's listing (one read), and
-the characters of the answer, or of the small container holding it (one read, from the
-claim). Spans are the original characters of the claim, never re-serialised.
+So a read by path (`_json_path`) is three reads at most. Spans are the original characters
+of the claim, never re-serialised.
 
 The pass is the standard library's C scanner (`json.scanner.c_make_scanner`) stepping over
 members: each member is parsed in C, and only the members of large containers are visited
@@ -245,18 +244,14 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, sm
                 keys.append(key)
             value_start = i
             nested = text[i] in "[{"
-            if nested and last_large:  # its sibling was large: walk it, skip a parse in C
-                child = state.copy()
-                child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
-                i = _walk(text, value_start, child, found, depth + 1, small)
-            else:
+            if not (nested and last_large):  # its sibling was large: walk it, skip a parse in C
                 _, i = scan(text, i)
                 if nested and _deeper(text, value_start, i, MAX_DEPTH - depth - 1):
                     raise NotIndexable
-                if nested and i - value_start > small:
-                    child = state.copy()
-                    child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
-                    _walk(text, value_start, child, found, depth + 1, small)
+            if nested and (last_large or i - value_start > small):
+                child = state.copy()
+                child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
+                i = _walk(text, value_start, child, found, depth + 1, small)
             last_large = nested and i - value_start > small
             spans.append(value_start)
             spans.append(i)

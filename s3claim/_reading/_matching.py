@@ -137,19 +137,26 @@ class CpuBudget:
     def grant(self, seconds: float) -> None:
         self.granted += seconds
 
-    def wall_timeout(self, left: float) -> float:
-        """The engine's timeout is wall time: give it what `left` CPU seconds take at the share
-        of a core this thread last got, so a loaded machine does not cut a try short (a cut
-        try starts over, and its CPU time is spent all the same)."""
+    def timeout(self, began: float) -> float:
+        """The engine's (wall-clock) timeout for a try, in a matching that began at CPU time
+        `began`: what the CPU seconds left take at the share of a core this thread last got,
+        so a loaded machine does not cut a try short (a cut try starts over, and its CPU time
+        is spent all the same). `PatternTooCostlyError` when none are left."""
+        left = self.granted - self.spent - (time.thread_time() - began)
+        if left <= 0:
+            raise PatternTooCostlyError(seconds=self.granted, matches=self.matches)
         return max(left / self._share, _SLICE_SECONDS)
 
-    def cut_short(self, cpu: float, wall: float) -> None:
-        """A try ran out of wall time having had `cpu` seconds of it: the share to plan with."""
+    def cut_short(self, tried: tuple[float, float]) -> None:
+        """A try begun at `tried` (`_clocks()`) ran out of wall time: the share to plan with."""
+        cpu, wall = time.thread_time() - tried[0], time.monotonic() - tried[1]
         if wall > 0:
             self._share = min(1.0, max(cpu / wall, _MIN_SHARE))
 
-    def exhausted(self) -> PatternTooCostlyError:
-        return PatternTooCostlyError(seconds=self.granted, matches=self.matches)
+
+def _clocks() -> tuple[float, float]:
+    """The thread's CPU time and the wall time now: when a try of the engine began."""
+    return time.thread_time(), time.monotonic()
 
 
 def matches(
@@ -165,36 +172,20 @@ def matches(
     began = time.thread_time()
     try:
         while True:
-            left = budget.granted - budget.spent - (time.thread_time() - began)
-            if left <= 0:
-                raise budget.exhausted()
-            tried = _Try()
+            timeout = budget.timeout(began)
+            tried = _clocks()
             try:
-                found = pattern.finditer(
-                    buffer, pos, concurrent=True, timeout=budget.wall_timeout(left)
-                )
-                for m in found:
+                for m in pattern.finditer(buffer, pos, concurrent=True, timeout=timeout):
                     if m.end() > m.start():
                         budget.matches += 1
                         yield m
                         pos = m.end()
-                        tried = _Try()
+                        tried = _clocks()
                 return
             except TimeoutError:  # the wall time ended: go on if CPU time is left
-                tried.cut_short(budget)
+                budget.cut_short(tried)
     finally:
         budget.spent += time.thread_time() - began
-
-
-class _Try:
-    """When one try of the engine began, in CPU and wall time: how much of a core it got."""
-
-    def __init__(self) -> None:
-        self._cpu = time.thread_time()
-        self._wall = time.monotonic()
-
-    def cut_short(self, budget: CpuBudget) -> None:
-        budget.cut_short(time.thread_time() - self._cpu, time.monotonic() - self._wall)
 
 
 def reach(pattern: regex.Pattern[str], *, within: int) -> int | None:
@@ -260,16 +251,12 @@ def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: Cp
     began = time.thread_time()
     try:
         while True:
-            left = budget.granted - budget.spent - (time.thread_time() - began)
-            if left <= 0:
-                raise budget.exhausted()
-            tried = _Try()
+            timeout = budget.timeout(began)
+            tried = _clocks()
             try:
-                found = probe.search(
-                    buffer, pos, partial=True, concurrent=True, timeout=budget.wall_timeout(left)
-                )
+                found = probe.search(buffer, pos, partial=True, concurrent=True, timeout=timeout)
             except TimeoutError:  # the wall time ended: go on if CPU time is left
-                tried.cut_short(budget)
+                budget.cut_short(tried)
                 continue
             return len(buffer) if found is None else found.start()
     finally:

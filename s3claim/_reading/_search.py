@@ -12,10 +12,8 @@ same matches as over the whole text:
   greedy `.*` that may reach further, a lookahead at the end. From there the text is held
   until the next pieces settle it, up to `MAX_HELD_CHARS`; a match that could run longer
   than that cannot be found exactly, so the search stops with `match_too_long` rather than
-  lose it or cut it. (The carry alone lost such a match without a word: an `\\A` regex whose
-  match ended past the carry was never reported while its start was in the buffer, and its
-  start was settled as matching nothing.) Probing costs about 100 ns a character, so such a
-  regex is granted `_PROBED_SECONDS_PER_CHAR`.
+  lose it or cut it. Probing costs about 100 ns a character, so such a regex is granted
+  `_PROBED_SECONDS_PER_CHAR`.
 - Offsets are characters of the claim, the unit `fetch_result` reads in, whatever width the
   store keeps the text at; `line` is the match's 1-based line, newlines counted as the
   pieces pass (a line ends at `\\n`, so `\\r\\n` is one break), so search leads to a read by line.
@@ -184,7 +182,7 @@ def search_text(
                 pattern, buffer, resume - base, min(offset, settled_until) - base
             )
             total, resume = total + counted, base + last
-        lines = _Lines(buffer, line)
+        counted_to, match_line = 0, line  # each character counted once for the line numbers
         for m in matches(pattern, buffer, resume - base, budget):
             start, end = base + m.start(), base + m.end()
             # What text to come may change waits for it: a match that may go on past the
@@ -197,8 +195,9 @@ def search_text(
             if start < offset:
                 continue
             if len(found) < MAX_MATCHES:
-                snippet = _snippet(buffer, m.start(), m.end())
-                found.append(Match(start, lines.at(m.start()), snippet))
+                match_line += buffer.count("\n", counted_to, m.start())
+                counted_to = m.start()
+                found.append(Match(start, match_line, _snippet(buffer, m.start(), m.end())))
                 last_end = end
             else:
                 more = True
@@ -226,18 +225,3 @@ def _check_held(chars: int) -> None:
     """A regex whose match may still be going on is waited for, up to `MAX_HELD_CHARS`."""
     if chars > MAX_HELD_CHARS:
         raise MatchTooLongError(MAX_HELD_CHARS)
-
-
-class _Lines:
-    """Line numbers of positions in one buffer, asked in increasing order: each character is
-    counted once (a line ends at `\\n`, so `\\r\\n` is one break)."""
-
-    def __init__(self, buffer: str, first_line: int) -> None:
-        self._buffer = buffer
-        self._pos = 0
-        self._line = first_line
-
-    def at(self, pos: int) -> int:
-        self._line += self._buffer.count("\n", self._pos, pos)
-        self._pos = pos
-        return self._line

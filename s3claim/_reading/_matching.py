@@ -21,6 +21,7 @@ import importlib
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,50 +75,33 @@ class SearchBusyError(Exception):
     """Every search slot of this process stayed taken for `QUEUE_SECONDS`."""
 
 
-class _Slots:
-    """Searches running now, in all and by tenant; a search waits while either is full."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._running: dict[str, int] = {}
-
-    def _full(self, tenant: str) -> bool:
-        return (
-            sum(self._running.values()) >= MAX_CONCURRENT_SEARCHES
-            or self._running.get(tenant, 0) >= MAX_SEARCHES_PER_TENANT
-        )
-
-    def acquire(self, tenant: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while self._full(tenant):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._changed.wait(left)
-            self._running[tenant] = self._running.get(tenant, 0) + 1
-            return True
-
-    def release(self, tenant: str) -> None:
-        with self._changed:
-            self._running[tenant] -= 1
-            if not self._running[tenant]:
-                del self._running[tenant]
-            self._changed.notify_all()
-
-
-_SLOTS = _Slots()
+_CHANGED = threading.Condition()
+_RUNNING: Counter[str] = Counter()  # searches running now, by tenant
 
 
 @contextmanager
 def search_slot(tenant: str) -> Iterator[None]:
-    """Hold a search slot for one of `tenant`'s searches, waiting up to `QUEUE_SECONDS`."""
-    if not _SLOTS.acquire(tenant, QUEUE_SECONDS):
-        raise SearchBusyError
+    """Hold a search slot for one of `tenant`'s searches, waiting up to `QUEUE_SECONDS`
+    while the process's slots or the tenant's share are full."""
+    deadline = time.monotonic() + QUEUE_SECONDS
+    with _CHANGED:
+        while (
+            _RUNNING.total() >= MAX_CONCURRENT_SEARCHES
+            or _RUNNING[tenant] >= MAX_SEARCHES_PER_TENANT
+        ):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SearchBusyError
+            _CHANGED.wait(left)
+        _RUNNING[tenant] += 1
     try:
         yield
     finally:
-        _SLOTS.release(tenant)
+        with _CHANGED:
+            _RUNNING[tenant] -= 1
+            if not _RUNNING[tenant]:
+                del _RUNNING[tenant]
+            _CHANGED.notify_all()
 
 
 def is_literal(pattern: regex.Pattern[str]) -> bool:
@@ -211,19 +195,15 @@ _RE_FLAGS = regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | 
 
 
 def _lookarounds(parsed: Any) -> Iterator[Any]:
-    """Every lookaround's sub-pattern, however deep."""
-    for op, argument in parsed:
-        if op in (_parser.ASSERT, _parser.ASSERT_NOT):
-            yield argument[1]
-        yield from _sub_patterns(argument)
-
-
-def _sub_patterns(argument: Any) -> Iterator[Any]:
-    if isinstance(argument, _parser.SubPattern):
-        yield from _lookarounds(argument)
-    elif isinstance(argument, tuple | list):
-        for item in argument:
-            yield from _sub_patterns(item)
+    """Every lookaround's sub-pattern in a parsed pattern (or a part of one), however deep."""
+    if isinstance(parsed, _parser.SubPattern):
+        for op, argument in parsed:
+            if op in (_parser.ASSERT, _parser.ASSERT_NOT):
+                yield argument[1]
+            yield from _lookarounds(argument)
+    elif isinstance(parsed, tuple | list):
+        for item in parsed:
+            yield from _lookarounds(item)
 
 
 def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:

@@ -1,31 +1,20 @@
-"""The search engine behind `search_result`: a pattern over a claim streamed in pieces.
-
-The store streams the claim's text (`SearchableStore.scan`: the S3 store with one GET, read
-in pieces), and the pattern runs over it here, beside the store, in bounded memory, with the
-same matches as over the whole text:
+"""The search engine behind `search_result`: a pattern over a claim streamed in pieces, in
+bounded memory, with the same matches as over the whole text. docs/reading.md
+("`search_result`: searching inside a claim") gives the rules the model sees; here is how
+they hold:
 
 - A match is accepted only once text still to come cannot change it. A pattern whose try
-  reads fewer than `_CARRY` characters (a literal, `Section \\d{1,3}`: `reach`) is settled
-  once the buffer holds `_CARRY` characters after it. Any other regex (a `*`, `+`, `{n,}`)
-  is settled up to the first position where a try of it ran into the end of the buffer
-  (`_matching.first_unsettled`): an `\\A.*x` that needs the rest of the claim, a
-  greedy `.*` that may reach further, a lookahead at the end. From there the text is held
-  until the next pieces settle it, up to `MAX_HELD_CHARS`; a match that could run longer
-  than that cannot be found exactly, so the search stops with `match_too_long` rather than
-  lose it or cut it. Probing costs about 100 ns a character, so such a regex is granted
-  `_PROBED_SECONDS_PER_CHAR`.
-- Offsets are characters of the claim, the unit `fetch_result` reads in, whatever width the
-  store keeps the text at; `line` is the match's 1-based line, newlines counted as the
-  pieces pass (a line ends at `\\n`, so `\\r\\n` is one break), so search leads to a read by line.
-- `total_matches` counts every match in the claim, so it is the same on every page;
-  `next_offset` continues after the last match returned. Empty matches are not matches.
-- A regex's matching is budgeted in CPU time of the searching thread (`_matching`):
-  `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character the store streams (a fast
-  engine's pace, so an honest pattern never runs short on a large claim). The store's I/O
-  does not count, nor does waiting for a core. A pattern that backtracks catastrophically
-  uses up its budget on the first piece and stops with `pattern_too_costly` instead of
-  holding the run. A literal is never stopped: the matches past the page are counted by the
-  engine.
+  reads fewer than `_CARRY` characters (`reach`) is settled once `_CARRY` characters follow
+  it. Any other regex is settled up to the first position where a try of it ran into the end
+  of the buffer (`_matching.first_unsettled`); the text from there is held until the next
+  pieces settle it, up to `MAX_HELD_CHARS`, past which the search stops (`MatchTooLongError`)
+  rather than lose or cut a match.
+- Offsets are characters of the claim; lines are counted as the pieces pass. Empty matches
+  are not matches.
+- A regex is granted `_REGEX_SECONDS` of CPU time (`_matching`), plus `_SECONDS_PER_CHAR`
+  for each character streamed (a fast engine's pace, so an honest pattern never runs short),
+  or `_PROBED_SECONDS_PER_CHAR` when it is probed. A literal is never stopped: its matches
+  past the page are counted by the engine.
 """
 
 from __future__ import annotations

@@ -118,9 +118,6 @@ class CpuBudget:
         self.matches = 0
         self._share = 1.0  # of a core this thread got while matching, as last seen
 
-    def grant(self, seconds: float) -> None:
-        self.granted += seconds
-
     def timeout(self, began: float) -> float:
         """The engine's (wall-clock) timeout for a try, in a matching that began at CPU time
         `began`: what the CPU seconds left take at the share of a core this thread last got,

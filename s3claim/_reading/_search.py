@@ -155,7 +155,7 @@ def search_text(
         final = piece is None
         buffer += piece or ""
         if budget is not None:
-            budget.grant(len(piece or "") * per_char)
+            budget.granted += len(piece or "") * per_char
         if final:
             settled_until = base + len(buffer)
         elif probe is None or budget is None:  # no try reads as far as the carry

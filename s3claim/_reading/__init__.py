@@ -9,7 +9,7 @@ top-level modules of s3claim import this package: `s3claim.store` offers it to s
 
 from ._head import extract_head, extract_tail
 from ._index import build_index
-from ._json_path import Member, NoIndexError, PathError, PathRead, escape, path_plan
+from ._json_path import NoIndexError, PathError, PathRead, escape, path_plan
 from ._lines import LineWindow, NoLineIndexError, at_most_lines, count_lines
 from ._matching import (
     MAX_CONCURRENT_SEARCHES,
@@ -18,7 +18,7 @@ from ._matching import (
     SearchBusyError,
     search_slot,
 )
-from ._plans import end_plan, line_plan, window_plan
+from ._plans import DEFAULT_FETCH_CHARS, Window, end_plan, line_plan, window_plan
 from ._ranges import (
     AsyncClaimRanges,
     ClaimRanges,
@@ -38,7 +38,6 @@ from ._search import (
     compile_pattern,
     search_text,
 )
-from ._window import DEFAULT_FETCH_CHARS, Window, check_line, check_window
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
@@ -53,7 +52,6 @@ __all__ = [
     "IndexPart",
     "LineWindow",
     "MatchTooLongError",
-    "Member",
     "NoIndexError",
     "NoLineIndexError",
     "PathError",
@@ -67,8 +65,6 @@ __all__ = [
     "arun",
     "at_most_lines",
     "build_index",
-    "check_line",
-    "check_window",
     "compile_pattern",
     "count_lines",
     "end_plan",

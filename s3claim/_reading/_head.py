@@ -1,20 +1,11 @@
 """The extractive head (the longest prefix that ends where the text itself pauses) and tail
-(the longest suffix that starts where it pauses).
+(the longest suffix that starts where it pauses); docs/reading.md ("How the head is cut",
+"Keeping the end too") gives the rules.
 
-Cut candidates are the starts of whitespace runs (so a cut is never mid-word) and the ends
-of CJK sentence marks, which need no space after them. Their strength:
-
-    blank line > newline > sentence end > space between words
-
-The strongest kind wins only if it lies in the later half of the allowance; otherwise a
-weaker, later cut is preferred, so the head is not needlessly short. Text with no pause in
-reach (one long base64 token) is cut at the last grapheme cluster boundary. A cut is always
-a grapheme cluster boundary: combining marks and emoji sequences stay whole.
-
-Only the first `head_chars + 1` characters are looked at, so the cost does not grow with
-the document. The tail mirrors it: its cut is at the end of a whitespace run (or of a CJK
-sentence mark), ranked by the same kinds, preferring a longer tail the same way, and only the
-last `tail_chars + 1` characters are looked at.
+Cut candidates are the starts of whitespace runs for a head, their ends for a tail (so a cut
+is never mid-word), and the ends of CJK sentence marks, which need no space after them. Only
+`head_chars + 1` (or `tail_chars + 1`) characters are looked at, so the cost does not grow
+with the document.
 """
 
 from __future__ import annotations
@@ -45,6 +36,15 @@ def _kind(prefix: str, run: str) -> int:
     return _SPACE
 
 
+def _pick(longest: dict[int, int], allowance: int) -> int | None:
+    """Of the longest head (or tail) each kind of cut leaves, the strongest kind's when it
+    keeps at least half the allowance, else the longest; None when there is no cut."""
+    for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
+        if longest.get(kind, 0) * 2 >= allowance:
+            return longest[kind]
+    return max(longest.values(), default=None)
+
+
 def extract_head(content: str, head_chars: int) -> str:
     """A prefix of `content`, at most `head_chars` long, cut at the best natural boundary."""
     if len(content) <= head_chars:
@@ -53,7 +53,7 @@ def extract_head(content: str, head_chars: int) -> str:
     # and grapheme rules never look ahead further than the next character.
     window = content[: head_chars + 1]
     ends = _cluster_ends(window)
-    best: dict[int, int] = {}  # kind -> latest cut
+    best: dict[int, int] = {}  # kind -> latest cut (the longest head)
     for match in _RUN.finditer(window):
         cut = match.start()
         if 0 < cut <= head_chars and cut in ends:
@@ -63,11 +63,9 @@ def extract_head(content: str, head_chars: int) -> str:
         cut = match.end()
         if cut <= head_chars and cut in ends:
             best[_SENTENCE] = max(best.get(_SENTENCE, 0), cut)
-    for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
-        if best.get(kind, 0) * 2 >= head_chars:
-            return content[: best[kind]]
-    if best:
-        return content[: max(best.values())]
+    kept = _pick(best, head_chars)
+    if kept is not None:
+        return content[:kept]
     return content[: max((end for end in ends if end <= head_chars), default=0)]
 
 
@@ -81,20 +79,18 @@ def extract_tail(content: str, tail_chars: int, *, after: int = 0) -> str:
     # One character more than the tail: a cut at its start is valid only after a break.
     window = content[-(tail_chars + 1) :]
     starts = _cluster_ends(window)  # where a cluster ends, the next one starts
-    best: dict[int, int] = {}  # kind -> earliest cut (the longest tail)
+    longest: dict[int, int] = {}  # kind -> the longest tail it cuts
     for match in _RUN.finditer(window):
         cut = match.end()
         if 0 < cut < len(window) and cut in starts:
             kind = _kind(window[: match.start()], match.group())
-            best[kind] = min(best.get(kind, cut), cut)
+            longest[kind] = max(longest.get(kind, 0), len(window) - cut)
     for match in _CJK_STOP.finditer(window):
         cut = match.end()  # a space after the mark is a run above, whose end is the cut
         if 0 < cut < len(window) and cut in starts and not window[cut].isspace():
-            best[_SENTENCE] = min(best.get(_SENTENCE, cut), cut)
-    for kind in (_BLANK, _NEWLINE, _SENTENCE, _SPACE):
-        if kind in best and (len(window) - best[kind]) * 2 >= tail_chars:
-            return window[best[kind] :]
-    if best:
-        return window[min(best.values()) :]
+            longest[_SENTENCE] = max(longest.get(_SENTENCE, 0), len(window) - cut)
+    kept = _pick(longest, tail_chars)
+    if kept is not None:
+        return window[len(window) - kept :]
     # No pause in reach: the longest run of whole clusters (the first may be cut off).
     return window[min((end for end in starts if end > 0), default=len(window)) :]

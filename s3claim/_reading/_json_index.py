@@ -17,9 +17,8 @@ whatever the claim's size. Two ideas make that hold.
   is. When a document has more large containers than fit there, `small_chars` is doubled
   until they fit.
 
-So a read is: the head (one read), one member entry or the node's listing (one read), and
-the characters of the answer, or of the small container holding it (one read, from the
-claim). Spans are the original characters of the claim, never re-serialised.
+So a read by path (`_json_path`) is three reads at most. Spans are the original characters
+of the claim, never re-serialised.
 
 The pass is the standard library's C scanner (`json.scanner.c_make_scanner`) stepping over
 members: each member is parsed in C, and only the members of large containers are visited
@@ -57,7 +56,6 @@ __all__ = [
     "kind_of",
     "parse_head",
     "pointer_fingerprints",
-    "slot_count",
 ]
 
 HEAD_BYTES = 24 * 1024
@@ -118,14 +116,6 @@ def pointer_fingerprints(tokens: Sequence[str]) -> list[int]:
 def entry_of(raw: int) -> tuple[int, int]:
     """An 8-byte member entry as (start, length); a length of `_LENGTH_MAX` means at least."""
     return raw >> _LENGTH_BITS, raw & _LENGTH_MAX
-
-
-def slot_count(count: int) -> int:
-    """The hash table size of an object of `count` members (a power of two, half full)."""
-    size = 8
-    while size < 2 * count:
-        size *= 2
-    return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +187,7 @@ def json_index(text: str, *, base: int) -> tuple[bytes, bytes] | None:
     gc.disable()
     try:
         end = _walk(text, start, hashlib.blake2b(digest_size=8), found, 0, small)
-    except (ValueError, RecursionError, StopIteration, IndexError, NotIndexable):
+    except (ValueError, RecursionError, StopIteration, IndexError):  # NotIndexable is a ValueError
         return None
     finally:
         if collecting:
@@ -245,18 +235,14 @@ def _walk(text: str, start: int, state: Any, found: list[_Found], depth: int, sm
                 keys.append(key)
             value_start = i
             nested = text[i] in "[{"
-            if nested and last_large:  # its sibling was large: walk it, skip a parse in C
-                child = state.copy()
-                child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
-                i = _walk(text, value_start, child, found, depth + 1, small)
-            else:
+            if not (nested and last_large):  # its sibling was large: walk it, skip a parse in C
                 _, i = scan(text, i)
                 if nested and _deeper(text, value_start, i, MAX_DEPTH - depth - 1):
                     raise NotIndexable
-                if nested and i - value_start > small:
-                    child = state.copy()
-                    child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
-                    _walk(text, value_start, child, found, depth + 1, small)
+            if nested and (last_large or i - value_start > small):
+                child = state.copy()
+                child.update(_token(keys[-1] if keys is not None else str(len(spans) // 2)))
+                i = _walk(text, value_start, child, found, depth + 1, small)
             last_large = nested and i - value_start > small
             spans.append(value_start)
             spans.append(i)
@@ -282,18 +268,13 @@ def _deeper(text: str, start: int, end: int, levels: int) -> bool:
     return deeper_than(text[start:end], levels)
 
 
-def _entries(spans: array[int]) -> array[int]:
-    starts, ends = spans[0::2], spans[1::2]
-    return array(
-        "Q",
-        (s << _LENGTH_BITS | min(e - s, _LENGTH_MAX) for s, e in zip(starts, ends, strict=True)),
-    )
-
-
 def _slots(keys: list[str], entries: array[int]) -> tuple[int, array[int]]:
     """An object's hash table (size, slots): (key fingerprint, entry) per slot, `PROBE` more
-    at the end so no probe wraps; the last of duplicate keys wins, as in `json.loads`."""
-    size = slot_count(len(keys))
+    at the end so no probe wraps; the last of duplicate keys wins, as in `json.loads`. Its
+    size is a power of two, at most half full."""
+    size = 8
+    while size < 2 * len(keys):
+        size *= 2
     while True:
         table = array("Q", bytes(16 * (size + PROBE)))
         for key, entry in zip(keys, entries, strict=True):
@@ -328,7 +309,8 @@ def _encode(
     offset = base
     for node in nodes:
         listing = _listing(text, node)
-        entries = _entries(node.starts)
+        spans = zip(node.starts[0::2], node.starts[1::2], strict=True)
+        entries = array("Q", (s << _LENGTH_BITS | min(e - s, _LENGTH_MAX) for s, e in spans))
         flags = len(listing)
         if node.keys is not None:
             size, table = _slots(node.keys, entries)

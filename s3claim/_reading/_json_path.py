@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -163,15 +163,12 @@ def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
         return (yield from _node_answer(head, tokens, head.nodes[prints[depth]], limit))
     if depth < 0:
         start, end = head.root
-        rest = tokens
     else:
-        node = head.nodes[prints[depth]]
-        start, end = yield from _member_span(node, tokens, depth)
-        rest = tokens[depth + 1 :]
+        start, end = yield from _member_span(head.nodes[prints[depth]], tokens, depth)
     text = (yield from text_range(start, end)).text
     if len(text) != end - start:
         raise _damaged("a span of the index lies past the claim's end")
-    found_at, found_end, members, count = _within(text, tokens, len(tokens) - len(rest))
+    found_at, found_end, members, count = _within(text, tokens, depth + 1, start)
     return PathRead(
         pointer,
         kind_of(text[found_at]),
@@ -179,10 +176,7 @@ def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
         start + found_end,
         head.total_chars,
         text[found_at : min(found_end, found_at + limit)],
-        tuple(
-            Member(m.key, m.index, start + m.start, start + m.end, m.kind, m.key_cut)
-            for m in members
-        ),
+        members,
         count,
     )
 
@@ -196,14 +190,7 @@ def _node_answer(head: Head, tokens: Sequence[str], node: Node, limit: int) -> P
         except ValueError:
             raise _damaged("a listing does not parse") from None
     members = tuple(
-        Member(
-            key if key is None else key[:KEY_CHARS],
-            n,
-            start,
-            end,
-            kind_of(first),
-            key is not None and len(key) > KEY_CHARS,
-        )
+        _member(key, n, start, end, kind_of(first))
         for n, (key, start, end, first) in enumerate(rows)
     )
     text = (yield from text_range(node.start, min(node.end, node.start + limit))).text
@@ -247,22 +234,19 @@ def _no_element(where: str, token: str, count: int) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Local:
-    key: str | None
-    index: int
-    start: int
-    end: int
-    kind: str
-    key_cut: bool = False
+def _member(key: str | None, index: int, start: int, end: int, kind: str) -> Member:
+    """A member as an answer lists it: a key longer than `KEY_CHARS` cut, and said so."""
+    cut = key is not None and len(key) > KEY_CHARS
+    return Member(key[:KEY_CHARS] if key else key, index, start, end, kind, cut)
 
 
-def _members(text: str, start: int) -> Iterator[_Local]:
-    """The members of the (valid) container at `text[start]`, each parsed by the C scanner."""
+def _members(text: str, start: int) -> list[Member]:
+    """The members of the (valid, small) container at `text[start]`, each parsed by the C
+    scanner, their keys whole."""
     is_object = text[start] == "{"
     close = "}" if is_object else "]"
     i = WHITESPACE.match(text, start + 1).end()  # type: ignore[union-attr]
-    n = 0
+    found: list[Member] = []
     while text[i] != close:
         key: str | None = None
         if is_object:
@@ -270,17 +254,20 @@ def _members(text: str, start: int) -> Iterator[_Local]:
             i = WHITESPACE.match(text, WHITESPACE.match(text, i).end() + 1).end()  # type: ignore[union-attr]
         value_start = i
         _, i = SCAN(text, i)
-        yield _Local(key, n, value_start, i, kind_of(text[value_start]))
-        n += 1
+        found.append(Member(key, len(found), value_start, i, kind_of(text[value_start])))
         i = WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
         if text[i] == ",":
             i = WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    return found
 
 
-def _within(text: str, tokens: Sequence[str], done: int) -> tuple[int, int, list[_Local], int]:
-    """Follow `tokens[done:]` inside `text`, one small JSON value read whole.
+def _within(
+    text: str, tokens: Sequence[str], done: int, base: int
+) -> tuple[int, int, tuple[Member, ...], int]:
+    """Follow `tokens[done:]` inside `text`, one small JSON value read whole from `base`.
 
-    Returns the value's span in `text`, its first `LISTED` members and their count.
+    Returns the value's span in `text`, its first `LISTED` members (their spans in the
+    claim) and their count.
     """
     start = WHITESPACE.match(text).end()  # type: ignore[union-attr]
     end = len(text.rstrip(" \t\n\r"))
@@ -292,41 +279,21 @@ def _within(text: str, tokens: Sequence[str], done: int) -> tuple[int, int, list
             raise PathError(
                 "no_such_path", f"nothing at path: {where} is a {kind}, which has no members"
             )
-        if kind == "array" and _INDEX.fullmatch(token) is None:
-            raise PathError("no_such_path", _no_element(where, token, _count(text, start)))
-        chosen = None
-        for member in _members(text, start):
-            if (member.key == token) if kind == "object" else (member.index == int(token)):
-                chosen = member  # the last of duplicate keys wins, as in json.loads
-                if kind == "array":
-                    break
-        if chosen is None:
-            if kind == "array":
-                raise PathError("no_such_path", _no_element(where, token, _count(text, start)))
-            raise PathError(
-                "no_such_path", f"nothing at path: {where} (an object) has no key {token!r}"
-            )
-        start, end = chosen.start, chosen.end
-    listed: list[_Local] = []
-    count = 0
-    if text[start] in "[{":
-        for member in _members(text, start):
-            if count < LISTED:
-                key = member.key
-                cut = key is not None and len(key) > KEY_CHARS
-                listed.append(
-                    _Local(
-                        key[:KEY_CHARS] if key else key,
-                        count,
-                        member.start,
-                        member.end,
-                        member.kind,
-                        cut,
-                    )
+        members = _members(text, start)
+        if kind == "array":
+            if _INDEX.fullmatch(token) is None or int(token) >= len(members):
+                raise PathError("no_such_path", _no_element(where, token, len(members)))
+            chosen = members[int(token)]
+        else:
+            named = [m for m in members if m.key == token]
+            if not named:
+                raise PathError(
+                    "no_such_path", f"nothing at path: {where} (an object) has no key {token!r}"
                 )
-            count += 1
-    return start, end, listed, count
-
-
-def _count(text: str, start: int) -> int:
-    return sum(1 for _ in _members(text, start))
+            chosen = named[-1]  # the last of duplicate keys wins, as in json.loads
+        start, end = chosen.start, chosen.end
+    members = _members(text, start) if text[start] in "[{" else []
+    listed = tuple(
+        _member(m.key, m.index, base + m.start, base + m.end, m.kind) for m in members[:LISTED]
+    )
+    return start, end, listed, len(members)

@@ -1,4 +1,4 @@
-"""Reading a claim by line and from its end, the same way from every store.
+"""A claim's lines: how they are counted, the index that finds them, the windows of them.
 
 A line ends at `\\n` (so a `\\r\\n` is one break, its `\\r` the line's last character; a lone
 `\\r` is not a break). Lines count from 1; a text of n characters has `count("\\n")` lines,
@@ -10,10 +10,8 @@ claim's index (`s3claim._reading._index`), so a reader finds the start of any li
 ranged read of the index. A claim of one line needs none (line 1 starts at 0), and a claim of
 2**32 characters or more gets none: it reads by offset and from the end, not by line.
 
-A window read by line is cut after its last break, so it holds whole lines; a line longer
-than the window is returned from its start, and the reader goes on by offset. A window read
-from the end starts after the first break in it, when it holds one. Either may be cut to a
-number of lines too (`lines=K`): the first K of a read by line, the last K from the end.
+A window read by line or from the end (`_plans`) may be cut to a number of lines too
+(`lines=K`): the first K of a read by line, the last K from the end.
 """
 
 from __future__ import annotations
@@ -22,19 +20,14 @@ import sys
 from array import array
 from dataclasses import dataclass, replace
 
-from ._window import Window
-
 __all__ = [
     "ENTRY_BYTES",
     "MAX_INDEXED_CHARS",
     "LineWindow",
     "NoLineIndexError",
-    "at_end",
-    "at_line",
     "at_most_lines",
     "count_lines",
     "line_index",
-    "past_last_line",
 ]
 
 ENTRY_BYTES = 4
@@ -130,33 +123,6 @@ class LineWindow:
         )
 
 
-def at_line(window: Window, line: int) -> LineWindow:
-    """The window read from the start of `line`, cut after its last break (whole lines)."""
-    text, whole = window.text, True
-    if window.next_offset is not None:  # more follows: keep whole lines only
-        cut = text.rfind("\n")
-        if cut >= 0:
-            text = text[: cut + 1]
-        else:
-            whole = False  # one line longer than the window: its start, on by offset
-    return LineWindow(text, window.offset, window.total_chars, window.total_lines, line, whole)
-
-
-def at_end(window: Window, limit: int) -> LineWindow:
-    """The last window, from `window`: the claim's last `limit + 1` characters (fewer when it
-    is shorter), so the character before the last `limit` tells whether they start a line."""
-    text, offset = window.text, window.offset
-    if len(text) > limit:
-        before, text, offset = text[0], text[1:], offset + 1
-        if before != "\n":
-            cut = text.find("\n")
-            if 0 <= cut < len(text) - 1:  # a line starts inside the window: begin there
-                text, offset = text[cut + 1 :], offset + cut + 1
-    lines = window.total_lines
-    first = None if lines is None else max(1, lines - count_lines(text) + 1)
-    return LineWindow(text, offset, window.total_chars, lines, first)
-
-
 def at_most_lines(window: LineWindow, lines: int, *, from_end: bool) -> LineWindow:
     """At most `lines` lines of `window`: its first ones (a read by line) or, read from the
     end, its last ones; a window that holds no more is returned as it is."""
@@ -178,8 +144,3 @@ def at_most_lines(window: LineWindow, lines: int, *, from_end: bool) -> LineWind
     if at + 1 == len(text):
         return window
     return replace(window, text=text[: at + 1], whole=True)
-
-
-def past_last_line(total_chars: int, total_lines: int | None) -> LineWindow:
-    """A line past the last: nothing, at the end."""
-    return LineWindow("", total_chars, total_chars, total_lines, None)

@@ -21,6 +21,7 @@ import importlib
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,50 +75,33 @@ class SearchBusyError(Exception):
     """Every search slot of this process stayed taken for `QUEUE_SECONDS`."""
 
 
-class _Slots:
-    """Searches running now, in all and by tenant; a search waits while either is full."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._running: dict[str, int] = {}
-
-    def _full(self, tenant: str) -> bool:
-        return (
-            sum(self._running.values()) >= MAX_CONCURRENT_SEARCHES
-            or self._running.get(tenant, 0) >= MAX_SEARCHES_PER_TENANT
-        )
-
-    def acquire(self, tenant: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while self._full(tenant):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._changed.wait(left)
-            self._running[tenant] = self._running.get(tenant, 0) + 1
-            return True
-
-    def release(self, tenant: str) -> None:
-        with self._changed:
-            self._running[tenant] -= 1
-            if not self._running[tenant]:
-                del self._running[tenant]
-            self._changed.notify_all()
-
-
-_SLOTS = _Slots()
+_CHANGED = threading.Condition()
+_RUNNING: Counter[str] = Counter()  # searches running now, by tenant
 
 
 @contextmanager
 def search_slot(tenant: str) -> Iterator[None]:
-    """Hold a search slot for one of `tenant`'s searches, waiting up to `QUEUE_SECONDS`."""
-    if not _SLOTS.acquire(tenant, QUEUE_SECONDS):
-        raise SearchBusyError
+    """Hold a search slot for one of `tenant`'s searches, waiting up to `QUEUE_SECONDS`
+    while the process's slots or the tenant's share are full."""
+    deadline = time.monotonic() + QUEUE_SECONDS
+    with _CHANGED:
+        while (
+            _RUNNING.total() >= MAX_CONCURRENT_SEARCHES
+            or _RUNNING[tenant] >= MAX_SEARCHES_PER_TENANT
+        ):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SearchBusyError
+            _CHANGED.wait(left)
+        _RUNNING[tenant] += 1
     try:
         yield
     finally:
-        _SLOTS.release(tenant)
+        with _CHANGED:
+            _RUNNING[tenant] -= 1
+            if not _RUNNING[tenant]:
+                del _RUNNING[tenant]
+            _CHANGED.notify_all()
 
 
 def is_literal(pattern: regex.Pattern[str]) -> bool:
@@ -134,22 +118,26 @@ class CpuBudget:
         self.matches = 0
         self._share = 1.0  # of a core this thread got while matching, as last seen
 
-    def grant(self, seconds: float) -> None:
-        self.granted += seconds
-
-    def wall_timeout(self, left: float) -> float:
-        """The engine's timeout is wall time: give it what `left` CPU seconds take at the share
-        of a core this thread last got, so a loaded machine does not cut a try short (a cut
-        try starts over, and its CPU time is spent all the same)."""
+    def timeout(self, began: float) -> float:
+        """The engine's (wall-clock) timeout for a try, in a matching that began at CPU time
+        `began`: what the CPU seconds left take at the share of a core this thread last got,
+        so a loaded machine does not cut a try short (a cut try starts over, and its CPU time
+        is spent all the same). `PatternTooCostlyError` when none are left."""
+        left = self.granted - self.spent - (time.thread_time() - began)
+        if left <= 0:
+            raise PatternTooCostlyError(seconds=self.granted, matches=self.matches)
         return max(left / self._share, _SLICE_SECONDS)
 
-    def cut_short(self, cpu: float, wall: float) -> None:
-        """A try ran out of wall time having had `cpu` seconds of it: the share to plan with."""
+    def cut_short(self, tried: tuple[float, float]) -> None:
+        """A try begun at `tried` (`_clocks()`) ran out of wall time: the share to plan with."""
+        cpu, wall = time.thread_time() - tried[0], time.monotonic() - tried[1]
         if wall > 0:
             self._share = min(1.0, max(cpu / wall, _MIN_SHARE))
 
-    def exhausted(self) -> PatternTooCostlyError:
-        return PatternTooCostlyError(seconds=self.granted, matches=self.matches)
+
+def _clocks() -> tuple[float, float]:
+    """The thread's CPU time and the wall time now: when a try of the engine began."""
+    return time.thread_time(), time.monotonic()
 
 
 def matches(
@@ -165,36 +153,20 @@ def matches(
     began = time.thread_time()
     try:
         while True:
-            left = budget.granted - budget.spent - (time.thread_time() - began)
-            if left <= 0:
-                raise budget.exhausted()
-            tried = _Try()
+            timeout = budget.timeout(began)
+            tried = _clocks()
             try:
-                found = pattern.finditer(
-                    buffer, pos, concurrent=True, timeout=budget.wall_timeout(left)
-                )
-                for m in found:
+                for m in pattern.finditer(buffer, pos, concurrent=True, timeout=timeout):
                     if m.end() > m.start():
                         budget.matches += 1
                         yield m
                         pos = m.end()
-                        tried = _Try()
+                        tried = _clocks()
                 return
             except TimeoutError:  # the wall time ended: go on if CPU time is left
-                tried.cut_short(budget)
+                budget.cut_short(tried)
     finally:
         budget.spent += time.thread_time() - began
-
-
-class _Try:
-    """When one try of the engine began, in CPU and wall time: how much of a core it got."""
-
-    def __init__(self) -> None:
-        self._cpu = time.thread_time()
-        self._wall = time.monotonic()
-
-    def cut_short(self, budget: CpuBudget) -> None:
-        budget.cut_short(time.thread_time() - self._cpu, time.monotonic() - self._wall)
 
 
 def reach(pattern: regex.Pattern[str], *, within: int) -> int | None:
@@ -220,19 +192,15 @@ _RE_FLAGS = regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | 
 
 
 def _lookarounds(parsed: Any) -> Iterator[Any]:
-    """Every lookaround's sub-pattern, however deep."""
-    for op, argument in parsed:
-        if op in (_parser.ASSERT, _parser.ASSERT_NOT):
-            yield argument[1]
-        yield from _sub_patterns(argument)
-
-
-def _sub_patterns(argument: Any) -> Iterator[Any]:
-    if isinstance(argument, _parser.SubPattern):
-        yield from _lookarounds(argument)
-    elif isinstance(argument, tuple | list):
-        for item in argument:
-            yield from _sub_patterns(item)
+    """Every lookaround's sub-pattern in a parsed pattern (or a part of one), however deep."""
+    if isinstance(parsed, _parser.SubPattern):
+        for op, argument in parsed:
+            if op in (_parser.ASSERT, _parser.ASSERT_NOT):
+                yield argument[1]
+            yield from _lookarounds(argument)
+    elif isinstance(parsed, tuple | list):
+        for item in parsed:
+            yield from _lookarounds(item)
 
 
 def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:
@@ -260,16 +228,12 @@ def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: Cp
     began = time.thread_time()
     try:
         while True:
-            left = budget.granted - budget.spent - (time.thread_time() - began)
-            if left <= 0:
-                raise budget.exhausted()
-            tried = _Try()
+            timeout = budget.timeout(began)
+            tried = _clocks()
             try:
-                found = probe.search(
-                    buffer, pos, partial=True, concurrent=True, timeout=budget.wall_timeout(left)
-                )
+                found = probe.search(buffer, pos, partial=True, concurrent=True, timeout=timeout)
             except TimeoutError:  # the wall time ended: go on if CPU time is left
-                tried.cut_short(budget)
+                budget.cut_short(tried)
                 continue
             return len(buffer) if found is None else found.start()
     finally:

@@ -1,33 +1,20 @@
-"""The search engine behind `search_result`: a pattern over a claim streamed in pieces.
-
-The store streams the claim's text (`SearchableStore.scan`: the S3 store with one GET, read
-in pieces), and the pattern runs over it here, beside the store, in bounded memory, with the
-same matches as over the whole text:
+"""The search engine behind `search_result`: a pattern over a claim streamed in pieces, in
+bounded memory, with the same matches as over the whole text. docs/reading.md
+("`search_result`: searching inside a claim") gives the rules the model sees; here is how
+they hold:
 
 - A match is accepted only once text still to come cannot change it. A pattern whose try
-  reads fewer than `_CARRY` characters (a literal, `Section \\d{1,3}`: `reach`) is settled
-  once the buffer holds `_CARRY` characters after it. Any other regex (a `*`, `+`, `{n,}`)
-  is settled up to the first position where a try of it ran into the end of the buffer
-  (`_matching.first_unsettled`): an `\\A.*x` that needs the rest of the claim, a
-  greedy `.*` that may reach further, a lookahead at the end. From there the text is held
-  until the next pieces settle it, up to `MAX_HELD_CHARS`; a match that could run longer
-  than that cannot be found exactly, so the search stops with `match_too_long` rather than
-  lose it or cut it. (The carry alone lost such a match without a word: an `\\A` regex whose
-  match ended past the carry was never reported while its start was in the buffer, and its
-  start was settled as matching nothing.) Probing costs about 100 ns a character, so such a
-  regex is granted `_PROBED_SECONDS_PER_CHAR`.
-- Offsets are characters of the claim, the unit `fetch_result` reads in, whatever width the
-  store keeps the text at; `line` is the match's 1-based line, newlines counted as the
-  pieces pass (a line ends at `\\n`, so `\\r\\n` is one break), so search leads to a read by line.
-- `total_matches` counts every match in the claim, so it is the same on every page;
-  `next_offset` continues after the last match returned. Empty matches are not matches.
-- A regex's matching is budgeted in CPU time of the searching thread (`_matching`):
-  `_REGEX_SECONDS`, plus `_SECONDS_PER_CHAR` for each character the store streams (a fast
-  engine's pace, so an honest pattern never runs short on a large claim). The store's I/O
-  does not count, nor does waiting for a core. A pattern that backtracks catastrophically
-  uses up its budget on the first piece and stops with `pattern_too_costly` instead of
-  holding the run. A literal is never stopped: the matches past the page are counted by the
-  engine.
+  reads fewer than `_CARRY` characters (`reach`) is settled once `_CARRY` characters follow
+  it. Any other regex is settled up to the first position where a try of it ran into the end
+  of the buffer (`_matching.first_unsettled`); the text from there is held until the next
+  pieces settle it, up to `MAX_HELD_CHARS`, past which the search stops (`MatchTooLongError`)
+  rather than lose or cut a match.
+- Offsets are characters of the claim; lines are counted as the pieces pass. Empty matches
+  are not matches.
+- A regex is granted `_REGEX_SECONDS` of CPU time (`_matching`), plus `_SECONDS_PER_CHAR`
+  for each character streamed (a fast engine's pace, so an honest pattern never runs short),
+  or `_PROBED_SECONDS_PER_CHAR` when it is probed. A literal is never stopped: its matches
+  past the page are counted by the engine.
 """
 
 from __future__ import annotations
@@ -168,7 +155,7 @@ def search_text(
         final = piece is None
         buffer += piece or ""
         if budget is not None:
-            budget.grant(len(piece or "") * per_char)
+            budget.granted += len(piece or "") * per_char
         if final:
             settled_until = base + len(buffer)
         elif probe is None or budget is None:  # no try reads as far as the carry
@@ -184,7 +171,7 @@ def search_text(
                 pattern, buffer, resume - base, min(offset, settled_until) - base
             )
             total, resume = total + counted, base + last
-        lines = _Lines(buffer, line)
+        counted_to, match_line = 0, line  # each character counted once for the line numbers
         for m in matches(pattern, buffer, resume - base, budget):
             start, end = base + m.start(), base + m.end()
             # What text to come may change waits for it: a match that may go on past the
@@ -197,8 +184,9 @@ def search_text(
             if start < offset:
                 continue
             if len(found) < MAX_MATCHES:
-                snippet = _snippet(buffer, m.start(), m.end())
-                found.append(Match(start, lines.at(m.start()), snippet))
+                match_line += buffer.count("\n", counted_to, m.start())
+                counted_to = m.start()
+                found.append(Match(start, match_line, _snippet(buffer, m.start(), m.end())))
                 last_end = end
             else:
                 more = True
@@ -226,18 +214,3 @@ def _check_held(chars: int) -> None:
     """A regex whose match may still be going on is waited for, up to `MAX_HELD_CHARS`."""
     if chars > MAX_HELD_CHARS:
         raise MatchTooLongError(MAX_HELD_CHARS)
-
-
-class _Lines:
-    """Line numbers of positions in one buffer, asked in increasing order: each character is
-    counted once (a line ends at `\\n`, so `\\r\\n` is one break)."""
-
-    def __init__(self, buffer: str, first_line: int) -> None:
-        self._buffer = buffer
-        self._pos = 0
-        self._line = first_line
-
-    def at(self, pos: int) -> int:
-        self._line += self._buffer.count("\n", self._pos, pos)
-        self._pos = pos
-        return self._line

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 __all__ = [
     "AsyncClaimRanges",
     "ClaimRanges",
     "Facts",
+    "Index",
     "IndexPart",
+    "IndexTail",
     "Plan",
     "Request",
+    "Tail",
+    "Text",
     "TextPart",
     "arun",
     "index_range",
@@ -34,7 +38,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_P = TypeVar("_P", "TextPart", "IndexPart")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +50,36 @@ class Facts:
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
-    """One range a plan asks for: the answer of the `ClaimRanges` method `method` to `args`."""
+class Text:
+    """Characters [start, end) of the claim (fewer at its end)."""
 
-    method: Literal["text", "tail", "index", "index_tail"]
-    args: tuple[int, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The claim's last `chars` characters (all of it when it is shorter)."""
+
+    chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """Bytes [start, end) of the claim's index (fewer at its end)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTail:
+    """The last `size` bytes of the claim's index (all of it when it is shorter)."""
+
+    size: int
+
+
+Request = Text | Tail | Index | IndexTail
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +106,13 @@ class IndexPart:
         return f"IndexPart(bytes={size}, facts={self.facts})"
 
 
-Plan = Generator[Request, TextPart | IndexPart, _T]
-"""A reading mode: yields `Request`s, is sent each one's part, returns its answer."""
+Part = TextPart | IndexPart
+Plan = Generator[Request, Part, _T]
+"""A reading mode: yields `Request`s, is sent each one's `Part`, returns its answer."""
 
 
 class ClaimRanges(Protocol):
-    """One claim as a sync store serves it to the engine (checked, in its reader's scope).
-
-    `text` is characters [start, end), `tail` the last `chars` characters; `index` and
-    `index_tail` the same of the index, in bytes. Each is cut short at the end.
-    """
+    """One claim as a sync store serves it to the engine (checked, in its reader's scope)."""
 
     def text(self, start: int, end: int) -> TextPart: ...
 
@@ -114,26 +139,52 @@ class AsyncClaimRanges(Protocol):
     async def index_tail(self, size: int) -> IndexPart: ...
 
 
-def _ask(kind: type[_P], request: Request) -> Plan[_P]:
-    part = yield request
-    assert isinstance(part, kind)
+def text_range(start: int, end: int) -> Plan[TextPart]:
+    part = yield Text(start, end)
+    assert isinstance(part, TextPart)
     return part
 
 
-def text_range(start: int, end: int) -> Plan[TextPart]:
-    return _ask(TextPart, Request("text", (start, end)))
-
-
 def text_tail(chars: int) -> Plan[TextPart]:
-    return _ask(TextPart, Request("tail", (chars,)))
+    part = yield Tail(chars)
+    assert isinstance(part, TextPart)
+    return part
 
 
 def index_range(start: int, end: int) -> Plan[IndexPart]:
-    return _ask(IndexPart, Request("index", (start, end)))
+    part = yield Index(start, end)
+    assert isinstance(part, IndexPart)
+    return part
 
 
 def index_tail(size: int) -> Plan[IndexPart]:
-    return _ask(IndexPart, Request("index_tail", (size,)))
+    part = yield IndexTail(size)
+    assert isinstance(part, IndexPart)
+    return part
+
+
+def _answer(ranges: ClaimRanges, request: Request) -> Part:
+    match request:
+        case Text(start, end):
+            return ranges.text(start, end)
+        case Tail(chars):
+            return ranges.tail(chars)
+        case Index(start, end):
+            return ranges.index(start, end)
+        case IndexTail(size):
+            return ranges.index_tail(size)
+
+
+async def _answer_async(ranges: AsyncClaimRanges, request: Request) -> Part:
+    match request:
+        case Text(start, end):
+            return await ranges.text(start, end)
+        case Tail(chars):
+            return await ranges.tail(chars)
+        case Index(start, end):
+            return await ranges.index(start, end)
+        case IndexTail(size):
+            return await ranges.index_tail(size)
 
 
 def run(plan: Plan[_T], ranges: ClaimRanges) -> _T:
@@ -141,7 +192,7 @@ def run(plan: Plan[_T], ranges: ClaimRanges) -> _T:
     try:
         request = next(plan)
         while True:
-            request = plan.send(getattr(ranges, request.method)(*request.args))
+            request = plan.send(_answer(ranges, request))
     except StopIteration as done:
         return cast(_T, done.value)
     finally:
@@ -153,7 +204,7 @@ async def arun(plan: Plan[_T], ranges: AsyncClaimRanges) -> _T:
     try:
         request = next(plan)
         while True:
-            request = plan.send(await getattr(ranges, request.method)(*request.args))
+            request = plan.send(await _answer_async(ranges, request))
     except StopIteration as done:
         return cast(_T, done.value)
     finally:

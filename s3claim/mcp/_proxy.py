@@ -34,7 +34,6 @@ from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
-from s3claim.handles import HANDLE_PREFIX
 from s3claim.hosting import (
     described,
     folded_view,
@@ -44,7 +43,7 @@ from s3claim.hosting import (
     resolve_arguments,
     run_claim_tool,
 )
-from s3claim.mcp._claims import read_claim
+from s3claim.mcp._claims import claim_uri, read_claim
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
@@ -331,9 +330,10 @@ class ClaimCheckProxy:
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         context = self._context_of(ctx, params.meta)
-        if params.uri.startswith(HANDLE_PREFIX):  # a claim: the proxy answers it
+        claim = claim_uri(params.uri)
+        if claim is not None:  # the proxy answers it: a handle never goes upstream
             fetch = self.claim_tools[FETCH_TOOL_NAME]
-            return await anyio.to_thread.run_sync(read_claim, fetch, params.uri, context)
+            return await anyio.to_thread.run_sync(read_claim, fetch, claim, context)
         if self.upstream.capabilities.resources is None:
             raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
         check = partial(
@@ -360,6 +360,8 @@ class ClaimCheckProxy:
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
+        if claim_uri(params.uri) is not None:  # a claim never changes: nothing to hear of
+            return types.EmptyResult()
         if self.relay.subscribe(ctx, params.uri):  # the first: the upstream must hear of it
             await self._forward(ctx, types.SubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
@@ -367,6 +369,8 @@ class ClaimCheckProxy:
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
+        if claim_uri(params.uri) is not None:
+            return types.EmptyResult()
         if self.relay.unsubscribe(ctx, params.uri):  # the last one
             await self._forward(ctx, types.UnsubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()

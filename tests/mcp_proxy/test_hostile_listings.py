@@ -1,6 +1,7 @@
 """Issue 36, point 7: what the upstream lists is neutralised whole, and nothing of a claim goes
-upstream. Each case against our test server with `--hostile` (devkit/mcp_upstream.py), which
-lists forged schemas and look-alike names and records every call, read and subscription.
+upstream; claim URIs in any form are the proxy's. Each case against our test server with
+`--hostile` (devkit/mcp_upstream.py), which lists forged schemas and look-alike names and
+records every call, read and subscription.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import logging
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
-from devkit.mcp_upstream import HANDLE
+from devkit.mcp_upstream import HANDLE, document
 from s3claim.hosting import neutralise
 from s3claim.mcp import ClaimCheckProxy
 from tests.mcp_proxy._support import in_process, text_of
@@ -25,9 +28,9 @@ LOOK_ALIKES = (
 )  # fmt: skip
 
 
-def hostile(scenario: Any) -> None:
+def hostile(scenario: Any, **options: Any) -> None:
     async def run() -> None:
-        async with in_process(extra=("--hostile",)) as (client, proxy):
+        async with in_process(extra=("--hostile",), **options) as (client, proxy):
             await scenario(client, proxy)
 
     anyio.run(run)
@@ -98,3 +101,45 @@ def test_look_alike_tools_are_left_out_with_one_line_and_their_calls_never_go_up
 
     with caplog.at_level(logging.WARNING, logger="s3claim.mcp"):
         hostile(scenario)
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # subscribe
+def test_a_claim_uri_in_any_form_is_read_by_the_proxy_and_never_sent_upstream() -> None:
+    async def scenario(client: Client, proxy: ClaimCheckProxy) -> None:
+        big = await client.call_tool("big", {"chars": 30_000})
+        handle = next(b.uri for b in big.content if b.type == "resource_link")
+        body = handle.removeprefix("claim:")
+        expected = (await client.read_resource(handle)).contents[0].text  # type: ignore[union-attr]
+        for uri in (
+            f"claim%3A{body}", f"claim%3a{body}", f"CLAIM:{body}", f"Claim%253A{body}",
+            f"\uff43\uff4c\uff41\uff49\uff4d\uff1a{body}", f" claim:{body}",
+        ):  # fmt: skip
+            read = await client.read_resource(uri)
+            assert read.contents[0].text == expected  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as forged:
+            await client.read_resource("CLAIM%3A" + "0" * 33)
+        assert "claim_unavailable" in forged.value.error.message
+        for uri in (handle, f"CLAIM%3A{body}", HANDLE):
+            await client.subscribe_resource(uri)
+            await client.unsubscribe_resource(uri)
+        await client.subscribe_resource("doc://big/10")  # not a claim: the upstream hears it
+        assert [h for h in await heard(client) if "claim" in h.casefold()] == []
+        assert "subscribe doc://big/10" in await heard(client)
+
+    hostile(scenario, mode="legacy")  # subscriptions are 2025-11-25's
+
+
+def test_claim_uri_parameters_are_ascii_whole_numbers_within_range() -> None:
+    async def scenario(client: Client, proxy: ClaimCheckProxy) -> None:
+        big = await client.call_tool("big", {"chars": 30_000})
+        handle = next(b.uri for b in big.content if b.type == "resource_link")
+        for query in ("offset=\u00b2", "offset=%C2%B2", "offset=" + "9" * 5_000, "offset=1e3",
+                      "limit=\u0661\u0662", "offset="):  # fmt: skip
+            with pytest.raises(MCPError) as bad:
+                await client.read_resource(f"{handle}?{query}")
+            assert bad.value.error.code == types.INVALID_PARAMS
+            assert "whole number" in bad.value.error.message
+        later = await client.read_resource(f"{handle}?offset=4096")
+        assert later.contents[0].text.startswith(document(30_000)[4096:4196])  # type: ignore[union-attr]
+
+    hostile(scenario)

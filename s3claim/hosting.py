@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
 import s3claim.wording as wording
-from s3claim._boundary import neutralise, refusal_text, result_text, text_of
+from s3claim._boundary import folded_view, neutralise, refusal_text, result_text, text_of
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.events import (
@@ -65,6 +65,7 @@ __all__ = [
     "described",
     "failure_answer",
     "failure_reason",
+    "folded_view",
     "has_references",
     "neutralise",
     "read_refusal",

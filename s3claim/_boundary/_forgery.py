@@ -6,6 +6,9 @@ what a reader, a tokenizer's normaliser or a later NFKC pass may make of it. Eac
 is taken in NFKC (full-width, small, circled and mathematical forms become ASCII), and format
 characters (zero-width space and joiners, soft hyphen, word joiner, bidi controls, Unicode
 tags), other default-ignorable characters and combining marks are dropped. Case is ignored.
+Text with Unicode tag characters is also matched as a reader that decodes them would read it,
+each tag as the ASCII character it carries (`claim` spelled in tags, then `:` and a handle),
+and a delimiter found that way is rewritten to ASCII too.
 
 A match is rewritten where it stands, and only its delimiters are: `<` and `[` become `(`,
 `>` and `]` become `)`, the `:` of a handle and the `_` of a tool name become `-`. Every other
@@ -190,6 +193,9 @@ _ON_VIEW = _compile(regex.escape, "")
 """The rules on the folded view (or on ASCII text, which is its own view)."""
 _MAYBE = _compile(lambda word: _GAP.join(regex.escape(c) for c in word), _GAP)
 """The rules on a block's NFKD form, ignorables allowed anywhere: the prefilter."""
+_TAG = regex.compile("[\U000e0020-\U000e007e]")
+_TAGS = {0xE0000 + c: c for c in range(0x20, 0x7F)}
+"""Unicode tag characters and the ASCII they carry."""
 _BLOCK = 1024
 _CUTS = (" ", "\n", ",")
 _CUT = regex.compile("[ \n,]")
@@ -231,6 +237,21 @@ def neutralise(text: str) -> str:
     """Defang text that imitates s3claim's structure or a chat template's control tokens."""
     if text.isascii():
         return _settle_ascii(text)
+    safe = _rewritten(text)
+    while _TAG.search(safe):  # each round removes a delimiter, so it ends
+        decoded = safe.translate(_TAGS)  # a reader that decodes tags: one character for one
+        rewritten = _rewritten(decoded)
+        if rewritten == decoded:
+            break
+        if len(rewritten) == len(safe):  # back to the text: a tag delimiter becomes ASCII
+            kept = zip(safe, rewritten, decoded, strict=True)
+            rewritten = "".join(s if r == d else r for s, r, d in kept)
+        safe = _rewritten(rewritten)
+    return safe
+
+
+def _rewritten(text: str) -> str:
+    """`neutralise` on the folded view (tags dropped), block by block."""
     pieces, last = [], 0  # only rewritten blocks are copied: most text is left as it is
     for start, end in _blocks(text):
         block = text[start:end]

@@ -5,23 +5,44 @@ named like `fetch_result`'s arguments (`claim:1a2b…?offset=4096`), converted b
 the tool's schema. Reading runs `fetch_result` itself (`run_claim_tool`), so the scope
 checks, the uniform refusal, the events and every reading mode are the tool's.
 
-Claims are never listed (`resources/list` would show other runs' handles). An upstream
-resource named `claim:...` cannot shadow one: the boundary rewrites it to `claim-...`.
+A URI is a claim's in any form a reader may take for one (`claim_uri`: percent-encoded, any
+case, full-width), so none reaches the upstream. Claims are never listed (`resources/list`
+would show other runs' handles). An upstream resource named `claim:...` cannot shadow one:
+the boundary rewrites it to `claim-...`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ReadResourceResult, TextResourceContents
 
 from s3claim.errors import ToolError
-from s3claim.hosting import run_claim_tool
+from s3claim.handles import HANDLE_PREFIX
+from s3claim.hosting import folded_view, run_claim_tool
 from s3claim.tools import RunContext, Tool
 
-__all__ = ["read_claim"]
+__all__ = ["claim_uri", "read_claim"]
+
+_WHOLE = re.compile(r"-?[0-9]{1,18}")
+"""A whole-number URI parameter: ASCII digits, few enough for any window (and for `int`)."""
+
+
+def claim_uri(uri: str) -> str | None:
+    """`uri` as a claim's URI (`claim:...`) when it names one in any form; None otherwise."""
+    for _ in range(3):  # nested percent-encodings, within reason
+        decoded = unquote(uri)
+        if decoded == uri:
+            break
+        uri = decoded
+    uri, view, end = uri.strip(), "", 0
+    while len(view) < len(HANDLE_PREFIX) and end < len(uri):  # the scheme, folded
+        view += folded_view(uri[end])
+        end += 1
+    return HANDLE_PREFIX + uri[end:] if view.casefold() == HANDLE_PREFIX else None
 
 
 def read_claim(fetch: Tool, uri: str, context: RunContext) -> ReadResourceResult:
@@ -46,21 +67,18 @@ def _arguments(fetch: Tool, uri: str) -> dict[str, Any]:
     for name, value in parse_qsl(urlsplit(uri).query, keep_blank_values=True):
         if name in arguments:
             raise ToolError("invalid_arguments", f"the URI gives {name!r} more than once")
-        arguments[name] = _typed(properties.get(name, {}), value)
+        arguments[name] = _typed(name, properties.get(name, {}), value)
     return arguments
 
 
-def _typed(schema: dict[str, Any], value: str) -> Any:
+def _typed(name: str, schema: dict[str, Any], value: str) -> Any:
     """A URI parameter as the type the tool takes; unknown names pass, and the tool refuses."""
     kinds = {schema["type"]} if isinstance(schema.get("type"), str) else set()
     kinds |= {s.get("type") for s in schema.get("anyOf", []) if isinstance(s, dict)}
-    if "integer" in kinds and value.lstrip("-").isdigit():
+    if "integer" in kinds:
+        if _WHOLE.fullmatch(value) is None:
+            raise ToolError("invalid_arguments", f"{name} must be a whole number (ASCII digits)")
         return int(value)
     if "boolean" in kinds and value in ("true", "false"):
         return value == "true"
-    if "number" in kinds:
-        try:
-            return float(value)
-        except ValueError:
-            pass
     return value

@@ -1,26 +1,28 @@
 """Neutral: every string the upstream wrote is defanged before a client (and its model) reads it.
 
 `s3claim.hosting.neutralise` is the one rewrite; this module applies it to every string of an
-MCP message, keys too, except base64: an image's or audio's `data` and a resource's `blob`.
-A listing's names, input schema property names and URI templates are what the client sends
-back, so there only descriptions and titles are rewritten (`neutralised_listing`). A value
-nested deeper than `MAX_DEPTH` is a clear error (`TooDeepError`), never a crashed handler.
+MCP message, keys too, at any depth (a listing's schemas: property names, `enum`, `default`,
+`examples`), except base64 (an image's or audio's `data`, a resource's `blob`) and a
+listing's opaque `nextCursor`. Tool and prompt names are kept (`neutralised_named`), as
+clients send them back; the proxy does not list one that holds a forgery
+(`ClaimCheckProxy.refused`). A value nested deeper than `MAX_DEPTH` is a clear error
+(`TooDeepError`), never a crashed handler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mcp_types import Prompt, Tool
 from pydantic import BaseModel
 
 from s3claim.hosting import neutralise
 from s3claim.safejson import MAX_DEPTH, depth_of
 
-__all__ = ["TooDeepError", "joined_neutral", "neutralised", "neutralised_listing"]
+__all__ = ["TooDeepError", "joined_neutral", "neutralised", "neutralised_named"]
 
 _M = TypeVar("_M", bound=BaseModel)
-_LISTING_TEXT = frozenset({"description", "title"})
+_Named = TypeVar("_Named", Tool, Prompt)
 
 
 class TooDeepError(ValueError):
@@ -29,13 +31,20 @@ class TooDeepError(ValueError):
 
 def neutralised(model: _M) -> _M:
     """`model` with every upstream string neutralised (the same object when nothing changed)."""
-    return _rewrite(model, _every_string)
+    dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if depth_of(dumped) > MAX_DEPTH:
+        raise TooDeepError(f"the upstream sent a value nested deeper than {MAX_DEPTH} levels")
+    walked = _walk(dumped)
+    if walked == dumped:
+        return model
+    return type(model).model_validate(walked, by_name=False)
 
 
-def neutralised_listing(model: _M, *, also: frozenset[str] = frozenset()) -> _M:
-    """A listing with its descriptions and titles (and the fields `also` names) neutralised."""
-    keys = _LISTING_TEXT | also
-    return _rewrite(model, lambda key, parent: key in keys)
+def neutralised_named(model: _Named) -> _Named:
+    """`model` neutralised but for its `name` (a tool's, a prompt's), which clients send back."""
+    shell = model.model_copy(update={"name": ""})
+    safe = neutralised(shell)
+    return model if safe is shell else safe.model_copy(update={"name": model.name})
 
 
 def joined_neutral(texts: list[str]) -> list[str]:
@@ -57,38 +66,19 @@ def joined_neutral(texts: list[str]) -> list[str]:
     return out
 
 
-def _every_string(key: str | None, parent: dict[str, Any] | None) -> bool:
-    if key == "blob":
-        return False
-    return not (key == "data" and parent is not None and parent.get("type") in ("image", "audio"))
+def _kept(key: str | None, parent: dict[str, Any] | None) -> bool:
+    """Base64 and cursors, which no model reads and the rewrite must not touch."""
+    if key in ("blob", "nextCursor"):
+        return True
+    return key == "data" and parent is not None and parent.get("type") in ("image", "audio")
 
 
-def _rewrite(model: _M, wanted: Callable[[str | None, dict[str, Any] | None], bool]) -> _M:
-    dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
-    if depth_of(dumped) > MAX_DEPTH:
-        raise TooDeepError(f"the upstream sent a value nested deeper than {MAX_DEPTH} levels")
-    walked = _walk(dumped, wanted, keys=wanted is _every_string)
-    if walked == dumped:
-        return model
-    return type(model).model_validate(walked, by_name=False)
-
-
-def _walk(
-    value: Any,
-    wanted: Callable[[str | None, dict[str, Any] | None], bool],
-    *,
-    keys: bool,
-    key: str | None = None,
-    parent: dict[str, Any] | None = None,
-) -> Any:
-    # Depth is bounded above (`_rewrite`), so recursion here stays within MAX_DEPTH frames.
+def _walk(value: Any, key: str | None = None, parent: dict[str, Any] | None = None) -> Any:
+    # Depth is bounded above (`neutralised`), so recursion here stays within MAX_DEPTH frames.
     if isinstance(value, str):
-        return neutralise(value) if wanted(key, parent) else value
+        return value if _kept(key, parent) else neutralise(value)
     if isinstance(value, dict):
-        return {
-            (neutralise(k) if keys else k): _walk(v, wanted, keys=keys, key=k, parent=value)
-            for k, v in value.items()
-        }
+        return {neutralise(k): _walk(v, k, value) for k, v in value.items()}
     if isinstance(value, list):
-        return [_walk(item, wanted, keys=keys) for item in value]
+        return [_walk(item) for item in value]
     return value

@@ -34,17 +34,17 @@ from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
-from s3claim.handles import HANDLE_PREFIX
 from s3claim.hosting import (
     described,
+    folded_view,
     has_references,
     neutralise,
     refusal_text,
     resolve_arguments,
     run_claim_tool,
 )
-from s3claim.mcp._claims import read_claim
-from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_listing
+from s3claim.mcp._claims import claim_uri, read_claim
+from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
     advertised,
@@ -70,7 +70,8 @@ DEFAULT_MAX_CALLS = 64
 """Calls (and reads) the proxy forwards at once; one more is refused, not queued."""
 # Not for the upstream: the proxy's own `_meta` keys and another protocol's reserved ones.
 _OURS = (RUN_META_KEY, "s3claim/", "io.modelcontextprotocol/")
-_RESOURCE_FIELDS = frozenset({"name", "uri", "uriTemplate"})
+_LEFT_OUT = "%s: leaving out an upstream %s named like a claim tool or a forgery (%d characters)"
+_UNLISTED = "no tool or prompt of this name is offered: its name imitates the proxy's claim tools"
 
 
 class _Mirror(Server[Any]):
@@ -120,6 +121,7 @@ class ClaimCheckProxy:
         self.name = name
         self._on_event = on_event
         self._searchable = SEARCH_TOOL_NAME in self.claim_tools
+        self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
         self._in_flight = 0
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
@@ -141,7 +143,6 @@ class ClaimCheckProxy:
         """The MCP server to run on a transport: the upstream's identity and capabilities."""
         caps, info = self.upstream.capabilities, self.upstream.server_info
         instructions = self.upstream.instructions
-        resources = partial(neutralised_listing, also=_RESOURCE_FIELDS)
         server = _Mirror(
             neutralise(info.name) if info is not None else self.name,
             version=neutralise(info.version) if info is not None else "",
@@ -151,11 +152,11 @@ class ClaimCheckProxy:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._passing(
-                types.ListResourcesRequest, types.ListResourcesResult, resources,
+                types.ListResourcesRequest, types.ListResourcesResult, neutralised,
                 empty=types.ListResourcesResult(resources=[]),
             ),
             on_list_resource_templates=self._passing(
-                types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult, resources,
+                types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult, neutralised,
                 empty=types.ListResourceTemplatesResult(resource_templates=[]),
             ),
             on_read_resource=self._read_resource,
@@ -171,7 +172,7 @@ class ClaimCheckProxy:
             add("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
         if caps.prompts is not None:
             listing = self._passing(
-                types.ListPromptsRequest, types.ListPromptsResult, neutralised_listing
+                types.ListPromptsRequest, types.ListPromptsResult, self._prompts
             )
             add("prompts/list", types.PaginatedRequestParams, listing)
             add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
@@ -209,8 +210,8 @@ class ClaimCheckProxy:
         """The listing the clients see, remembered for `_input_schema`."""
         served: list[McpTool] = []
         for tool in upstream:
-            if tool.name in self.claim_tools:  # appeared after start: the claim tool wins
-                _log.warning("tools/list: hiding upstream tool %r (a claim tool's name)", tool.name)
+            if tool.name in self.claim_tools or self.refused(tool.name):
+                _log.warning(_LEFT_OUT, "tools/list", "tool", len(tool.name))
                 continue
             listed = advertised(tool)
             if self.claim_check.references:  # one line more: an argument may be a reference
@@ -220,6 +221,25 @@ class ClaimCheckProxy:
         served += [_listing(t) for t in self.claim_tools.values()]
         self._listed = {t.name: t for t in served}
         return served
+
+    def refused(self, name: str) -> bool:
+        """An upstream tool or prompt name the proxy neither lists nor forwards: one that
+        imitates a claim tool after folding (`fetch-result`, `Fetch_Result\u200b`, full-width
+        forms), or holds a forgery (a handle, a chat token). Names are listed as they are, as
+        clients send them back; so `fetch_results`, which a marker cannot be, passes."""
+        unsafe = neutralise(name).replace("-", "_") != name.replace("-", "_")
+        return name not in self.claim_tools and (unsafe or _squashed(name) in self._ours)
+
+    def _prompts(self, listing: types.ListPromptsResult) -> types.ListPromptsResult:
+        kept = []
+        for prompt in listing.prompts:
+            if self.refused(prompt.name):
+                _log.warning(_LEFT_OUT, "prompts/list", "prompt", len(prompt.name))
+            else:
+                kept.append(neutralised_named(prompt))
+        return neutralised(listing.model_copy(update={"prompts": []})).model_copy(
+            update={"prompts": kept}
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -233,6 +253,8 @@ class ClaimCheckProxy:
         if claim_tool is not None:
             answer = await anyio.to_thread.run_sync(run_claim_tool, claim_tool, arguments, context)
             return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
+        if self.refused(params.name):  # never forwarded: its arguments may hold a handle
+            return error_result(ToolError("unknown_tool", _UNLISTED).render())
         if self.claim_check.references and has_references(arguments):
             resolve = partial(
                 resolve_arguments, arguments, claim_check=self.claim_check, tool=params.name,
@@ -308,9 +330,10 @@ class ClaimCheckProxy:
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         context = self._context_of(ctx, params.meta)
-        if params.uri.startswith(HANDLE_PREFIX):  # a claim: the proxy answers it
+        claim = claim_uri(params.uri)
+        if claim is not None:  # the proxy answers it: a handle never goes upstream
             fetch = self.claim_tools[FETCH_TOOL_NAME]
-            return await anyio.to_thread.run_sync(read_claim, fetch, params.uri, context)
+            return await anyio.to_thread.run_sync(read_claim, fetch, claim, context)
         if self.upstream.capabilities.resources is None:
             raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
         check = partial(
@@ -324,6 +347,8 @@ class ClaimCheckProxy:
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
+        if self.refused(params.name):
+            raise MCPError(types.INVALID_PARAMS, _UNLISTED)
         check = partial(
             checked_prompt, context=self._context_of(ctx, params.meta),
             claim_check=self.claim_check, searchable=self._searchable,
@@ -335,6 +360,8 @@ class ClaimCheckProxy:
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
+        if claim_uri(params.uri) is not None:  # a claim never changes: nothing to hear of
+            return types.EmptyResult()
         if self.relay.subscribe(ctx, params.uri):  # the first: the upstream must hear of it
             await self._forward(ctx, types.SubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
@@ -342,6 +369,8 @@ class ClaimCheckProxy:
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
+        if claim_uri(params.uri) is not None:
+            return types.EmptyResult()
         if self.relay.unsubscribe(ctx, params.uri):  # the last one
             await self._forward(ctx, types.UnsubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
@@ -434,6 +463,11 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
         )
 
     return progress
+
+
+def _squashed(name: str) -> str:
+    """A name as it might be read: folded, any case, without separators (`fetchresult`)."""
+    return "".join(c for c in folded_view(name).casefold() if c.isalnum())
 
 
 def _listing(tool: Tool) -> McpTool:

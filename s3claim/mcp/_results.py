@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
 from s3claim.hosting import admit, text_of
-from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_listing
+from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_named
 from s3claim.safejson import MAX_DEPTH, depth_of, loads
 from s3claim.tools import RunContext
 from s3claim.wording import HANDLE_SEEN, claim_link_name
@@ -52,8 +52,8 @@ JOIN = "\n\n"
 
 
 def advertised(tool: Tool) -> Tool:
-    """An upstream tool as listed: no output schema, descriptions and titles neutralised."""
-    safe = neutralised_listing(tool)
+    """An upstream tool as listed: no output schema, every string but its name neutralised."""
+    safe = neutralised_named(tool)
     return safe if safe.output_schema is None else safe.model_copy(update={"output_schema": None})
 
 

@@ -14,6 +14,7 @@ Tenants and runs appear as keyed tags (the store's own, so they match its bucket
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from types import TracebackType
 from typing import Any
@@ -54,6 +55,12 @@ _fetches = _meter.create_counter(
 _duration = _meter.create_histogram(
     n.STORE_DURATION, unit="s", description="Time of store operations, by operation and outcome."
 )
+
+MAX_TOOL_CHARS, MAX_TOOLS = 64, 100
+"""A metric's `s3claim.tool` is `other` past this length or this many names per process: an
+MCP upstream chooses tool names, and must not grow the series without bound."""
+_tools: set[str] = set()
+_tools_lock = threading.Lock()
 
 _current: contextvars.ContextVar[Operation | None] = contextvars.ContextVar(
     "s3claim_operation", default=None
@@ -110,6 +117,19 @@ def count_request(*, sent: int = 0, received: int = 0, requests: int = 0) -> Non
     if op is not None:
         op.requests += requests
         op.bytes += sent + received
+
+
+def _bounded(tool: str | None) -> str | None:
+    """`tool` as a metric attribute (`MAX_TOOL_CHARS`, `MAX_TOOLS`)."""
+    if tool is None or tool in _tools:
+        return tool
+    if len(tool) > MAX_TOOL_CHARS:
+        return "other"
+    with _tools_lock:
+        if len(_tools) >= MAX_TOOLS:
+            return "other"
+        _tools.add(tool)
+    return tool
 
 
 class Operation:
@@ -222,7 +242,7 @@ class Operation:
         if self.name == n.FETCH:
             _fetches.add(1, {n.OUTCOME: outcome})
         elif self.name == n.CHECK_IN:
-            tool = self.attributes.get(n.TOOL)
+            tool = _bounded(self.attributes.get(n.TOOL))
             _claims.add(1, {n.TOOL: tool, n.OUTCOME: outcome})
             if outcome == "stored":
                 total = self.attributes.get(n.CHARS_TOTAL) or 0

@@ -20,8 +20,9 @@ import pytest
 from mcp import Client
 from opentelemetry.trace import SpanKind
 
-from s3claim import ClaimCheck, MemoryClaimCheckStore
+from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
 from s3claim.mcp import ClaimCheckProxy, HttpUpstream, Scoping, StdioUpstream, Upstream
+from s3claim.telemetry import _spans, check_in_operation
 from tests.mcp_proxy._support import PYTHON, handle_of, stdio_proxy, text_of
 from tests.telemetry.conftest import Telemetry
 
@@ -140,3 +141,18 @@ def test_a_proxy_without_an_sdk_passes_the_clients_trace_through(telemetry: Tele
     seen = asyncio.run(main())
     (sent,) = [s for s in telemetry.spans() if s.name == "MCP send tools/call meta"]
     assert _parent_of(seen["traceparent"]) == _traceparent(sent)
+
+
+def test_tool_names_an_upstream_chooses_are_bounded_in_metrics(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: 300 upstream tool names of 5,006 characters were 300 metric series."""
+    monkeypatch.setattr(_spans, "_tools", set())
+    names = ["read_" + "x" * 5_001, *(f"tool_{i}" for i in range(150))]
+    for name in names:
+        with check_in_operation(None, Scope("acme", "r"), tool=name) as operation:
+            operation.outcome = "passed"
+    tools = [p.attributes["s3claim.tool"] for p in telemetry.points("s3claim.claims")]
+    assert max(map(len, tools)) <= 64 and len(set(tools)) == 101
+    assert telemetry.total("s3claim.claims", tool="other") == 1 + 50
+    assert telemetry.total("s3claim.claims", tool="tool_99") == 1  # the first hundred kept

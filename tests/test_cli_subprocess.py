@@ -36,7 +36,7 @@ def test_the_demo_on_its_embedded_s3_finishes_in_seconds() -> None:
     elapsed = time.perf_counter() - started
 
     assert result.returncode == 0, result.stderr
-    assert elapsed < 10
+    assert elapsed < 30  # a hang, not a timing: timings live in `make bench`
     assert result.stderr == b""  # no server logs in the report
     out = result.stdout.decode()
     assert "embedded S3 (moto) at http://127.0.0.1:" in out

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import uuid
+from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,11 +18,13 @@ import typer
 from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, Exit, handled
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.events import ClaimEvicted
 from s3claim.extras import require_extra
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
-from s3claim.s3.admin import open_store
+from s3claim.s3.admin import explain, open_store
+from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 
 if TYPE_CHECKING:
@@ -37,6 +41,15 @@ MAX_TTL_SECONDS = 400 * 24 * 3600
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
 _MEMORY_MAX_BYTES = 1024**3
 _MEMORY_MAX_TENANT_BYTES = 256 * 1024**2
+_MEMORY_NOTE = (
+    "The claim handles this server gives (claim:...) live in its memory: they end when the "
+    "server process does, and a restarted server cannot read them."
+)
+_RUNS_STDIO = "one per tenant, or per conversation the client names (_meta s3claim/run)"
+_RUNS_HTTP = (
+    "one per session (2025-11-25 clients), else per tenant, or per conversation the client "
+    "names (_meta s3claim/run)"
+)
 
 
 def mcp_proxy(
@@ -211,6 +224,7 @@ def mcp_proxy(
             )
         else:
             claims = open_store(context.target(bucket, endpoint_url, prefix, region))
+            _probe(claims, context.bucket)
         claim_check = ClaimCheck(
             claims, policy=policy, references=references, max_reference_chars=max_reference_chars
         )
@@ -232,6 +246,12 @@ def mcp_proxy(
                 scoping = mcp.Scoping.for_http(tenant, tenant_header=tenant_header)
         except ValueError as exc:
             raise CliError(str(exc).splitlines()[0]) from None
+        print(
+            f"s3claim mcp-proxy: store: {_store_line(kind, context.bucket)}; "
+            f"runs: {_RUNS_STDIO if address is None else _RUNS_HTTP}",
+            file=sys.stderr,
+            flush=True,
+        )
         sock = None
         if address is not None:
             host, port = address
@@ -251,6 +271,7 @@ def mcp_proxy(
                     scoping=scoping,
                     max_calls=max_calls,
                     single_client=sock is None,
+                    note=_MEMORY_NOTE if kind is StoreKind.memory else None,
                 )
                 await proxy.check_names()
                 if sock is None:
@@ -273,6 +294,24 @@ def mcp_proxy(
         finally:
             if sock is not None:
                 sock.close()
+
+
+def _probe(claims: ClaimCheckStore, bucket: str | None) -> None:
+    """Write a claim and read it back: a store the proxy cannot use fails now, in one line."""
+    scope = Scope("s3claim-probe", f"probe:{uuid.uuid4().hex}")
+    try:
+        claims.fetch(scope, claims.put(scope, "probe", ttl_seconds=60))
+    except (ClaimStoreError, ClaimUnavailableError) as exc:
+        message = explain(exc, bucket=bucket) if isinstance(exc, ClaimStoreError) else str(exc)
+        raise CliError(f"the store cannot write and read a claim: {message}") from None
+    with suppress(ClaimStoreError):  # may lack list and delete rights: the TTL removes it then
+        claims.forget(tenant=scope.tenant, run=scope.run)
+
+
+def _store_line(kind: StoreKind, bucket: str | None) -> str:
+    if kind is StoreKind.memory:
+        return "memory (handles end with this process)"
+    return f"s3, bucket {bucket!r} (handles outlive the process)"
 
 
 def _log_eviction(event: ClaimEvicted) -> None:

@@ -128,7 +128,8 @@ def mcp_proxy(
         typer.Option(
             "--upstream-env",
             help="Pass NAME from the proxy's environment to a stdio upstream, or set "
-            "NAME=VALUE (repeatable). Nothing else beyond PATH, HOME, locale and the like.",
+            "NAME=VALUE (repeatable). Nothing else passes beyond PATH, HOME, locale, CA "
+            "bundles and proxies.",
             show_default=False,
         ),
     ] = None,

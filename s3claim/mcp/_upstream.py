@@ -292,8 +292,14 @@ def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, starte
     if launch.returncode is not None:
         return _exited(launch)
     flag = "--upstream-timeout" if started else "--startup-timeout"
-    what = "on its stdin and stdout" if isinstance(target, StdioUpstream) else "(streamable HTTP)"
-    return f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server {what}?"
+    said = f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server"
+    if isinstance(target, HttpUpstream):
+        return f"{said} (streamable HTTP)?"
+    return (
+        f"{said} on its stdin and stdout? Or it waits for something missing from its "
+        "environment, which holds only PATH, HOME, locale, CA bundles and proxies: pass "
+        "a variable it needs with --upstream-env NAME"
+    )
 
 
 def _exited(launch: Launch) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,11 +17,13 @@ import typer
 from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
 from s3claim.cli._exit import CliError, Exit, handled
+from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted
 from s3claim.extras import require_extra
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
-from s3claim.s3.admin import open_store
+from s3claim.s3 import S3ClaimCheckStore
+from s3claim.s3.admin import explain, open_store
 from s3claim.store import ClaimCheckStore
 
 if TYPE_CHECKING:
@@ -37,6 +40,15 @@ MAX_TTL_SECONDS = 400 * 24 * 3600
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
 _MEMORY_MAX_BYTES = 1024**3
 _MEMORY_MAX_TENANT_BYTES = 256 * 1024**2
+_MEMORY_NOTE = (
+    "The claim handles this server gives (claim:...) live in its memory: they end when the "
+    "server process does, and a restarted server cannot read them."
+)
+_RUNS_STDIO = "one per tenant, or per conversation the client names (_meta s3claim/run)"
+_RUNS_HTTP = (
+    "one per session (2025-11-25 clients), else per tenant, or per conversation the client "
+    "names (_meta s3claim/run)"
+)
 
 
 def mcp_proxy(
@@ -115,7 +127,8 @@ def mcp_proxy(
         typer.Option(
             "--upstream-env",
             help="Pass NAME from the proxy's environment to a stdio upstream, or set "
-            "NAME=VALUE (repeatable). Nothing else beyond PATH, HOME, locale and the like.",
+            "NAME=VALUE (repeatable). Nothing else passes beyond PATH, HOME, locale, CA "
+            "bundles and proxies.",
             show_default=False,
         ),
     ] = None,
@@ -198,6 +211,11 @@ def mcp_proxy(
         address = _address(listen) if listen is not None else None
         if tenant_header is not None and address is None:
             raise CliError("--tenant-header needs --listen: on stdio there are no headers")
+        if tenant_header is not None and not _HEADER_NAME.fullmatch(tenant_header):
+            raise CliError(
+                "--tenant-header must be an HTTP header name: letters, digits and "
+                "!#$%&'*+-.^_`|~, no spaces (e.g. X-Tenant)"
+            )
         policy = ClaimCheckPolicy(
             threshold_chars=threshold_chars, head_chars=head_chars, ttl_seconds=ttl_seconds
         )
@@ -211,6 +229,7 @@ def mcp_proxy(
             )
         else:
             claims = open_store(context.target(bucket, endpoint_url, prefix, region))
+            _probe(claims, context.bucket)
         claim_check = ClaimCheck(
             claims, policy=policy, references=references, max_reference_chars=max_reference_chars
         )
@@ -232,6 +251,12 @@ def mcp_proxy(
                 scoping = mcp.Scoping.for_http(tenant, tenant_header=tenant_header)
         except ValueError as exc:
             raise CliError(str(exc).splitlines()[0]) from None
+        print(
+            f"s3claim mcp-proxy: store: {_store_line(kind, context.bucket)}; "
+            f"runs: {_RUNS_STDIO if address is None else _RUNS_HTTP}",
+            file=sys.stderr,
+            flush=True,
+        )
         sock = None
         if address is not None:
             host, port = address
@@ -251,6 +276,7 @@ def mcp_proxy(
                     scoping=scoping,
                     max_calls=max_calls,
                     single_client=sock is None,
+                    note=_MEMORY_NOTE if kind is StoreKind.memory else None,
                 )
                 await proxy.check_names()
                 if sock is None:
@@ -273,6 +299,25 @@ def mcp_proxy(
         finally:
             if sock is not None:
                 sock.close()
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110's token
+
+
+def _probe(claims: S3ClaimCheckStore, bucket: str | None) -> None:
+    """Write, read and delete on the bucket: a store the proxy cannot use fails now, in one
+    line, before a client sees a tool."""
+    try:
+        claims.bucket.probe()
+    except ClaimStoreError as exc:
+        message = explain(exc, bucket=bucket)
+        raise CliError(f"the store cannot write and read a claim: {message}") from None
+
+
+def _store_line(kind: StoreKind, bucket: str | None) -> str:
+    if kind is StoreKind.memory:
+        return "memory (handles end with this process)"
+    return f"s3, bucket {bucket!r} (handles outlive the process)"
 
 
 def _log_eviction(event: ClaimEvicted) -> None:

@@ -93,7 +93,8 @@ class ClaimCheckProxy:
     `limit` is where an oversized result is cut when the store fails at check-in (by default
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
     bounds the requests forwarded at once. `single_client`: the proxy serves one client
-    (stdio), so what the upstream sends between calls is that client's.
+    (stdio), so what the upstream sends between calls is that client's. `note` is added to
+    the server's instructions (e.g. that handles end with the process).
     """
 
     def __init__(
@@ -107,6 +108,7 @@ class ClaimCheckProxy:
         on_event: Callable[[Event], None] | None = None,
         max_calls: int = DEFAULT_MAX_CALLS,
         single_client: bool = True,
+        note: str | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
@@ -119,6 +121,7 @@ class ClaimCheckProxy:
         self.max_calls = max_calls
         self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
         self.name = name
+        self.note = note
         self._on_event = on_event
         self._searchable = SEARCH_TOOL_NAME in self.claim_tools
         self._ours = {_squashed(name) for name in self.claim_tools}
@@ -142,12 +145,15 @@ class ClaimCheckProxy:
     def server(self) -> Server[Any]:
         """The MCP server to run on a transport: the upstream's identity and capabilities."""
         caps, info = self.upstream.capabilities, self.upstream.server_info
-        instructions = self.upstream.instructions
+        said = self.upstream.instructions
+        instructions = neutralise(said) if said is not None else None
+        if self.note:
+            instructions = f"{instructions}\n\n{self.note}" if instructions else self.note
         server = _Mirror(
             neutralise(info.name) if info is not None else self.name,
             version=neutralise(info.version) if info is not None else "",
             title=neutralise(info.title) if info is not None and info.title else None,
-            instructions=neutralise(instructions) if instructions is not None else None,
+            instructions=instructions,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,

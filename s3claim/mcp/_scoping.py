@@ -3,14 +3,13 @@
 The tenant is `--tenant`, or over HTTP the `--tenant-header` request header (missing or
 repeated: refused, since a gateway that appends would let the client pick). The run is the
 request's `_meta` `s3claim/run`, else the SDK's validated session id (never a header off the
-request), else one per stdio process or one per tenant over HTTP. Each source has its own
-namespace (`meta:`, `session:`, `process:`, `tenant:`), so none can name another's run
-(docs/mcp-proxy.md, "Scope and run namespaces").
+request), else the tenant's one run: on a shared store, a restarted stdio proxy redeems the
+handles the last one issued. Each source has its own namespace (`meta:`, `session:`,
+`tenant:`), so none can name another's run (docs/mcp-proxy.md, "Scope and run namespaces").
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +23,8 @@ from s3claim.tools import describe_validation_error
 __all__ = ["RUN_META_KEY", "Scoping"]
 
 RUN_META_KEY = "s3claim/run"
-HTTP_RUN = "tenant:shared"
-"""The run of an HTTP client that names none and has no session: one per tenant."""
+TENANT_RUN = "tenant:shared"
+"""The run of a client that names none and has no session: one per tenant."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,12 +51,12 @@ class Scoping:
 
     @classmethod
     def for_stdio(cls, tenant: str | None) -> Scoping:
-        """One client per process: without a run of its own, the process is the run."""
-        return cls(tenant=tenant, tenant_header=None, fallback_run=f"process:{uuid.uuid4().hex}")
+        """Without a run of its own, the client's run is its tenant's, across restarts."""
+        return cls(tenant=tenant, tenant_header=None, fallback_run=TENANT_RUN)
 
     @classmethod
     def for_http(cls, tenant: str | None, *, tenant_header: str | None = None) -> Scoping:
-        return cls(tenant=tenant, tenant_header=tenant_header, fallback_run=HTTP_RUN)
+        return cls(tenant=tenant, tenant_header=tenant_header, fallback_run=TENANT_RUN)
 
     def scope(
         self,

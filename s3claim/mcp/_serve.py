@@ -1,9 +1,10 @@
 """Serving: the proxy on stdio (what desktop clients launch) or on streamable HTTP.
 
-On stdio the proxy ends when its client closes stdin, closing the upstream connection (and
-stopping a stdio upstream) on the way out; a signal ends it at once, as any stdio server, and
-a stdio upstream then reads end-of-file on its stdin. Over HTTP, SIGTERM and SIGINT stop the
-server gracefully, then close the upstream. On stdio, fd 1 is the protocol: nothing prints.
+On stdio the proxy ends when its client closes stdin, or at SIGTERM, SIGINT or SIGHUP, and
+stops a stdio upstream's whole process group on the way out, within a second: clients kill
+a server that takes longer, and an upstream in a session of its own would outlive it. Over
+HTTP, those signals stop the server gracefully, then close the upstream. On stdio, fd 1 is
+the protocol: nothing prints.
 """
 
 from __future__ import annotations
@@ -19,27 +20,39 @@ import uvicorn
 from mcp.server.stdio import stdio_server
 
 from s3claim.mcp._proxy import ClaimCheckProxy
-from s3claim.mcp._upstream import sole_exception
+from s3claim.mcp._upstream import Upstream, sole_exception
 
 __all__ = ["MCP_PATH", "listen_socket", "serve_http", "serve_stdio"]
 
 MCP_PATH = "/mcp"
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def _stop_on_signal(server: uvicorn.Server) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with anyio.open_signal_receiver(*_SIGNALS) as signals:
         async for _ in signals:
             server.should_exit = True
             return
 
 
 async def serve_stdio(proxy: ClaimCheckProxy) -> None:
-    """Serve one client on stdin/stdout until it closes stdin."""
-    # No signal handling: the SDK reads stdin in a worker thread that no cancellation can
-    # interrupt, so a caught SIGTERM would leave the process waiting for a line that never comes.
+    """Serve one client on stdin/stdout until it closes stdin or a signal ends the process."""
     server = proxy.server()
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    async with anyio.create_task_group() as group:
+        group.start_soon(_end_on_signal, proxy.upstream)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+async def _end_on_signal(upstream: Upstream) -> None:
+    # The SDK reads stdin in a worker thread that no cancellation interrupts, so the process
+    # cannot unwind while it waits for a line: stop the upstream, then die of the signal.
+    with anyio.open_signal_receiver(*_SIGNALS) as signals:
+        async for signum in signals:
+            await upstream.close()
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

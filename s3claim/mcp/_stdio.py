@@ -4,9 +4,10 @@ Why not the SDK's `stdio_client`: its reader joins its whole buffer with every c
 so a message of n bytes costs O(n²), and oversized results are what the proxy exists for. It
 also has no bound on a line, and keeps none of the server's stderr. Everything else follows
 the SDK's transport: newline-delimited JSON-RPC; the server in its own process group; on
-close, stdin closed, then the group terminated, then killed. The server's stderr is passed on
-to the proxy's and its last lines kept (`Launch`), so a server that dies before the handshake
-is reported with its exit code and its own words. On Windows the SDK's transport is used.
+close, stdin closed, then the group terminated, then killed, each after a quarter second (a
+client gives the proxy about 2 s to exit before it kills it). The server's stderr is passed
+on to the proxy's and its last lines kept (`Launch`), so a server that dies before the
+handshake is reported with its exit code and its own words. On Windows the SDK's transport is used.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from mcp_types import JSONRPCError, jsonrpc_message_adapter
 __all__ = ["Launch", "stdio_transport"]
 
 _log = logging.getLogger("s3claim.mcp")
-_GRACE_SECONDS = 2.0  # for the server to exit after its stdin closes, and again after SIGTERM
+_EXIT_SECONDS = 2.0  # for a server whose stdout ended to exit, to read its exit code
+_GRACE_SECONDS = 0.25  # for the server to exit after its stdin closes, and again after SIGTERM
 _TAIL_LINES = 5
 _TAIL_LINE_CHARS = 300
 
@@ -82,7 +84,7 @@ async def _posix(params: StdioServerParameters, launch: Launch) -> AsyncIterator
         finally:
             with anyio.CancelScope(shield=True):
                 if launch.eof:  # it went away by itself: how did it exit?
-                    await _exited(process, _GRACE_SECONDS)
+                    await _exited(process, _EXIT_SECONDS)
                     launch.returncode = process.returncode
                 await _stop(process)
                 group.cancel_scope.cancel()
@@ -219,9 +221,10 @@ async def _stop(process: Process) -> None:
     assert process.stdin is not None
     with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         await process.stdin.aclose()
-    if not await _exited(process, _GRACE_SECONDS):
-        await terminate_posix_process_tree(process, _GRACE_SECONDS)
-        await _exited(process, _GRACE_SECONDS)
+    await _exited(process, _GRACE_SECONDS)
+    # Its whole group, also when it exited: children it started (npx's node) may not have.
+    await terminate_posix_process_tree(process, _GRACE_SECONDS)
+    await _exited(process, _GRACE_SECONDS)
     with anyio.move_on_after(_GRACE_SECONDS), suppress(OSError):
         await process.aclose()
 

@@ -1,7 +1,8 @@
 """Targets: where the upstream server is, and what a launched one may see of the proxy.
 
 A stdio upstream is third-party code, and the proxy holds the bucket's credentials and the
-handle key: the child gets an allowlisted environment (`SAFE_VARIABLES`, every `LC_*`) plus
+handle key: the child gets an allowlisted environment (`SAFE_VARIABLES`, every `LC_*` and
+`XDG_*`: what runtimes need, such as CA bundles and proxies, never credentials) plus
 exactly what the operator names with `--upstream-env NAME` or `NAME=VALUE`, never more.
 """
 
@@ -26,15 +27,21 @@ __all__ = [
     "upstream_environment",
 ]
 
+_PROXIES = frozenset(
+    {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+)
 SAFE_VARIABLES = frozenset(
     {
         "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ",
-        "TMPDIR", "TEMP", "TMP", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
-        "XDG_DATA_HOME", "SYSTEMROOT", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA",
+        "TMPDIR", "TEMP", "TMP", "SYSTEMROOT", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA",
         "USERPROFILE",
+        # CA bundles, without which `npx` behind a TLS-intercepting proxy hangs
+        "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+        *_PROXIES,
     }
 )  # fmt: skip
-"""Passed to a stdio upstream as they are in the proxy's environment (with every `LC_*`)."""
+"""Passed to a stdio upstream as they are in the proxy's environment (with every `LC_*` and
+`XDG_*`); a proxy URL that carries a user or password is not passed."""
 
 
 def upstream_environment(environ: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
@@ -43,7 +50,7 @@ def upstream_environment(environ: Mapping[str, str], extra: Sequence[str] = ()) 
     Raises `ValueError` for an entry that is not a variable name (or names one that is unset,
     which would otherwise pass silently as nothing).
     """
-    env = {k: v for k, v in environ.items() if k in SAFE_VARIABLES or k.startswith("LC_")}
+    env = {k: v for k, v in environ.items() if _safe(k, v)}
     for entry in extra:
         name, sep, value = entry.partition("=")
         if not name or not (name.replace("_", "a").isalnum() and not name[0].isdigit()):
@@ -55,6 +62,12 @@ def upstream_environment(environ: Mapping[str, str], extra: Sequence[str] = ()) 
         else:
             raise ValueError(f"--upstream-env {name}: the proxy's environment has no {name}")
     return env
+
+
+def _safe(name: str, value: str) -> bool:
+    if name in _PROXIES:
+        return "@" not in value  # http://user:password@proxy: a credential
+    return name in SAFE_VARIABLES or name.startswith(("LC_", "XDG_"))
 
 
 @dataclass(frozen=True, kw_only=True)

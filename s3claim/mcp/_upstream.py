@@ -70,6 +70,8 @@ class Upstream:
         self._wanted = anyio.Event()  # a caller needs a connection
         self._drop = anyio.Event()  # the current connection is dead
         self._changed = anyio.Event()  # connected, or an attempt failed
+        self._stopping = anyio.CancelScope()  # around the supervisor: `close` cancels it
+        self._stopped = anyio.Event()
 
     @classmethod
     @asynccontextmanager
@@ -89,6 +91,13 @@ class Upstream:
             raise sole_exception(group) from None
 
     async def _supervise(self, *, task_status: TaskStatus[None]) -> None:
+        try:
+            with self._stopping:
+                await self._connections(task_status)
+        finally:
+            self._stopped.set()
+
+    async def _connections(self, task_status: TaskStatus[None]) -> None:
         started = False
         while True:
             connected = False
@@ -174,6 +183,11 @@ class Upstream:
     def _announce(self) -> None:
         self._changed.set()
         self._changed = anyio.Event()
+
+    async def close(self) -> None:
+        """Stop the upstream now (a stdio server's whole process group) and wait until it is."""
+        self._stopping.cancel()
+        await self._stopped.wait()
 
     async def _client_now(self) -> Client:
         """The open connection, or a new one within the timeout."""
@@ -278,8 +292,14 @@ def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, starte
     if launch.returncode is not None:
         return _exited(launch)
     flag = "--upstream-timeout" if started else "--startup-timeout"
-    what = "on its stdin and stdout" if isinstance(target, StdioUpstream) else "(streamable HTTP)"
-    return f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server {what}?"
+    said = f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server"
+    if isinstance(target, HttpUpstream):
+        return f"{said} (streamable HTTP)?"
+    return (
+        f"{said} on its stdin and stdout? Or it waits for something missing from its "
+        "environment, which holds only PATH, HOME, locale, CA bundles and proxies: pass "
+        "a variable it needs with --upstream-env NAME"
+    )
 
 
 def _exited(launch: Launch) -> str:

@@ -200,6 +200,10 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
             ["--tenant", "t", "--tenant-header", "x-t", "--listen", "127.0.0.1:0", "--", "x"],
             "--tenant and --tenant-header exclude each other",
         ),
+        (
+            ["--tenant-header", "bad header", "--listen", "127.0.0.1:0", "--", "x"],
+            "--tenant-header must be an HTTP header name",
+        ),
         (["--tenant", "t", "--head-chars", "5000", "--", "x"], "head_chars"),
         (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
         (["--tenant", "t", "--bucket", "b", "--", "x"], "S3CLAIM_HANDLE_KEY is not set"),

@@ -58,6 +58,31 @@ def test_1_a_stdio_upstream_sees_no_cloud_model_or_s3claim_variables(
     anyio.run(scenario)
 
 
+def test_1_runtimes_get_ca_bundles_proxies_and_xdg_never_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 36: `npx` behind a TLS-intercepting proxy hung without NODE_EXTRA_CA_CERTS."""
+    needed = (
+        "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "no_proxy", "TMPDIR",
+        "XDG_STATE_HOME",
+    )  # fmt: skip
+    for name in needed:
+        monkeypatch.setenv(name, "/etc/ssl/ca.pem" if "CERT" in name else "http://proxy:3128")
+    for name in (*SECRETS, "S3CLAIM_HANDLE_KEY", "GITHUB_TOKEN", "NPM_TOKEN"):
+        monkeypatch.setenv(name, "secret-value")
+    monkeypatch.setenv("https_proxy", "http://user:secret@proxy:3128")  # a credential inside
+
+    async def scenario() -> None:
+        async with in_process() as (client, _):
+            names = set(json.loads(text_of(await client.call_tool("env", {}))))
+            assert set(needed) <= names
+            assert not [n for n in names if n.startswith(("AWS_", "S3CLAIM_", "OPENAI_"))]
+            assert not names & {"GITHUB_TOKEN", "NPM_TOKEN", "https_proxy"}
+
+    anyio.run(scenario)
+
+
 def test_1_upstream_env_passes_exactly_what_the_operator_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -158,7 +183,9 @@ def test_3_no_source_of_a_run_can_name_another_sources_run() -> None:
 def test_4_instructions_identity_tool_descriptions_and_errors_are_neutralised() -> None:
     async def scenario() -> None:
         async with stdio_proxy("--tenant", "t") as client:
-            assert client.instructions == "Use claim-1abc with fetch-result (|im_start|)"
+            said, note = (client.instructions or "").split("\n\n")  # the memory store's note
+            assert said == "Use claim-1abc with fetch-result (|im_start|)"
+            assert note.startswith("The claim handles this server gives (claim:...) live in")
             assert client.server_info is not None
             assert (client.server_info.name, client.server_info.version) == (
                 "s3claim-test-upstream", "7.1.2",

@@ -67,7 +67,9 @@ def test_a_handle_minted_through_one_proxy_is_redeemed_through_another(moto_endp
 
 
 def test_a_store_fault_at_check_in_truncates_with_a_warning(moto_endpoint: str) -> None:
-    env = _environment(moto_endpoint, f"missing-{uuid.uuid4().hex}")  # no such bucket
+    bucket = f"gone-{uuid.uuid4().hex}"  # there at start (the probe), deleted before the call
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
+    env = _environment(moto_endpoint, bucket)
     text = document(10_000)
 
     async def scenario(url: str) -> None:
@@ -79,6 +81,7 @@ def test_a_store_fault_at_check_in_truncates_with_a_warning(moto_endpoint: str) 
             assert not result.is_error
 
     with http_proxy("--tenant", "acme", env=env) as proxy:
+        moto_client(moto_endpoint).delete_bucket(Bucket=bucket)
         anyio.run(scenario, proxy.url)
     log = "".join(proxy.stderr)
     assert "WARNING check-in failed for big (10000 chars): ClaimStoreError" in log

@@ -59,6 +59,7 @@ def test_a_command_that_is_not_an_mcp_server_fails_at_the_startup_timeout() -> N
     assert code == 3, stderr
     assert "no MCP handshake within 2 s (--startup-timeout)" in stderr
     assert "is it an MCP server on its stdin and stdout?" in stderr
+    assert "missing from its environment" in stderr and "--upstream-env NAME" in stderr
     assert seconds < 20  # not the 300 s of --upstream-timeout
 
 

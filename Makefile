@@ -13,7 +13,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
-.PHONY: demo test lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
+.PHONY: demo test node lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
 	bench-load
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
@@ -63,10 +63,15 @@ $(DEMO_STAMP): $(META) | $(UV)
 demo: $(DEMO_STAMP)
 	@$(PY) -m s3claim demo
 
-# The two venvs install side by side (mostly downloads); then the checks and the suite.
+# What can overlap does: the two venvs install side by side (mostly downloads), then the npm
+# packages the suite runs (`python -m devkit`) beside the lint and the type check.
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(CHECKOV_STAMP)
-	@$(MAKE) --no-print-directory lint typecheck pytest
+	@$(MAKE) --no-print-directory -j2 --output-sync=target node lint typecheck
+	@$(MAKE) --no-print-directory pytest
+
+node: $(STAMP)
+	$(PY) -m devkit
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check s3claim tests benchmarks devkit

@@ -43,13 +43,9 @@ def _terraform_env(work: Path) -> dict[str, str]:
         if not name.startswith(("AWS_", "S3CLAIM_", "TF_"))
     }
     cli_config = work / "terraform.tfrc"
-    # The mirror only: no registry is reachable, and none should be tried. Each directory's
-    # init links the provider (675 MB) from one cache instead of copying it from the mirror.
-    cache = work / "plugin-cache"
-    cache.mkdir()
+    # The mirror only: no registry is reachable, and none should be tried. (`init` installs
+    # nothing in fact: every command reattaches to the provider `Terraform` starts.)
     cli_config.write_text(
-        f'plugin_cache_dir = "{cache}"\n'
-        "plugin_cache_may_break_dependency_lock_file = true\n"
         "provider_installation {\n"
         f'  filesystem_mirror {{\n    path = "{PLUGIN_MIRROR}"\n  }}\n'
         "}\n"
@@ -69,7 +65,13 @@ def _terraform_env(work: Path) -> dict[str, str]:
 
 
 class Terraform:
-    """Runs terraform in a private copy of terraform/, each directory initialised once."""
+    """Runs terraform in a private copy of terraform/, each directory initialised once.
+
+    Every command talks to one hashicorp/aws process, started here in the provider's debug
+    mode and reattached (`TF_REATTACH_PROVIDERS`): terraform otherwise launches the 675 MB
+    provider several times per command (32 times for the module's `terraform test`), and
+    those launches were most of this file's CPU. `close` stops it.
+    """
 
     def __init__(self, work: Path) -> None:
         binary = shutil.which("terraform")
@@ -83,6 +85,24 @@ class Terraform:
         )
         self.env = _terraform_env(work)
         self._initialised: set[str] = set()
+        self.provider = subprocess.Popen(
+            [str(_provider_binary()), "-debug"],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.env["TF_REATTACH_PROVIDERS"] = _reattach_config(self.provider)
+
+    def close(self) -> None:
+        self.provider.terminate()
+        try:
+            self.provider.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.provider.kill()
+            self.provider.wait()
+        assert self.provider.stdout is not None
+        self.provider.stdout.close()
 
     def run(
         self, subdir: str, *args: str, timeout: float = 120, check: bool = True
@@ -109,9 +129,31 @@ class Terraform:
             self._initialised.add(subdir)
 
 
+def _provider_binary() -> Path:
+    found = sorted(
+        Path(PLUGIN_MIRROR).glob("registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws*")
+    )
+    assert found, f"hashicorp/aws is not in the provider mirror {PLUGIN_MIRROR}"
+    return found[-1]
+
+
+def _reattach_config(provider: subprocess.Popen[str]) -> str:
+    """The JSON the debug-mode provider prints for terraform to reattach to it."""
+    assert provider.stdout is not None
+    for line in provider.stdout:  # a provider that dies ends the loop (and the test)
+        found = re.search(r"TF_REATTACH_PROVIDERS='(\{.*\})'", line)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"the provider exited {provider.wait()} without a reattach config")
+
+
 @pytest.fixture(scope="module")
-def terraform(tmp_path_factory: pytest.TempPathFactory) -> Terraform:
-    return Terraform(tmp_path_factory.mktemp("tf"))
+def terraform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Terraform]:
+    terraform = Terraform(tmp_path_factory.mktemp("tf"))
+    try:
+        yield terraform
+    finally:
+        terraform.close()
 
 
 # --- static checks --------------------------------------------------------------------------

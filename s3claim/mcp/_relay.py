@@ -4,15 +4,18 @@ The upstream connection is shared by every client, and the 2025-11-25 protocol d
 which call a server's request or log line belongs to. So: with calls in flight from exactly
 one client connection, it goes there (on the call's own stream when there is one call, where
 an HTTP client waits); with none in flight, to a stdio proxy's one client (`server-filesystem`
-asks for roots right after its handshake), to nobody on HTTP; otherwise to nobody, as one
-client's log line or sampling request must never reach another tenant (a request is refused
-to the upstream, a notification dropped). List-changed notifications go to every client, a
-resource update to its subscribers; all of it neutralised first.
+asks for roots right after its handshake: the request waits for the client to initialize),
+to nobody on HTTP; otherwise to nobody, as one client's log line or sampling request must
+never reach another tenant (a request is refused to the upstream, a notification dropped).
+List-changed notifications go to every client, a resource update to its subscribers; all of
+it neutralised first. A stdio client's requests wait until the upstream's roots requests
+are answered (`roots_answered`), so its first call finds its roots there.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +42,10 @@ _BROADCAST = (
     types.PromptListChangedNotification,
 )
 _T = TypeVar("_T", bound=BaseModel)
+_ROOTS_SECONDS = 2.0
+# No message says that an upstream has applied a roots answer, and servers do I/O first
+# (server-filesystem checks each root on disk): a request forwarded at once raced it.
+_APPLY_SECONDS = 0.1
 _NOBODY = "the proxy cannot tell which of its clients this request is for"
 
 
@@ -66,6 +73,10 @@ class Relay:
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._subscribed: dict[str, weakref.WeakSet[Connection]] = {}
         self._first = anyio.Event()
+        self._roots_open = 0  # the upstream's roots requests not answered yet
+        self._roots_done = anyio.Event()
+        self._roots_done.set()
+        self._roots_given = -math.inf  # when the client's roots last reached the upstream
 
     def seen(self, ctx: ServerRequestContext[Any]) -> Connection:
         connection = connection_of(ctx)
@@ -164,7 +175,31 @@ class Relay:
 
     async def roots(self) -> types.ListRootsResult | types.ErrorData:
         capable = types.ClientCapabilities(roots=types.RootsCapability())
-        return await self._ask(types.ListRootsRequest(), types.ListRootsResult, capable)
+        if not self._roots_open:
+            self._roots_done = anyio.Event()
+        self._roots_open += 1
+        try:
+            answer = await self._ask(types.ListRootsRequest(), types.ListRootsResult, capable)
+            if isinstance(answer, types.ListRootsResult):
+                self._roots_given = anyio.current_time()
+            return answer
+        finally:
+            self._roots_open -= 1
+            if not self._roots_open:
+                self._roots_done.set()
+
+    async def roots_answered(self) -> None:
+        """Before a stdio client's request goes upstream: the upstream's roots requests are
+        answered, and it has had a moment to apply the answer. Bounded: a client that does
+        not answer holds its requests up for `_ROOTS_SECONDS` at most."""
+        if not (self.single_client and self._first.is_set()):
+            return  # HTTP: one client's exchange must not hold up another's calls
+        if self._roots_open:
+            with anyio.move_on_after(_ROOTS_SECONDS):
+                await self._roots_done.wait()
+        applied = self._roots_given + _APPLY_SECONDS - anyio.current_time()
+        if applied > 0:
+            await anyio.sleep(applied)
 
     async def notification(self, message: types.ServerNotification) -> None:
         if isinstance(message, _BROADCAST):

@@ -12,7 +12,8 @@ The connection speaks the 2025-11-25 handshake (`mode="legacy"`), where what the
 during a call (progress, log lines, sampling, elicitation, roots) is plain JSON-RPC the proxy
 relays (`downstream`), whatever protocol its client speaks. It advertises sampling,
 elicitation and roots; a request its client cannot answer is refused as the client's SDK
-would refuse it.
+would refuse it. A connection is handed out once a ping is answered, so what the server asks
+on its `initialized` (roots) is seen before a request goes, and waited for (`Relay`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _log = logging.getLogger("s3claim.mcp")
 _R = TypeVar("_R", bound=BaseModel)
 _PING_SECONDS = 5.0  # to tell a closed connection from an upstream's own -32000 answer
 _DEFAULT_STARTUP_SECONDS = 20.0
+_BARRIER_SECONDS = 1.0
 
 
 class Upstream:
@@ -61,7 +63,8 @@ class Upstream:
         self.target = target
         self.timeout = timeout
         self.startup_timeout = startup_timeout or min(timeout, _DEFAULT_STARTUP_SECONDS)
-        self.downstream: Relay | None = None  # until a proxy names one: requests refused
+        self._downstream: Relay | None = None
+        self._named = anyio.Event()  # a downstream is named
         self.instructions: str | None = None
         self.server_info: types.Implementation | None = None
         self.capabilities = types.ServerCapabilities()
@@ -72,6 +75,26 @@ class Upstream:
         self._changed = anyio.Event()  # connected, or an attempt failed
         self._stopping = anyio.CancelScope()  # around the supervisor: `close` cancels it
         self._stopped = anyio.Event()
+
+    @property
+    def downstream(self) -> Relay | None:
+        """Where what the upstream sends of its own goes; the proxy names it. Until then, a
+        request of the upstream's waits for it (within the startup timeout: the upstream may
+        ask as soon as it has started, as server-filesystem asks for roots), then is refused
+        as the client's SDK refuses it; a notification is dropped."""
+        return self._downstream
+
+    @downstream.setter
+    def downstream(self, relay: Relay | None) -> None:
+        self._downstream = relay
+        if relay is not None:
+            self._named.set()
+
+    async def _relay(self) -> Relay | None:
+        if self._downstream is None:
+            with anyio.move_on_after(self.startup_timeout):
+                await self._named.wait()
+        return self._downstream
 
     @classmethod
     @asynccontextmanager
@@ -109,6 +132,7 @@ class Upstream:
                 # opens nest inside it: its deadline bounds the handshake, then is lifted.
                 with anyio.CancelScope(deadline=anyio.current_time() + limit) as connecting:
                     async with self._open(launch) as client:
+                        await _pinged(client)
                         connecting.deadline = math.inf
                         connected = True
                         self._adopt(client)
@@ -154,27 +178,29 @@ class Upstream:
             message_handler=self._message,
         )
 
-    # Without a downstream, each request is refused as the client's SDK refuses it.
     async def _sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-        if self.downstream is None:
+        downstream = await self._relay()
+        if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="Sampling not supported")
-        return await self.downstream.sampling(params)
+        return await downstream.sampling(params)
 
     async def _elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        if self.downstream is None:
+        downstream = await self._relay()
+        if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
-        return await self.downstream.elicitation(params)
+        return await downstream.elicitation(params)
 
     async def _roots(
         self, context: ClientRequestContext
     ) -> types.ListRootsResult | types.ErrorData:
-        if self.downstream is None:
+        downstream = await self._relay()
+        if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="List roots not supported")
-        return await self.downstream.roots()
+        return await downstream.roots()
 
     async def _message(self, message: types.ServerNotification | Exception) -> None:
         if isinstance(message, types.ServerNotification) and self.downstream is not None:
@@ -218,6 +244,8 @@ class Upstream:
         try:
             with anyio.fail_after(self.timeout):
                 client = await self._client_now()
+                if self.downstream is not None:
+                    await self.downstream.roots_answered()
                 return await client.session.send_request(
                     request, result_type, progress_callback=progress
                 )
@@ -286,6 +314,14 @@ class Upstream:
     def _forget(self, client: Client | None) -> None:
         if client is not None and self._client is client:
             self._drop.set()
+
+
+async def _pinged(client: Client) -> None:
+    """A ping answered: what the server sent on its `initialized` before answering (a roots
+    request, as server-filesystem sends) has been seen, so a request sent after this waits
+    for it (`Relay.roots_answered`)."""
+    with anyio.move_on_after(_BARRIER_SECONDS), suppress(Exception):  # no answer, no barrier
+        await client.session.send_request(types.PingRequest(), types.EmptyResult)
 
 
 def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, started: bool) -> str:

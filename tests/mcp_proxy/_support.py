@@ -111,15 +111,21 @@ def proxy_argv(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM))
     return ["-m", "s3claim", "mcp-proxy", *options, *upstream]
 
 
-def stdio_proxy(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> Client:
-    """The official client, launching `s3claim mcp-proxy` as a subprocess over stdio."""
+def stdio_proxy(
+    *options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM), **client: Any
+) -> Client:
+    """The official client, launching `s3claim mcp-proxy` as a subprocess over stdio.
+
+    `client`: options for the client (`mode="legacy"`, callbacks).
+    """
     return Client(
         StdioServerParameters(
             command=PYTHON,
             args=proxy_argv(*options, upstream_argv=upstream_argv),
             env=dict(os.environ),  # the sealed test environment, S3 settings included
             cwd=str(ROOT),
-        )
+        ),
+        **client,
     )
 
 
@@ -186,6 +192,24 @@ class HttpProxy:
         self._drain.join(timeout=15)
         if self.process.stderr is not None:
             self.process.stderr.close()
+
+
+def processes_marked(variable: str, mark: str) -> list[tuple[int, str]]:
+    """(pid, cmdline) of each live, non-zombie process whose environment has `variable=mark`
+    (given to an upstream with --upstream-env: the allowlist passes no such name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # gone, or not ours
+            continue
+        if f"{variable}={mark}".encode() in environ.split(b"\0") and state != "Z":
+            found.append((int(entry.name), cmdline))
+    return found
 
 
 def received(*results: Any) -> str:

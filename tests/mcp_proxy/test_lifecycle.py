@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -12,28 +13,15 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from devkit.mcp_servers import install_everything
-from tests.mcp_proxy._support import PYTHON, ROOT, proxy_argv
+from devkit.mcp_servers import install_everything, install_inspector
+from tests.mcp_proxy._support import PYTHON, ROOT, processes_marked, proxy_argv
 
 CYCLES = 20
 MARK = "S3CLAIM_TEST_LIFECYCLE"  # not a name the allowlist passes: given by --upstream-env
 
 
 def _marked(mark: str) -> list[tuple[int, str]]:
-    """(pid, cmdline) of each live, non-zombie process whose environment holds `mark`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:  # gone, or not ours
-            continue
-        if f"{MARK}={mark}".encode() in environ.split(b"\0") and state != "Z":
-            found.append((int(entry.name), cmdline))
-    return found
+    return processes_marked(MARK, mark)
 
 
 def _proxy_pid(mark: str) -> int:
@@ -104,3 +92,60 @@ def test_sigint_and_sighup_end_the_upstream_too() -> None:
             assert not _marked(mark), how
 
     anyio.run(scenario)
+
+
+INSPECTOR_CYCLES = 6
+LONG_CALL = [
+    "--method", "tools/call", "--tool-name", "trigger-long-running-operation",
+    "--tool-arg", "duration=30", "steps=30",
+]  # fmt: skip
+
+
+def test_the_inspector_cli_leaves_no_upstream_running(tmp_path: Path) -> None:
+    """The other official client: the MCP Inspector's CLI (2.12, on Node 22) runs the proxy
+    in front of server-everything, as `npx @modelcontextprotocol/inspector --cli` does.
+
+    6 cycles, not 20: one that lists tools costs about 1.7 s of CPU (the Inspector's Node
+    beside the proxy), so 20 would cost about 35 s; the 20 cycles are the SDK client's loop
+    above, and this one proves the same with the other client. They alternate how it ends:
+    the Inspector lists tools and ends the proxy itself (stdin closed, SIGTERM after its
+    grace), or Ctrl-C: SIGINT to its process group (the Inspector and the proxy, as a
+    terminal sends it) as soon as the upstream runs, so mostly while the proxy still
+    starts, before its 30 s call (signals mid-session are the SDK loops' and the next test's).
+    """
+    inspector, everything = install_inspector(), str(install_everything())
+    env = {**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json")}  # not in ~
+    left: list[tuple[int, str]] = []
+    for n in range(INSPECTOR_CYCLES):
+        mark = uuid.uuid4().hex
+        interrupted = n % 2 == 1
+        proxy = proxy_argv(
+            "--tenant", "t", "--upstream-env", f"{MARK}={mark}", upstream_argv=[everything]
+        )  # fmt: skip
+        method = LONG_CALL if interrupted else ["--method", "tools/list"]
+        argv = [*inspector, *method, "--cwd", str(ROOT), "--", PYTHON, *proxy]
+        out = tmp_path / f"out{n}"
+        with out.open("w") as stdout:
+            process = subprocess.Popen(
+                argv, stdout=stdout, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+            )
+        try:
+            if interrupted:
+                while not _marked(mark) and process.poll() is None:
+                    time.sleep(0.05)
+                assert process.poll() is None, "the Inspector ended before the upstream ran"
+                os.killpg(process.pid, signal.SIGINT)
+            code = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if not interrupted:
+            assert code == 0 and '"fetch_result"' in out.read_text(), "no tools listed"
+        deadline = time.monotonic() + 1.0  # a group being killed may take a moment
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left.extend(_marked(mark))
+    for pid, _ in left:  # the test's own leftovers, by pid
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} upstream processes left running: {left}"

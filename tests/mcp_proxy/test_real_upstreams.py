@@ -228,29 +228,3 @@ def test_server_everything_offers_the_same_through_the_proxy() -> None:
         assert direct["logged"] and proxied["logged"]
 
     anyio.run(scenario)
-
-
-def test_server_filesystem_without_directories_takes_the_clients_roots(docs: Path) -> None:
-    """IDE clients start it with no directory and answer roots/list; it worked only directly."""
-    filesystem = str(install_filesystem())
-    path = docs / "large.txt"
-
-    async def roots(ctx: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=docs.as_uri(), name="docs")])
-
-    async def scenario() -> None:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "s3claim", "mcp-proxy", "--tenant", "t", "--", filesystem],
-        )
-        async with Client(params, mode="legacy", list_roots_callback=roots) as client:
-            for _ in range(50):  # it asks for roots after its handshake, in the background
-                allowed = await client.call_tool("list_allowed_directories", {})
-                if str(docs) in text_of(allowed):
-                    break
-                await anyio.sleep(0.1)
-            assert str(docs) in text_of(allowed)
-            result = await client.call_tool("read_text_file", {"path": str(path)})
-            assert not result.is_error and "characters" in text_of(result)
-
-    anyio.run(scenario)

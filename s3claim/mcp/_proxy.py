@@ -44,6 +44,7 @@ from s3claim.hosting import (
     run_claim_tool,
 )
 from s3claim.mcp._claims import claim_uri, read_claim
+from s3claim.mcp._gateway import SEPARATOR, Gateway
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
@@ -94,12 +95,14 @@ class ClaimCheckProxy:
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
     bounds the requests forwarded at once. `single_client`: the proxy serves one client
     (stdio), so what the upstream sends between calls is that client's. `note` is added to
-    the server's instructions (e.g. that handles end with the process).
+    the server's instructions (e.g. that handles end with the process). `relay`: one shared
+    by every proxy in front of the same upstreams (a gateway's, and each of its upstreams'
+    alone), so what an upstream sends finds the client whichever proxy it called through.
     """
 
     def __init__(
         self,
-        upstream: Upstream,
+        upstream: Upstream | Gateway,
         *,
         claim_check: ClaimCheck,
         scoping: Scoping,
@@ -109,6 +112,7 @@ class ClaimCheckProxy:
         max_calls: int = DEFAULT_MAX_CALLS,
         single_client: bool = True,
         note: str | None = None,
+        relay: Relay | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
@@ -127,7 +131,7 @@ class ClaimCheckProxy:
         self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
         self._in_flight = 0
-        self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
+        self.relay = relay or Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
 
     async def check_names(self) -> list[McpTool]:
@@ -232,9 +236,13 @@ class ClaimCheckProxy:
         """An upstream tool or prompt name the proxy neither lists nor forwards: one that
         imitates a claim tool after folding (`fetch-result`, `Fetch_Result\u200b`, full-width
         forms), or holds a forgery (a handle, a chat token). Names are listed as they are, as
-        clients send them back; so `fetch_results`, which a marker cannot be, passes."""
+        clients send them back; so `fetch_results`, which a marker cannot be, passes. A
+        gateway's `fs__fetch_result` is read as the upstream's own name too."""
         unsafe = neutralise(name).replace("-", "_") != name.replace("-", "_")
-        return name not in self.claim_tools and (unsafe or _squashed(name) in self._ours)
+        own = name.partition(SEPARATOR)[2]
+        return name not in self.claim_tools and (
+            unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
+        )
 
     def _prompts(self, listing: types.ListPromptsResult) -> types.ListPromptsResult:
         kept = []

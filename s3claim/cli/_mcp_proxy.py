@@ -289,29 +289,23 @@ def mcp_proxy(
                 reason = exc.strerror or type(exc).__name__
                 raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
 
-        def proxy_of(
-            upstream: mcp.Upstream | mcp.Gateway, beside: mcp.ClaimCheckProxy | None = None
-        ) -> mcp.ClaimCheckProxy:
-            return mcp.ClaimCheckProxy(
+        async def run(upstream: mcp.Upstream | mcp.Gateway, what: str) -> None:
+            proxy = mcp.ClaimCheckProxy(
                 upstream,
                 claim_check=claim_check,
                 scoping=scoping,
                 max_calls=max_calls,
                 single_client=sock is None,
                 note=_MEMORY_NOTE if kind is StoreKind.memory else None,
-                relay=beside.relay if beside is not None else None,
             )
-
-        async def run(upstream: mcp.Upstream | mcp.Gateway, what: str) -> None:
-            proxy = proxy_of(upstream)
             await proxy.check_names()
             if sock is None:
                 await mcp.serve_stdio(proxy)
                 return
             # Over HTTP a gateway also serves each upstream alone, unprefixed, at
-            # /mcp/<name>: one relay, one store, one process.
+            # /mcp/<name>: the same store, bounds and relay, in the same process.
             alone = upstream.upstreams if isinstance(upstream, mcp.Gateway) else {}
-            each = {name: proxy_of(one, beside=proxy) for name, one in alone.items()}
+            each = {name: proxy.beside(one) for name, one in alone.items()}
             host, port = sock.getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
             print(

@@ -110,7 +110,8 @@ class Gateway:
         startup_timeout: float | None = None,
     ) -> AsyncIterator[Gateway]:
         """Start every upstream, in order, then `start`; the first that fails ends it all, as
-        an `UpstreamError` naming it (or a `ConfigurationError`, for what `start` refuses)."""
+        an `UpstreamError` naming it (or a `ConfigurationError`, for what `start` refuses).
+        On the way out every upstream is stopped at once (`close`)."""
         for name in targets:
             if not UPSTREAM_NAME.fullmatch(name):
                 raise ConfigurationError(bad_name(name))
@@ -125,8 +126,12 @@ class Gateway:
                 except UpstreamError as exc:
                     raise UpstreamError(exc.code, f"upstream {name}: {exc.message}") from None
             gateway = cls(upstreams)
-            await gateway.start()
-            yield gateway
+            try:
+                await gateway.start()
+                yield gateway
+            finally:  # all at once, within a second, not one by one as the stack unwinds
+                with anyio.CancelScope(shield=True):
+                    await gateway.close()
 
     async def start(self) -> None:
         """List every upstream's tools, resources and templates: one that cannot is an
@@ -318,10 +323,12 @@ class Gateway:
                 for resource in page.resources:
                     self._remember(resource.uri, upstream)
             elif isinstance(page, types.ListResourceTemplatesResult):
-                patterns = [_pattern(t.uri_template) for t in page.resource_templates]
-                if page.resource_templates:
+                for template in page.resource_templates:  # as a completion names it, too
+                    self._remember(template.uri_template, upstream)
                     known = self._templates.setdefault(upstream, [])
-                    known += [p for p in patterns if p not in known]
+                    pattern = _pattern(template.uri_template)
+                    if pattern not in known:
+                        known.append(pattern)
 
     def _learn_links(self, upstream: Upstream, content: Sequence[types.ContentBlock]) -> None:
         for block in content:

@@ -13,6 +13,7 @@ error naming why. Blocking work (S3, neutralising) runs in worker threads.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
@@ -95,9 +96,7 @@ class ClaimCheckProxy:
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
     bounds the requests forwarded at once. `single_client`: the proxy serves one client
     (stdio), so what the upstream sends between calls is that client's. `note` is added to
-    the server's instructions (e.g. that handles end with the process). `relay`: one shared
-    by every proxy in front of the same upstreams (a gateway's, and each of its upstreams'
-    alone), so what an upstream sends finds the client whichever proxy it called through.
+    the server's instructions (e.g. that handles end with the process).
     """
 
     def __init__(
@@ -112,7 +111,6 @@ class ClaimCheckProxy:
         max_calls: int = DEFAULT_MAX_CALLS,
         single_client: bool = True,
         note: str | None = None,
-        relay: Relay | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
@@ -131,8 +129,18 @@ class ClaimCheckProxy:
         self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
         self._in_flight = 0
-        self.relay = relay or Relay(single_client=single_client, wait_seconds=upstream.timeout)
+        self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
+
+    def beside(self, upstream: Upstream) -> ClaimCheckProxy:
+        """A proxy of `upstream` alone (one of a gateway's) beside this one: all but the
+        upstream and its listing shared (store, scoping, bounds, and the relay, so what the
+        upstream sends finds its client whichever of the two it called through)."""
+        other = copy.copy(self)
+        other.upstream = upstream
+        other._listed = {}
+        upstream.downstream = self.relay
+        return other
 
     async def check_names(self) -> list[McpTool]:
         """The upstream's tools; refuses one named like a claim tool (call once at start)."""

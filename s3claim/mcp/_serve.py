@@ -4,7 +4,8 @@ On stdio the proxy ends when its client closes stdin, or at SIGTERM, SIGINT or S
 stops a stdio upstream's whole process group on the way out, within a second: clients kill
 a server that takes longer, and an upstream in a session of its own would outlive it. Over
 HTTP, those signals stop the server gracefully, then close the upstream. On stdio, fd 1 is
-the protocol: nothing prints.
+the protocol: nothing prints. Over HTTP a gateway's upstreams are also served each alone, at
+`/mcp/<name>` beside `/mcp`.
 """
 
 from __future__ import annotations

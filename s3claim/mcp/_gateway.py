@@ -8,10 +8,10 @@ its store and its bounds are the same for one server or many:
 - Tools and prompts are named `<upstream>__<name>` (`fs__read_text_file`); a call, a
   `prompts/get` and a prompt's completion go to the upstream of the prefix, without it.
 - Resources keep their URIs. A URI belongs to the upstream that listed it (each upstream's
-  listing is read at start, and again at every listing through the gateway) or named it in a
-  result (a resource link or embedded resource); one listed by two upstreams at start is
-  refused. A URI nobody named goes to the first upstream, in the file's order, whose resource
-  template matches it, else to the one upstream with resources; else it is unknown.
+  listing is read at start, and again at every listing through the gateway); one listed by
+  two upstreams at start is refused. Else to the first upstream, in the file's order, whose
+  resource template matches it; else to the one that named it in a result (a resource link,
+  an embedded resource); else to the one upstream with resources; else it is unknown.
 - A listing is every upstream's, in the file's order. The gateway's cursor holds each
   upstream's own, so every page asks each upstream that has more for its next page.
 - Capabilities are the union, the server's identity is the gateway's own, and the
@@ -55,7 +55,7 @@ SEPARATOR = "__"
 UPSTREAM_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 """An upstream's name: short, safe in a tool name and a URL path, never holding `__`."""
 _PAGES = 100  # a cursor that never ends cannot hang the start
-_REMEMBERED = 10_000  # URIs learned from results: the oldest are forgotten first
+_REMEMBERED = 10_000  # URIs of each kind remembered: the oldest are forgotten first
 _INFO = types.Implementation(name="s3claim-mcp-gateway", version=__version__)
 # A URI template's expressions (RFC 6570), each matched as loosely as its operator allows.
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)[^{}]*\}")
@@ -97,7 +97,9 @@ class Gateway:
         self.timeout = max(u.timeout for u in upstreams)
         self.server_info: types.Implementation | None = _INFO
         self._downstream: Relay | None = None
-        self._owners: dict[str, Upstream] = {}  # resource URI -> the upstream that named it
+        # Resource URI -> its upstream: listed (and template strings), or named in a result.
+        self._listed: dict[str, Upstream] = {}
+        self._linked: dict[str, Upstream] = {}
         self._templates: dict[Upstream, list[re.Pattern[str]]] = {}
 
     @classmethod
@@ -238,6 +240,8 @@ class Gateway:
             )
             if isinstance(answer, types.CallToolResult):
                 self._learn_links(upstream, answer.content)
+            elif isinstance(answer, types.GetPromptResult):
+                self._learn_links(upstream, [m.content for m in answer.messages])
             return answer
         if isinstance(request, types.CompleteRequest):
             ref = request.params.ref
@@ -245,7 +249,7 @@ class Gateway:
                 upstream, own = self._named(ref.name)
                 ref = ref.model_copy(update={"name": own})
             else:
-                upstream = await self._owner(ref.uri)
+                upstream = self._owner(ref.uri)
             completing = request.params.model_copy(update={"ref": ref})
             return await upstream.send(
                 request.model_copy(update={"params": completing}), result_type, progress=progress
@@ -254,7 +258,7 @@ class Gateway:
             request,
             types.ReadResourceRequest | types.SubscribeRequest | types.UnsubscribeRequest,
         ):
-            upstream = await self._owner(request.params.uri)
+            upstream = self._owner(request.params.uri)
             return await upstream.send(request, result_type, progress=progress)
         if isinstance(request, _Listing):
             page = await self._page(request)
@@ -288,43 +292,37 @@ class Gateway:
             )
         return upstream, own
 
-    async def _owner(self, uri: str) -> Upstream:
-        """The upstream a resource URI belongs to (the module docstring says how)."""
-        owner = self._find(uri)
-        if owner is None:  # named since the last listing, perhaps: list again, once
-            for upstream, pages in await self._each(self._resourceful(), _resources_of):
-                self._learn(upstream, pages)
-            owner = self._find(uri)
-        if owner is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"no upstream of the gateway lists the resource {uri[:200]!r}, names it, "
-                "or has a template that matches it",
-            )
-        return owner
-
-    def _find(self, uri: str) -> Upstream | None:
-        owner = self._owners.get(uri)
+    def _owner(self, uri: str) -> Upstream:
+        """The upstream a resource URI belongs to (the module docstring says how). Never
+        found by asking each upstream in turn: one upstream must not see another's URIs."""
+        owner = self._listed.get(uri)
         if owner is not None:
             return owner
         for upstream in self.upstreams.values():  # the file's order
             if any(pattern.fullmatch(uri) for pattern in self._templates.get(upstream, ())):
                 return upstream
-        resourceful = self._resourceful()
-        return resourceful[0] if len(resourceful) == 1 else None
-
-    def _resourceful(self) -> list[Upstream]:
-        return [u for u in self.upstreams.values() if u.capabilities.resources is not None]
+        # Only then a link: an upstream naming another's URI in its result does not take it.
+        owner = self._linked.get(uri)
+        if owner is not None:
+            return owner
+        resourceful = [u for u in self.upstreams.values() if u.capabilities.resources is not None]
+        if len(resourceful) == 1:
+            return resourceful[0]
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"no upstream of the gateway lists the resource {uri[:200]!r}, names it, "
+            "or has a template that matches it",
+        )
 
     def _learn(self, upstream: Upstream, pages: Sequence[BaseModel]) -> None:
         """Remember who owns what a listing names (a URI listed by two: the first's)."""
         for page in pages:
             if isinstance(page, types.ListResourcesResult):
                 for resource in page.resources:
-                    self._remember(resource.uri, upstream)
+                    _remember(self._listed, resource.uri, upstream)
             elif isinstance(page, types.ListResourceTemplatesResult):
                 for template in page.resource_templates:  # as a completion names it, too
-                    self._remember(template.uri_template, upstream)
+                    _remember(self._listed, template.uri_template, upstream)
                     known = self._templates.setdefault(upstream, [])
                     pattern = _pattern(template.uri_template)
                     if pattern not in known:
@@ -333,16 +331,9 @@ class Gateway:
     def _learn_links(self, upstream: Upstream, content: Sequence[types.ContentBlock]) -> None:
         for block in content:
             if isinstance(block, types.ResourceLink):
-                self._remember(block.uri, upstream)
+                _remember(self._linked, block.uri, upstream)
             elif isinstance(block, types.EmbeddedResource):
-                self._remember(block.resource.uri, upstream)
-
-    def _remember(self, uri: str, upstream: Upstream) -> None:
-        if uri in self._owners:
-            return
-        if len(self._owners) >= _REMEMBERED:
-            del self._owners[next(iter(self._owners))]
-        self._owners[uri] = upstream
+                _remember(self._linked, block.resource.uri, upstream)
 
     async def _page(self, request: _Listing) -> BaseModel:
         """One page of a listing: the next page of each upstream with more to list."""
@@ -465,11 +456,13 @@ async def _every_page(upstream: Upstream, request: type[_Listing]) -> list[BaseM
     return pages
 
 
-async def _resources_of(upstream: Upstream) -> list[BaseModel]:
-    return [
-        *await _every_page(upstream, types.ListResourcesRequest),
-        *await _every_page(upstream, types.ListResourceTemplatesRequest),
-    ]
+def _remember(owners: dict[str, Upstream], uri: str, upstream: Upstream) -> None:
+    """`uri` is `upstream`'s, unless another named it first."""
+    if uri in owners:
+        return
+    if len(owners) >= _REMEMBERED:
+        del owners[next(iter(owners))]
+    owners[uri] = upstream
 
 
 def _encode(pending: dict[str, str]) -> str:

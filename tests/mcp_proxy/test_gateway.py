@@ -173,8 +173,12 @@ def test_prompts_completions_and_resources_reach_their_owner(gateway: str) -> No
             # Listed by nobody, matched by everything's template.
             templated = await client.read_resource("demo://resource/dynamic/text/7")
             assert "7" in templated.contents[0].text  # type: ignore[union-attr]
-            with pytest.raises(Exception, match="no upstream of the gateway lists"):
-                await client.read_resource("nowhere://x")
+            with pytest.raises(MCPError, match="no upstream of the gateway lists"):
+                await client.read_resource("file:///report.pdf")
+            # Named in py's result (a resource link): py's now, and py answers (it refuses).
+            assert not (await client.call_tool("py__mixed", {"chars": 10})).is_error
+            with pytest.raises(MCPError, match="invalid literal for int"):
+                await client.read_resource("file:///report.pdf")
 
     anyio.run(scenario)
 
@@ -342,3 +346,23 @@ def test_a_uri_two_upstreams_list_is_refused_by_start_naming_both() -> None:
     b = _Paged("b", count=2, per=2, uri="same://{}")
     with pytest.raises(ConfigurationError, match="upstreams a and b both list the resource"):
         anyio.run(Gateway([a, b]).start)  # type: ignore[list-item]
+
+
+def test_an_upstream_that_cannot_start_ends_the_start_and_the_others(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        _toml(
+            {
+                "py": {"command": PYTHON, "args": [UPSTREAM], "env": {MARK: mark}},
+                "gone": {"command": "/nonexistent/server"},
+            }
+        )
+    )
+    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(config)])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[1:] == [
+        "s3claim: error: upstream gone: cannot start the upstream: no such command: "
+        "'/nonexistent/server'"
+    ]
+    assert _marked(mark) == []  # py, started first, was stopped

@@ -28,6 +28,7 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
     Resource,
+    ResourceLink,
     ResourcesCapability,
     ServerCapabilities,
     TextContent,
@@ -145,12 +146,16 @@ def test_a_routed_calls_large_result_is_checked_in_and_read_back_exactly(
             whole, windows = await read_all(client, handle_of(shown))
             assert whole == expected
             assert expected not in received(result, *windows)
+            (link,) = [b for b in result.content if isinstance(b, ResourceLink)]
+            claim = await client.read_resource(link.uri)  # the proxy's: never routed upstream
+            assert claim.contents[0].text.startswith(expected[:1_000])  # type: ignore[union-attr]
             small = await client.call_tool("everything__echo", {"message": "hi"})
             assert text_of(small) == "Echo: hi"
 
     anyio.run(scenario)
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # subscribe
 def test_prompts_completions_and_resources_reach_their_owner(gateway: str) -> None:
     async def scenario() -> None:
         async with Client(gateway) as client:
@@ -179,6 +184,9 @@ def test_prompts_completions_and_resources_reach_their_owner(gateway: str) -> No
             assert not (await client.call_tool("py__mixed", {"chars": 10})).is_error
             with pytest.raises(MCPError, match="invalid literal for int"):
                 await client.read_resource("file:///report.pdf")
+        async with Client(gateway, mode="legacy") as legacy:  # 2025-11-25: subscriptions
+            await legacy.subscribe_resource(static)  # everything's, which subscribes
+            await legacy.unsubscribe_resource(static)
 
     anyio.run(scenario)
 

@@ -31,6 +31,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -57,18 +58,10 @@ UPSTREAM_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _PAGES = 100  # a cursor that never ends cannot hang the start
 _REMEMBERED = 10_000  # URIs of each kind remembered: the oldest are forgotten first
 _INFO = types.Implementation(name="s3claim-mcp-gateway", version=__version__)
-# A URI template's expressions (RFC 6570), each matched as loosely as its operator allows.
+# A URI template's expressions (RFC 6570): each matches a run of characters but those its
+# operator's expansion never holds (a simple `{id}` encodes `/`, `?` and `#`; `{+path}` none).
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)[^{}]*\}")
-_MATCHES = {
-    "": "[^/?#]*",
-    "+": ".*",
-    "#": "(?:#.*)?",
-    ".": r"(?:\.[^/?#]*)*",
-    "/": "(?:/[^?#]*)*",
-    ";": "(?:;[^/?#]*)*",
-    "?": r"(?:\?[^#]*)?",
-    "&": "(?:&[^#]*)*",
-}
+_NEVER = {"": "/?#", "+": "", "#": "", ".": "?#", "/": "?#", ";": "?#", "?": "#", "&": "#"}
 _Listing = (
     types.ListPromptsRequest | types.ListResourcesRequest | types.ListResourceTemplatesRequest
 )
@@ -100,7 +93,7 @@ class Gateway:
         # Resource URI -> its upstream: listed (and template strings), or named in a result.
         self._listed: dict[str, Upstream] = {}
         self._linked: dict[str, Upstream] = {}
-        self._templates: dict[Upstream, list[re.Pattern[str]]] = {}
+        self._templates: dict[Upstream, list[_Template]] = {}
 
     @classmethod
     @asynccontextmanager
@@ -299,7 +292,7 @@ class Gateway:
         if owner is not None:
             return owner
         for upstream in self.upstreams.values():  # the file's order
-            if any(pattern.fullmatch(uri) for pattern in self._templates.get(upstream, ())):
+            if any(template.matches(uri) for template in self._templates.get(upstream, ())):
                 return upstream
         # Only then a link: an upstream naming another's URI in its result does not take it.
         owner = self._linked.get(uri)
@@ -324,9 +317,9 @@ class Gateway:
                 for template in page.resource_templates:  # as a completion names it, too
                     _remember(self._listed, template.uri_template, upstream)
                     known = self._templates.setdefault(upstream, [])
-                    pattern = _pattern(template.uri_template)
-                    if pattern not in known:
-                        known.append(pattern)
+                    parsed = _Template.of(template.uri_template)
+                    if parsed not in known:
+                        known.append(parsed)
 
     def _learn_links(self, upstream: Upstream, content: Sequence[types.ContentBlock]) -> None:
         for block in content:
@@ -469,14 +462,54 @@ def _encode(pending: dict[str, str]) -> str:
     return base64.urlsafe_b64encode(json.dumps(pending).encode()).decode("ascii")
 
 
-def _pattern(template: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    start = 0
-    for expression in _EXPRESSION.finditer(template):
-        parts += [re.escape(template[start : expression.start()]), _MATCHES[expression[1]]]
-        start = expression.end()
-    parts.append(re.escape(template[start:]))
-    return re.compile("".join(parts))
+@dataclass(frozen=True)
+class _Template:
+    """A URI template as a pattern: literal characters, and runs of characters but some.
+
+    Matched by walking every way at once (a Thompson simulation), in time linear in the URI
+    for a given template: a backtracking regex of an upstream's template could take
+    exponential time on a client's URI.
+    """
+
+    steps: tuple[tuple[bool, str], ...]  # (a run, the characters it never holds) or a literal
+
+    @classmethod
+    def of(cls, template: str) -> _Template:
+        steps: list[tuple[bool, str]] = []
+        start = 0
+        for expression in _EXPRESSION.finditer(template):
+            steps += [(False, c) for c in template[start : expression.start()]]
+            run = (True, _NEVER[expression[1]])
+            if not steps or steps[-1] != run:  # adjacent runs alike are one
+                steps.append(run)
+            start = expression.end()
+        steps += [(False, c) for c in template[start:]]
+        return cls(tuple(steps))
+
+    def matches(self, uri: str) -> bool:
+        at = self._onward({0})
+        for char in uri:
+            moved = set()
+            for index in at:
+                if index < len(self.steps):
+                    run, chars = self.steps[index]
+                    if run and char not in chars:
+                        moved.add(index)
+                    elif not run and char == chars:
+                        moved.add(index + 1)
+            if not moved:
+                return False
+            at = self._onward(moved)
+        return len(self.steps) in at
+
+    def _onward(self, at: set[int]) -> set[int]:
+        """`at`, and every step after a run that may match nothing."""
+        reached = set(at)
+        for index in sorted(at):
+            while index < len(self.steps) and self.steps[index][0]:
+                index += 1
+                reached.add(index)
+        return reached
 
 
 def _any(flags: Any) -> bool | None:

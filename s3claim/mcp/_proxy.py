@@ -8,7 +8,8 @@ proxy's capabilities are the upstream's; resources always, as claims are resourc
 (`_claims`). A request passes with its `_meta` less the proxy's keys; answers are
 neutralised, resource and prompt texts checked in, an error answer passes as the same
 JSON-RPC error (its message neutralised), and an upstream that cannot answer is an internal
-error naming why. Blocking work (S3, neutralising) runs in worker threads.
+error naming why. Blocking work (S3, neutralising) runs in worker threads. The upstream is
+one `Upstream`, or a `Gateway` of several behind the same surface (`_gateway`).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ class ClaimCheckProxy:
         upstream.downstream = self.relay
 
     def beside(self, upstream: Upstream) -> ClaimCheckProxy:
-        """A proxy of `upstream` alone (one of a gateway's) beside this one: all but the
-        upstream and its listing shared (store, scoping, bounds, and the relay, so what the
+        """A proxy of `upstream` alone (one of a gateway's) beside this one: a copy with that
+        upstream and a listing of its own, the same store, scoping and relay (so what the
         upstream sends finds its client whichever of the two it called through)."""
         other = copy.copy(self)
         other.upstream = upstream

@@ -41,6 +41,7 @@ from devkit.mcp_upstream import document
 from s3claim.cli import app
 from s3claim.errors import ConfigurationError
 from s3claim.mcp import MCP_PATH, Gateway
+from s3claim.mcp._gateway import _Template
 from tests.mcp_proxy._support import (
     PYTHON,
     ROOT,
@@ -374,3 +375,23 @@ def test_an_upstream_that_cannot_start_ends_the_start_and_the_others(tmp_path: P
         "'/nonexistent/server'"
     ]
     assert _marked(mark) == []  # py, started first, was stopped
+
+
+@pytest.mark.parametrize(
+    ("template", "uri", "matches"),
+    [
+        ("test://template/{id}/data", "test://template/7/data", True),
+        ("test://template/{id}/data", "test://template/7/x/data", False),  # {id} holds no /
+        ("file:///{+path}", "file:///a/b.txt", True),
+        ("file:///{path}.txt", "file:///a.txt", True),
+        ("file:///{path}.txt", "file:///a/b.txt", False),
+        ("repo://{owner}/{name}{?ref}", "repo://a/b?ref=main", True),
+        ("x{/segments}", "x/a/b", True),
+        ("a{b}{c}d", "ad", True),
+        ("a{b}", "b", False),
+        # An upstream's template against a client's URI: linear, never a backtracking blow-up.
+        ("x" + "{a}x" * 30 + "y", "x" * 3_000, False),
+    ],
+)
+def test_a_template_matches_the_uris_it_expands_to(template: str, uri: str, matches: bool) -> None:
+    assert _Template.of(template).matches(uri) is matches

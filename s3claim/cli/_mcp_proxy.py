@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -63,6 +64,16 @@ def mcp_proxy(
     upstream_url: Annotated[
         str | None,
         typer.Option(help="Reach the upstream over streamable HTTP at this URL instead."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Front several upstreams, named in this TOML file ([upstreams.NAME] with "
+            "command, args, env, pass_env, cwd; or url), as one server: their tools and "
+            "prompts named NAME__tool. Excludes a command and --upstream-url.",
+            show_default=False,
+        ),
     ] = None,
     listen: Annotated[
         str | None,
@@ -198,10 +209,19 @@ def mcp_proxy(
         from s3claim import mcp
 
         argv = command or []
+        if config is not None and (argv or upstream_url is not None):
+            raise CliError(
+                "--config names the upstreams: give no command after -- and no --upstream-url"
+            )
         if argv and upstream_url is not None:
             raise CliError("give the upstream once: a command after --, or --upstream-url")
-        if not argv and upstream_url is None:
-            raise CliError("no upstream: give its command after --, or --upstream-url")
+        if not argv and upstream_url is None and config is None:
+            raise CliError("no upstream: give its command after --, --upstream-url or --config")
+        if upstream_env and config is not None:
+            raise CliError(
+                "--upstream-env is for the command line's upstream; in a --config file, "
+                "give each upstream its env and pass_env"
+            )
         if upstream_env and upstream_url is not None:
             raise CliError("--upstream-env is for a stdio upstream (a command after --)")
         if upstream_url is not None and not upstream_url.startswith(("http://", "https://")):
@@ -233,8 +253,11 @@ def mcp_proxy(
         claim_check = ClaimCheck(
             claims, policy=policy, references=references, max_reference_chars=max_reference_chars
         )
-        target: UpstreamTarget
-        if upstream_url is not None:
+        target: UpstreamTarget | None = None
+        targets: dict[str, UpstreamTarget] | None = None
+        if config is not None:
+            targets = mcp.read_gateway_file(config, os.environ, max_result_bytes=max_result_bytes)
+        elif upstream_url is not None:
             target = mcp.HttpUpstream(url=upstream_url, max_event_bytes=max_result_bytes)
         else:
             try:
@@ -266,36 +289,52 @@ def mcp_proxy(
                 reason = exc.strerror or type(exc).__name__
                 raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
 
+        async def run(upstream: mcp.Upstream | mcp.Gateway, what: str) -> None:
+            proxy = mcp.ClaimCheckProxy(
+                upstream,
+                claim_check=claim_check,
+                scoping=scoping,
+                max_calls=max_calls,
+                single_client=sock is None,
+                note=_MEMORY_NOTE if kind is StoreKind.memory else None,
+            )
+            await proxy.check_names()
+            if sock is None:
+                await mcp.serve_stdio(proxy)
+                return
+            # Over HTTP a gateway also serves each upstream alone, unprefixed, at
+            # /mcp/<name>: the same store, bounds and relay, in the same process.
+            alone = upstream.upstreams if isinstance(upstream, mcp.Gateway) else {}
+            each = {name: proxy.beside(one) for name, one in alone.items()}
+            host, port = sock.getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            print(
+                f"s3claim mcp-proxy: serving streamable HTTP at "
+                f"http://{shown}:{port}{mcp.MCP_PATH} ({what}; store: {kind})",
+                file=sys.stderr,
+                flush=True,
+            )
+            await mcp.serve_http(proxy, sock, each=each)
+
         async def serve() -> None:
+            if targets is not None:
+                async with mcp.Gateway.connect(
+                    targets, timeout=upstream_timeout, startup_timeout=startup_timeout
+                ) as gateway:
+                    names = ", ".join(targets)
+                    await run(gateway, f"gateway of {names}, each alone at {mcp.MCP_PATH}/NAME")
+                return
+            assert target is not None
             async with mcp.Upstream.connect(
                 target, timeout=upstream_timeout, startup_timeout=startup_timeout
             ) as upstream:
-                proxy = mcp.ClaimCheckProxy(
-                    upstream,
-                    claim_check=claim_check,
-                    scoping=scoping,
-                    max_calls=max_calls,
-                    single_client=sock is None,
-                    note=_MEMORY_NOTE if kind is StoreKind.memory else None,
-                )
-                await proxy.check_names()
-                if sock is None:
-                    await mcp.serve_stdio(proxy)
-                    return
-                host, port = sock.getsockname()[:2]
-                shown = f"[{host}]" if ":" in host else host
-                print(
-                    f"s3claim mcp-proxy: serving streamable HTTP at "
-                    f"http://{shown}:{port}{mcp.MCP_PATH} (upstream: {target}; store: {kind})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                await mcp.serve_http(proxy, sock)
+                await run(upstream, f"upstream: {target}")
 
         try:
             anyio.run(serve)
         except mcp.UpstreamError as exc:
-            raise CliError(f"{target}: {exc.message}", Exit.UNAVAILABLE) from None
+            said = exc.message if target is None else f"{target}: {exc.message}"
+            raise CliError(said, Exit.UNAVAILABLE) from None
         finally:
             if sock is not None:
                 sock.close()

@@ -9,7 +9,7 @@ small result reaches the client as it came. fastmcp's proxy would put a second f
 result conversion and tool model between the upstream and the claim check.
 
     client ──MCP──► ClaimCheckProxy ──MCP──► Upstream (stdio command, or streamable HTTP)
-                         │
+                         │                or a Gateway of several (`--config`, _gateway)
                          ├─ result boundary + ClaimCheck (s3claim.hosting.admit)
                          ├─ claim tools (s3claim.claim_tools.claim_tools): fetch_result, ...
                          ├─ claims as resources (resources/read claim:...?offset=N)
@@ -21,6 +21,8 @@ from s3claim.errors import UpstreamError
 from s3claim.extras import reraise_missing
 
 try:
+    from s3claim.mcp._gateway import Gateway
+    from s3claim.mcp._gateway_file import read_gateway_file
     from s3claim.mcp._proxy import AGENT, DEFAULT_MAX_CALLS, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
     from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
@@ -42,6 +44,7 @@ __all__ = [
     "RUN_META_KEY",
     "SAFE_VARIABLES",
     "ClaimCheckProxy",
+    "Gateway",
     "HttpUpstream",
     "Scoping",
     "StdioUpstream",
@@ -49,6 +52,7 @@ __all__ = [
     "UpstreamError",
     "UpstreamTarget",
     "listen_socket",
+    "read_gateway_file",
     "serve_http",
     "serve_stdio",
     "upstream_environment",

@@ -8,11 +8,13 @@ proxy's capabilities are the upstream's; resources always, as claims are resourc
 (`_claims`). A request passes with its `_meta` less the proxy's keys; answers are
 neutralised, resource and prompt texts checked in, an error answer passes as the same
 JSON-RPC error (its message neutralised), and an upstream that cannot answer is an internal
-error naming why. Blocking work (S3, neutralising) runs in worker threads.
+error naming why. Blocking work (S3, neutralising) runs in worker threads. The upstream is
+one `Upstream`, or a `Gateway` of several behind the same surface (`_gateway`).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
@@ -44,6 +46,7 @@ from s3claim.hosting import (
     run_claim_tool,
 )
 from s3claim.mcp._claims import claim_uri, read_claim
+from s3claim.mcp._gateway import SEPARATOR, Gateway
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
@@ -99,7 +102,7 @@ class ClaimCheckProxy:
 
     def __init__(
         self,
-        upstream: Upstream,
+        upstream: Upstream | Gateway,
         *,
         claim_check: ClaimCheck,
         scoping: Scoping,
@@ -129,6 +132,16 @@ class ClaimCheckProxy:
         self._in_flight = 0
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
+
+    def beside(self, upstream: Upstream) -> ClaimCheckProxy:
+        """A proxy of `upstream` alone (one of a gateway's) beside this one: a copy with that
+        upstream and a listing of its own, the same store, scoping and relay (so what the
+        upstream sends finds its client whichever of the two it called through)."""
+        other = copy.copy(self)
+        other.upstream = upstream
+        other._listed = {}
+        upstream.downstream = self.relay
+        return other
 
     async def check_names(self) -> list[McpTool]:
         """The upstream's tools; refuses one named like a claim tool (call once at start)."""
@@ -235,9 +248,13 @@ class ClaimCheckProxy:
         """An upstream tool or prompt name the proxy neither lists nor forwards: one that
         imitates a claim tool after folding (`fetch-result`, `Fetch_Result\u200b`, full-width
         forms), or holds a forgery (a handle, a chat token). Names are listed as they are, as
-        clients send them back; so `fetch_results`, which a marker cannot be, passes."""
+        clients send them back; so `fetch_results`, which a marker cannot be, passes. A
+        gateway's `fs__fetch_result` is read as the upstream's own name too."""
         unsafe = neutralise(name).replace("-", "_") != name.replace("-", "_")
-        return name not in self.claim_tools and (unsafe or _squashed(name) in self._ours)
+        own = name.partition(SEPARATOR)[2]
+        return name not in self.claim_tools and (
+            unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
+        )
 
     def _prompts(self, listing: types.ListPromptsResult) -> types.ListPromptsResult:
         kept = []

@@ -10,6 +10,11 @@ never reach another tenant (a request is refused to the upstream, a notification
 List-changed notifications go to every client, a resource update to its subscribers; all of
 it neutralised first. A stdio client's requests wait until the upstream's roots requests
 are answered (`roots_answered`), so its first call finds its roots there.
+
+Behind a gateway (`_gateway`) one relay serves every upstream, and a call counts for the one
+upstream it was routed to (`routed`): what an upstream sends (naming itself) goes to the
+client with calls in flight to it, so clients busy with different upstreams do not block
+each other.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import math
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -61,6 +67,12 @@ class _Call:
     request_id: types.RequestId | None
     connection: Connection
     meta: dict[str, Any] | None
+    upstreams: set[str] = field(default_factory=set)  # a gateway's it went to; none: any
+
+
+# The call the current task forwards: which of a gateway's upstreams it goes to is known only
+# as one sends it (`Upstream.send`), inside `Relay.call`.
+_CURRENT: ContextVar[_Call | None] = ContextVar("s3claim_mcp_call", default=None)
 
 
 class Relay:
@@ -91,10 +103,18 @@ class Relay:
         meta = dict(ctx.meta) if ctx.meta is not None else None
         call = _Call(ctx.session, ctx.request_id, self.seen(ctx), meta)
         self._calls.add(call)
+        token = _CURRENT.set(call)
         try:
             yield
         finally:
+            _CURRENT.reset(token)
             self._calls.discard(call)
+
+    def routed(self, upstream: str) -> None:
+        """The call this task forwards goes (also) to `upstream`, a gateway's, by name."""
+        call = _CURRENT.get()
+        if call is not None and call in self._calls:
+            call.upstreams.add(upstream)
 
     def subscribe(self, ctx: ServerRequestContext[Any], uri: str) -> bool:
         """Record a subscription; True when it is the first, so the upstream must hear of it."""
@@ -114,16 +134,22 @@ class Relay:
         del self._subscribed[uri]
         return True
 
-    async def _target(self, *, wait: bool = True) -> _Call | Connection | None:
+    async def _target(
+        self, *, wait: bool = True, upstream: str | None = None
+    ) -> _Call | Connection | None:
         """Who gets what the upstream sends now (see the module docstring).
 
         `wait`: a stdio proxy's client may not have connected yet; a request waits for it, a
         notification never does (it would hold up the upstream connection's other messages).
+        `upstream`: the gateway's upstream that sends it; calls routed elsewhere do not count.
         """
-        connections = {call.connection for call in self._calls}
+        calls = [
+            c for c in self._calls if upstream is None or not c.upstreams or upstream in c.upstreams
+        ]
+        connections = {call.connection for call in calls}
         if len(connections) == 1:
-            if len(self._calls) == 1:
-                return next(iter(self._calls))
+            if len(calls) == 1:
+                return calls[0]
             return connections.pop()
         if connections or not self.single_client:
             return None
@@ -133,9 +159,13 @@ class Relay:
         return next(iter(self._connections), None)
 
     async def _ask(
-        self, request: types.ServerRequest, result: type[_T], capable: types.ClientCapabilities
+        self,
+        request: types.ServerRequest,
+        result: type[_T],
+        capable: types.ClientCapabilities,
+        upstream: str | None,
     ) -> _T | types.ErrorData:
-        target = await self._target()
+        target = await self._target(upstream=upstream)
         if target is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message=_NOBODY)
         connection = target.connection if isinstance(target, _Call) else target
@@ -158,28 +188,32 @@ class Relay:
             )
 
     async def sampling(
-        self, params: types.CreateMessageRequestParams
+        self, params: types.CreateMessageRequestParams, *, upstream: str | None = None
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
         request = types.CreateMessageRequest(params=neutralised(params))
         capable = types.ClientCapabilities(sampling=types.SamplingCapability())
         if params.tools:
-            return await self._ask(request, types.CreateMessageResultWithTools, capable)
-        return await self._ask(request, types.CreateMessageResult, capable)
+            return await self._ask(request, types.CreateMessageResultWithTools, capable, upstream)
+        return await self._ask(request, types.CreateMessageResult, capable, upstream)
 
     async def elicitation(
-        self, params: types.ElicitRequestParams
+        self, params: types.ElicitRequestParams, *, upstream: str | None = None
     ) -> types.ElicitResult | types.ErrorData:
         request = types.ElicitRequest(params=neutralised(params))
         capable = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        return await self._ask(request, types.ElicitResult, capable)
+        return await self._ask(request, types.ElicitResult, capable, upstream)
 
-    async def roots(self) -> types.ListRootsResult | types.ErrorData:
+    async def roots(
+        self, *, upstream: str | None = None
+    ) -> types.ListRootsResult | types.ErrorData:
         capable = types.ClientCapabilities(roots=types.RootsCapability())
         if not self._roots_open:
             self._roots_done = anyio.Event()
         self._roots_open += 1
         try:
-            answer = await self._ask(types.ListRootsRequest(), types.ListRootsResult, capable)
+            answer = await self._ask(
+                types.ListRootsRequest(), types.ListRootsResult, capable, upstream
+            )
             if isinstance(answer, types.ListRootsResult):
                 self._roots_given = anyio.current_time()
             return answer
@@ -201,7 +235,9 @@ class Relay:
         if applied > 0:
             await anyio.sleep(applied)
 
-    async def notification(self, message: types.ServerNotification) -> None:
+    async def notification(
+        self, message: types.ServerNotification, *, upstream: str | None = None
+    ) -> None:
         if isinstance(message, _BROADCAST):
             for connection in list(self._connections):
                 await connection.notify(message.method, _params(message))
@@ -214,7 +250,7 @@ class Relay:
             message, types.LoggingMessageNotification | types.ElicitCompleteNotification
         ):
             return  # progress and cancellation are the dispatcher's; the rest has no client
-        target = await self._target(wait=False)
+        target = await self._target(wait=False, upstream=upstream)
         if target is None:
             _log.debug("upstream %s: no client to give it to", message.method)
             return

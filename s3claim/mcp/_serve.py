@@ -4,7 +4,8 @@ On stdio the proxy ends when its client closes stdin, or at SIGTERM, SIGINT or S
 stops a stdio upstream's whole process group on the way out, within a second: clients kill
 a server that takes longer, and an upstream in a session of its own would outlive it. Over
 HTTP, those signals stop the server gracefully, then close the upstream. On stdio, fd 1 is
-the protocol: nothing prints.
+the protocol: nothing prints. Over HTTP a gateway's upstreams are also served each alone, at
+`/mcp/<name>` beside `/mcp`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
 
+from s3claim.mcp._gateway import Gateway
 from s3claim.mcp._proxy import ClaimCheckProxy
 from s3claim.mcp._upstream import Upstream, sole_exception
 
@@ -45,7 +47,7 @@ async def serve_stdio(proxy: ClaimCheckProxy) -> None:
         group.cancel_scope.cancel()
 
 
-async def _end_on_signal(upstream: Upstream) -> None:
+async def _end_on_signal(upstream: Upstream | Gateway) -> None:
     # The SDK reads stdin in a worker thread that no cancellation interrupts, so the process
     # cannot unwind while it waits for a line: stop the upstream, then die of the signal.
     with anyio.open_signal_receiver(*_SIGNALS) as signals:
@@ -80,15 +82,34 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-async def serve_http(proxy: ClaimCheckProxy, sock: socket.socket) -> None:
-    """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives.
+async def serve_http(
+    proxy: ClaimCheckProxy,
+    sock: socket.socket,
+    *,
+    each: Mapping[str, ClaimCheckProxy] | None = None,
+) -> None:
+    """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives; `each` (a
+    gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it.
 
     Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
     behind a load balancer can answer any of them. Older clients open a session
     (`Mcp-Session-Id`) that lives in one process: route them with session affinity.
     """
     host = sock.getsockname()[0]
-    app: Any = proxy.server().streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    paths = {MCP_PATH: proxy, **{f"{MCP_PATH}/{name}": p for name, p in (each or {}).items()}}
+    apps = [
+        p.server().streamable_http_app(streamable_http_path=path, host=host)
+        for path, p in paths.items()
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:  # each endpoint's session manager
+            for one in apps:
+                await stack.enter_async_context(one.router.lifespan_context(one))
+            yield
+
+    app = Starlette(routes=[route for one in apps for route in one.routes], lifespan=lifespan)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     server = _Uvicorn(config)
     try:

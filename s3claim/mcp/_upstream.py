@@ -51,16 +51,23 @@ class Upstream:
     """The live connection to one upstream server; open it with `Upstream.connect(...)`.
 
     `timeout` bounds each request (and a restart); `startup_timeout` bounds the first
-    connection, so a command that is not an MCP server fails in seconds, not minutes.
+    connection, so a command that is not an MCP server fails in seconds, not minutes. `name`
+    is a gateway's name for it (`Gateway`), in its log lines and what it relays.
     """
 
     def __init__(
-        self, target: UpstreamTarget, *, timeout: float, startup_timeout: float | None = None
+        self,
+        target: UpstreamTarget,
+        *,
+        timeout: float,
+        startup_timeout: float | None = None,
+        name: str | None = None,
     ) -> None:
-        for name, value in (("timeout", timeout), ("startup_timeout", startup_timeout)):
+        for what, value in (("timeout", timeout), ("startup_timeout", startup_timeout)):
             if value is not None and not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+                raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
         self.target = target
+        self.name = name
         self.timeout = timeout
         self.startup_timeout = startup_timeout or min(timeout, _DEFAULT_STARTUP_SECONDS)
         self._downstream: Relay | None = None
@@ -99,10 +106,15 @@ class Upstream:
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, target: UpstreamTarget, *, timeout: float, startup_timeout: float | None = None
+        cls,
+        target: UpstreamTarget,
+        *,
+        timeout: float,
+        startup_timeout: float | None = None,
+        name: str | None = None,
     ) -> AsyncIterator[Upstream]:
         """Connect once (raising `UpstreamError` if that fails); reconnect on demand after."""
-        upstream = cls(target, timeout=timeout, startup_timeout=startup_timeout)
+        upstream = cls(target, timeout=timeout, startup_timeout=startup_timeout, name=name)
         try:
             async with anyio.create_task_group() as group:
                 await group.start(upstream._supervise)
@@ -149,12 +161,13 @@ class Upstream:
                 failure = None if connected else _failed_to_start(self.target, launch, exc)
             if failure is not None and not started:
                 raise UpstreamError("upstream_unavailable", f"cannot start the upstream: {failure}")
+            label = f"upstream {self.name}" if self.name else "upstream"
             if failure is not None:
-                _log.warning("upstream: reconnecting failed (%s)", failure)
+                _log.warning("%s: reconnecting failed (%s)", label, failure)
                 self._failed = failure
                 self._announce()
             else:
-                _log.warning("upstream: the connection was lost; reconnecting on the next call")
+                _log.warning("%s: the connection was lost; reconnecting on the next call", label)
             await self._wanted.wait()
             self._wanted = anyio.Event()
             self._drop = anyio.Event()
@@ -184,7 +197,7 @@ class Upstream:
         downstream = await self._relay()
         if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="Sampling not supported")
-        return await downstream.sampling(params)
+        return await downstream.sampling(params, upstream=self.name)
 
     async def _elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -192,7 +205,7 @@ class Upstream:
         downstream = await self._relay()
         if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
-        return await downstream.elicitation(params)
+        return await downstream.elicitation(params, upstream=self.name)
 
     async def _roots(
         self, context: ClientRequestContext
@@ -200,11 +213,11 @@ class Upstream:
         downstream = await self._relay()
         if downstream is None:
             return types.ErrorData(code=types.INVALID_REQUEST, message="List roots not supported")
-        return await downstream.roots()
+        return await downstream.roots(upstream=self.name)
 
     async def _message(self, message: types.ServerNotification | Exception) -> None:
         if isinstance(message, types.ServerNotification) and self.downstream is not None:
-            await self.downstream.notification(message)
+            await self.downstream.notification(message, upstream=self.name)
 
     def _announce(self) -> None:
         self._changed.set()
@@ -241,6 +254,8 @@ class Upstream:
         protocol).
         """
         client: Client | None = None
+        if self.name is not None and self.downstream is not None:
+            self.downstream.routed(self.name)  # what this upstream sends meanwhile is for it
         try:
             with anyio.fail_after(self.timeout):
                 client = await self._client_now()

@@ -3,7 +3,10 @@
 `@modelcontextprotocol/conformance` calls fixed tool, resource and prompt names; this server
 answers each as the suite's scenario descriptions say. `python _conformance_upstream.py`
 serves stdio; `--http PORT` serves streamable HTTP on 127.0.0.1 (what the suite tests
-directly, and what the proxy's HTTP upstream is).
+directly, and what the proxy's HTTP upstream is). `--listed-as SCHEME` lists its resources
+under `SCHEME://` rather than `test://` (and reads both), so that two fixtures can sit behind
+one gateway, which refuses a URI two upstreams list; the suite reads the `test://` URIs
+through each upstream's own endpoint.
 """
 
 from __future__ import annotations
@@ -252,13 +255,21 @@ RESOURCES = [
 ]
 
 
+SCHEME = "test"  # what the listings say (--listed-as)
+
+
+def _listed(uri: str) -> str:
+    return f"{SCHEME}://{uri.removeprefix('test://')}"
+
+
 async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-    return types.ListResourcesResult(resources=RESOURCES)
+    listed = [r.model_copy(update={"uri": _listed(r.uri)}) for r in RESOURCES]
+    return types.ListResourcesResult(resources=listed)
 
 
 async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
     template = types.ResourceTemplate(
-        uri_template="test://template/{id}/data",
+        uri_template=_listed("test://template/{id}/data"),
         name="template",
         description="Data for an id",
         mime_type="application/json",
@@ -269,20 +280,21 @@ async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesRe
 async def read_resource(
     ctx: Any, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
-    uri = params.uri
+    asked = params.uri
+    listed = f"{SCHEME}://"
+    uri = f"test://{asked[len(listed) :]}" if asked.startswith(listed) else asked
     if uri == "test://static-text":
         text = "This is the content of the static text resource."
-        contents: Any = types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+        contents: Any = types.TextResourceContents(uri=asked, mime_type="text/plain", text=text)
     elif uri == "test://static-binary":
-        contents = types.BlobResourceContents(uri=uri, mime_type="image/png", blob=PNG)
+        contents = types.BlobResourceContents(uri=asked, mime_type="image/png", blob=PNG)
     elif uri == "test://watched-resource":
-        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text="watched")
+        contents = types.TextResourceContents(uri=asked, mime_type="text/plain", text="watched")
     elif uri.startswith("test://template/") and uri.endswith("/data"):
         ident = uri[len("test://template/") : -len("/data")]
         data = {"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"}
-        contents = types.TextResourceContents(
-            uri=uri, mime_type="application/json", text=json.dumps(data, separators=(",", ":"))
-        )
+        text = json.dumps(data, separators=(",", ":"))
+        contents = types.TextResourceContents(uri=asked, mime_type="application/json", text=text)
     else:
         raise MCPError(types.INVALID_PARAMS, f"no resource {uri}")
     return types.ReadResourceResult(contents=[contents])
@@ -392,7 +404,10 @@ async def _stdio(app: Server[Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, help="serve streamable HTTP on 127.0.0.1:PORT")
+    parser.add_argument("--listed-as", default="test", help="the scheme its listings use")
     args = parser.parse_args()
+    global SCHEME
+    SCHEME = args.listed_as
     app = server()
     if args.http is None:
         anyio.run(_stdio, app)

@@ -248,9 +248,9 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
 
     assert s3claim.mcp.__all__ == [
         "AGENT", "DEFAULT_MAX_CALLS", "MCP_PATH", "RUN_META_KEY", "SAFE_VARIABLES",
-        "ClaimCheckProxy", "HttpUpstream", "Scoping", "StdioUpstream", "Upstream",
-        "UpstreamError", "UpstreamTarget", "listen_socket", "serve_http", "serve_stdio",
-        "upstream_environment",
+        "ClaimCheckProxy", "Gateway", "HttpUpstream", "Scoping", "StdioUpstream", "Upstream",
+        "UpstreamError", "UpstreamTarget", "listen_socket", "read_gateway_file", "serve_http",
+        "serve_stdio", "upstream_environment",
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:
         assert getattr(s3claim.mcp, name) is not None

@@ -2,14 +2,19 @@
 
 `@modelcontextprotocol/conformance` (npm, pinned, on Node 22 from npm) runs every server
 scenario (`--suite all`) in one invocation per target: the fixture server over streamable
-HTTP, then the proxy serving HTTP in front of the fixture as a stdio upstream, then in front
-of the same fixture server as an HTTP upstream. Every scenario that passes directly must pass
-through the proxy, and the fixture must pass them all directly (else the comparison proves
-little). One fixture server serves both the direct run and the HTTP upstream.
+HTTP; the proxy serving HTTP in front of the fixture as a stdio upstream; and a gateway of two
+upstreams (`--config`), the same fixture server over HTTP and another fixture on stdio, each
+through its own endpoint (`/mcp/<upstream>`, where the suite's fixed names are unprefixed).
+Every scenario that passes directly must pass through the proxy and through the gateway for
+each upstream, and the fixture must pass them all directly (else the comparison proves
+little). An upstream's endpoint is a proxy of that `Upstream` alone, as the command line's
+single upstream is, so the gateway's HTTP upstream covers the proxy's HTTP upstream too. One
+fixture server serves both the direct run and the HTTP upstream.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -98,11 +103,21 @@ def test_every_scenario_passing_directly_passes_through_the_proxy_on_a_stdio_ups
     assert lost == [], lost
 
 
-def test_every_scenario_passing_directly_passes_through_the_proxy_on_an_http_upstream(
-    direct_and_http_upstream: tuple[str, dict[str, bool]],
+def test_every_scenario_passing_directly_passes_through_a_gateway_of_two_for_each(
+    direct_and_http_upstream: tuple[str, dict[str, bool]], tmp_path: Path
 ) -> None:
     url, direct = direct_and_http_upstream
-    with http_proxy("--tenant", "conformance", "--upstream-url", url, upstream_argv=()) as proxy:
-        through = _suite(proxy.url)
-    lost = sorted(name for name, ok in direct.items() if ok and not through.get(name, False))
-    assert lost == [], lost
+    config = tmp_path / "gateway.toml"
+    # The stdio fixture lists its resources as test-b:// (a URI two upstreams list is refused
+    # at start); through its own endpoint the suite reads test:// from it all the same.
+    config.write_text(
+        f"[upstreams.http]\nurl = {json.dumps(url)}\n"
+        f"[upstreams.stdio]\ncommand = {json.dumps(PYTHON)}\n"
+        f"args = {json.dumps([FIXTURE, '--listed-as', 'test-b'])}\n"
+    )
+    lost: dict[str, list[str]] = {}
+    with http_proxy("--tenant", "conformance", "--config", str(config), upstream_argv=()) as gw:
+        for name in ("http", "stdio"):
+            through = _suite(f"{gw.url}/{name}")
+            lost[name] = sorted(n for n, ok in direct.items() if ok and not through.get(n, False))
+    assert lost == {"http": [], "stdio": []}, lost

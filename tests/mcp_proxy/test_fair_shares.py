@@ -183,6 +183,18 @@ def test_a_tenant_from_a_header_gets_a_quarter_by_default_a_fixed_one_all(
     assert (proxy.shares.max_calls, proxy.shares.tenant_calls) == (max_calls, share)
 
 
+def test_each_upstream_of_a_gateway_counts_against_the_gateways_shares() -> None:
+    async def built() -> tuple[ClaimCheckProxy, ClaimCheckProxy]:
+        proxy = ClaimCheckProxy(
+            Upstream(upstream(), timeout=1.0), claim_check=ClaimCheck(MemoryClaimCheckStore()),
+            scoping=Scoping.for_http(None, tenant_header="x-tenant"),
+        )  # fmt: skip
+        return proxy, proxy.beside(Upstream(upstream(), timeout=1.0))  # never connected
+
+    proxy, alone = anyio.run(built)
+    assert alone.shares is proxy.shares
+
+
 # -- the claim tools count ------------------------------------------------------------------
 
 

@@ -219,6 +219,7 @@ def test_searches_beyond_the_bounds_queue_then_are_told_busy(
     """Two tenants hold two slots each: all four. A third tenant's search, and a third
     search of either, wait their turn, then are told busy; the held ones all finish."""
     monkeypatch.setattr(_matching, "QUEUE_SECONDS", 0.2)
+    monkeypatch.setattr(_matching, "MAX_SEARCHES_PER_TENANT", 2)  # as from 4 cores
     store = _Blocking()
     tenants = [Scope(tenant=t, run="r") for t in ("acme", "globex")]
     handles = {s.tenant: store.put(s, contract(100), ttl_seconds=3600) for s in tenants}
@@ -251,6 +252,11 @@ def test_searches_beyond_the_bounds_queue_then_are_told_busy(
         assert [e.model_dump()["error"] for e in events] == ["busy"]
     assert [r["total_matches"] for r in results] == [1] * len(holders)
     assert ask(store, handles["acme"], "term 7.", tenants[0])[0]["total_matches"] == 1  # freed
+
+
+def test_one_tenants_searches_never_hold_every_core() -> None:
+    cores = _matching._cores()
+    assert 1 <= _matching.MAX_SEARCHES_PER_TENANT <= max(1, cores // 2)
 
 
 def test_one_tenant_at_its_share_leaves_the_others_their_slots(

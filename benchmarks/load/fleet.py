@@ -51,10 +51,13 @@ def proc_stats(pid: int) -> dict[str, float]:
 
 
 class Proxy:
-    """One `s3claim mcp-proxy --listen 127.0.0.1:PORT` process (port 0: a free one)."""
+    """One `s3claim mcp-proxy --listen 127.0.0.1:PORT` process (port 0: a free one), with
+    `options` (by default the one tenant `load`)."""
 
-    def __init__(self, env: dict[str, str], port: int = 0) -> None:
-        argv = [sys.executable, "-m", "s3claim", "mcp-proxy", "--tenant", "load",
+    def __init__(
+        self, env: dict[str, str], port: int = 0, options: Sequence[str] = ("--tenant", "load")
+    ) -> None:
+        argv = [sys.executable, "-m", "s3claim", "mcp-proxy", *options,
                 "--listen", f"127.0.0.1:{port}", "--", sys.executable, str(UPSTREAM)]  # fmt: skip
         self.process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -141,13 +141,13 @@ def run(bench: Bench) -> Section:
         intro=(
             "Eight threads of another tenant search a claim of 20,000 `a`s with a regex that "
             f"backtracks without end; while they hold the {MAX_SEARCHES_PER_TENANT} search "
-            f"slots one tenant may (of {MAX_CONCURRENT_SEARCHES} in the process) and queue "
-            "for more, two honest searches of a 9 Mi-character contract start. Each "
-            "honest search is first timed alone. A regex's budget is CPU time of its own "
-            "thread (0.5 s plus 5 ns a character, 150 ns for one with an unbounded repetition, "
-            "such as the hostile one, which is probed for where its tries run on); a literal "
-            "has none. Memory store, one "
-            f"process; a search that finds no free slot in {QUEUE_SECONDS:.0f} s is told "
+            f"slot{'s' if MAX_SEARCHES_PER_TENANT > 1 else ''} one tenant may (of "
+            f"{MAX_CONCURRENT_SEARCHES} in the process) and queue for more, two honest "
+            "searches of a 9 Mi-character contract start. Each honest search is first timed "
+            "alone. A regex's budget is CPU time of its own thread (0.5 s plus 5 ns a "
+            "character, 150 ns for one with an unbounded repetition, such as the hostile one, "
+            "which is probed for where its tries run on); a literal has none. Memory store, "
+            f"one process; a search that finds no free slot in {QUEUE_SECONDS:.0f} s is told "
             "`busy`."
         ),
         tables=[

@@ -11,13 +11,16 @@
   `MAX_SEARCHES_PER_TENANT` of one tenant's, so a tenant flooding the process holds only its
   own share. The others wait their turn, for up to `QUEUE_SECONDS`, then fail as
   `SearchBusyError` (the model reads `busy`): a flood queues instead of dividing the cores
-  among itself until no search ends.
+  among itself until no search ends. A tenant's share is at most half the cores: a costly
+  regex keeps a core busy (without the GIL), and two of them on a machine of two left the
+  other tenants' calls only what the scheduler spared (docs/benchmarks.md, "Fair shares").
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
 import threading
 import time
@@ -44,8 +47,16 @@ __all__ = [
     "settling_probe",
 ]
 
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the platform has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 MAX_CONCURRENT_SEARCHES = 4
-MAX_SEARCHES_PER_TENANT = 2
+MAX_SEARCHES_PER_TENANT = max(1, min(2, _cores() // 2))
+"""2, or 1 on a machine of fewer than 4 cores: one tenant's searches never hold every core."""
 QUEUE_SECONDS = 10.0
 _MANY_MATCHES = (
     10_000  # a budget used up after this many matches went on counting, not backtracking

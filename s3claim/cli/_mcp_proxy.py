@@ -145,8 +145,22 @@ def mcp_proxy(
     ] = None,
     max_calls: Annotated[
         int,
-        typer.Option(help="Upstream calls forwarded at once; more are refused.", min=1, max=10_000),
+        typer.Option(
+            help="Calls served at once (forwarded, and the claim tools); more are refused.",
+            min=1,
+            max=10_000,
+        ),
     ] = 64,
+    max_tenant_calls: Annotated[
+        int | None,
+        typer.Option(
+            help="One tenant's calls at once; more are refused. Default: a quarter of "
+            "--max-calls with --tenant-header, all of them otherwise.",
+            min=1,
+            max=10_000,
+            show_default=False,
+        ),
+    ] = None,
     max_result_bytes: Annotated[
         int,
         typer.Option(
@@ -228,6 +242,11 @@ def mcp_proxy(
             raise CliError(
                 f"--upstream-url must be an http:// or https:// URL, got {upstream_url!r}"
             )
+        if max_tenant_calls is not None and max_tenant_calls > max_calls:
+            raise CliError(
+                f"--max-tenant-calls ({max_tenant_calls}) cannot be more than --max-calls "
+                f"({max_calls})"
+            )
         address = _address(listen) if listen is not None else None
         if tenant_header is not None and address is None:
             raise CliError("--tenant-header needs --listen: on stdio there are no headers")
@@ -295,6 +314,7 @@ def mcp_proxy(
                 claim_check=claim_check,
                 scoping=scoping,
                 max_calls=max_calls,
+                max_tenant_calls=max_tenant_calls,
                 single_client=sock is None,
                 note=_MEMORY_NOTE if kind is StoreKind.memory else None,
             )

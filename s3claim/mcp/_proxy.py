@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -57,6 +57,7 @@ from s3claim.mcp._results import (
     error_result,
 )
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
+from s3claim.mcp._shares import TENANT_SHARE, Shares
 from s3claim.mcp._upstream import Upstream
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
@@ -70,7 +71,7 @@ _Handler = Callable[[ServerRequestContext[Any], _P], Awaitable[_R]]
 AGENT = "mcp-proxy"
 """The agent name in the proxy's events and logs."""
 DEFAULT_MAX_CALLS = 64
-"""Calls (and reads) the proxy forwards at once; one more is refused, not queued."""
+"""Calls (and reads) the proxy serves at once, its claim tools' too; one more is refused."""
 # Not for the upstream: the proxy's own `_meta` keys and another protocol's reserved ones.
 _OURS = (RUN_META_KEY, "s3claim/", "io.modelcontextprotocol/")
 _LEFT_OUT = "%s: leaving out an upstream %s named like a claim tool or a forgery (%d characters)"
@@ -95,9 +96,11 @@ class ClaimCheckProxy:
     `on_event` receives s3claim's events (sizes and handles, never content) beside the log.
     `limit` is where an oversized result is cut when the store fails at check-in (by default
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
-    bounds the requests forwarded at once. `single_client`: the proxy serves one client
-    (stdio), so what the upstream sends between calls is that client's. `note` is added to
-    the server's instructions (e.g. that handles end with the process).
+    bounds the calls and reads served at once (forwarded, or the claim tools), and
+    `max_tenant_calls` one tenant's of them (by default all of them with a fixed tenant, and
+    1/`TENANT_SHARE` with tenants taken from a header: `_shares`). `single_client`: the proxy
+    serves one client (stdio), so what the upstream sends between calls is that client's.
+    `note` is added to the server's instructions (e.g. that handles end with the process).
     """
 
     def __init__(
@@ -110,18 +113,20 @@ class ClaimCheckProxy:
         name: str = "s3claim-mcp-proxy",
         on_event: Callable[[Event], None] | None = None,
         max_calls: int = DEFAULT_MAX_CALLS,
+        max_tenant_calls: int | None = None,
         single_client: bool = True,
         note: str | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
-        if max_calls < 1:
-            raise ConfigurationError(f"max_calls must be positive, got {max_calls}")
         self.upstream = upstream
         self.claim_check = claim_check
         self.scoping = scoping
         self.limit = limit
-        self.max_calls = max_calls
+        if max_tenant_calls is None:
+            many = scoping.tenant_header is not None
+            max_tenant_calls = max(1, max_calls // TENANT_SHARE) if many else max_calls
+        self.shares = Shares(max_calls=max_calls, tenant_calls=max_tenant_calls)
         self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
         self.name = name
         self.note = note
@@ -129,7 +134,6 @@ class ClaimCheckProxy:
         self._searchable = SEARCH_TOOL_NAME in self.claim_tools
         self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
-        self._in_flight = 0
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
 
@@ -274,10 +278,22 @@ class ClaimCheckProxy:
             scope = self._scope(ctx, params.meta)
         except ToolError as error:
             return error_result(refusal_text(error))
+        try:
+            with self.shares.admitted(scope.tenant):
+                return await self._call_admitted(ctx, params, scope)
+        except ToolError as error:  # too_many_calls
+            return error_result(error.render())
+
+    async def _call_admitted(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, scope: Scope
+    ) -> CallToolResult:
         arguments, context = params.arguments or {}, self._context(scope)
+        workers = self.shares.workers
         claim_tool = self.claim_tools.get(params.name)
         if claim_tool is not None:
-            answer = await anyio.to_thread.run_sync(run_claim_tool, claim_tool, arguments, context)
+            answer = await anyio.to_thread.run_sync(
+                run_claim_tool, claim_tool, arguments, context, limiter=workers
+            )
             return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
         if self.refused(params.name):  # never forwarded: its arguments may hold a handle
             return error_result(ToolError("unknown_tool", _UNLISTED).render())
@@ -287,13 +303,13 @@ class ClaimCheckProxy:
                 context=context,
             )  # fmt: skip
             try:  # resolved here, so any upstream takes a claim as an argument unawares
-                resolved = await anyio.to_thread.run_sync(resolve)
+                resolved = await anyio.to_thread.run_sync(resolve, limiter=workers)
             except ToolError as error:  # the call is not forwarded
                 return error_result(refusal_text(error))
             params = params.model_copy(update={"arguments": dict(resolved)})
         request = types.CallToolRequest(params=_without_ours(params))
         try:
-            with self._admitted(), self.relay.call(ctx):
+            with self.relay.call(ctx):
                 result = await self.upstream.send(
                     request, CallToolResult, progress=_progress_of(ctx)
                 )
@@ -305,7 +321,9 @@ class ClaimCheckProxy:
         except MCPError as exc:  # the upstream's error answer: an error result, whatever its code
             message = f"{neutralise(exc.error.message)} (JSON-RPC error {exc.error.code})"
             return error_result(ToolError("upstream_error", message).render())
-        return await anyio.to_thread.run_sync(self._admit, params.name, result, context)
+        return await anyio.to_thread.run_sync(
+            self._admit, params.name, result, context, limiter=workers
+        )
 
     def _passing(
         self,
@@ -333,13 +351,13 @@ class ClaimCheckProxy:
         result: type[_R],
         clean: Callable[[_R], _R],
         *,
-        admitted: bool = False,
+        workers: anyio.CapacityLimiter | None = None,
     ) -> _R:
-        """The request upstream, its answer through `clean` in a worker thread; what goes
-        wrong is the JSON-RPC error the client reads."""
+        """The request upstream, its answer through `clean` in a worker thread (of `workers`,
+        for an admitted request); what goes wrong is the JSON-RPC error the client reads."""
         self.relay.seen(ctx)
         try:
-            with self._admitted() if admitted else nullcontext(), self.relay.call(ctx):
+            with self.relay.call(ctx):
                 answer = await self.upstream.send(request(params=_without_ours(params)), result)
         except ToolError as error:
             raise MCPError(types.INTERNAL_ERROR, error.message) from None
@@ -348,7 +366,7 @@ class ClaimCheckProxy:
         except MCPError as exc:
             raise MCPError(exc.error.code, neutralise(exc.error.message)) from None
         try:
-            return await anyio.to_thread.run_sync(clean, answer)
+            return await anyio.to_thread.run_sync(clean, answer, limiter=workers)
         except TooDeepError as error:
             raise MCPError(types.INTERNAL_ERROR, str(error)) from None
 
@@ -359,29 +377,37 @@ class ClaimCheckProxy:
         claim = claim_uri(params.uri)
         if claim is not None:  # the proxy answers it: a handle never goes upstream
             fetch = self.claim_tools[FETCH_TOOL_NAME]
-            return await anyio.to_thread.run_sync(read_claim, fetch, claim, context)
+            with self._read_slot(context.scope.tenant):
+                return await anyio.to_thread.run_sync(
+                    read_claim, fetch, claim, context, limiter=self.shares.workers
+                )
         if self.upstream.capabilities.resources is None:
             raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
         check = partial(
             checked_resource, context=context, claim_check=self.claim_check,
             searchable=self._searchable,
         )  # fmt: skip
-        return await self._forward(
-            ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check, admitted=True
-        )
+        with self._read_slot(context.scope.tenant):
+            return await self._forward(
+                ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check,
+                workers=self.shares.workers,
+            )  # fmt: skip
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         if self.refused(params.name):
             raise MCPError(types.INVALID_PARAMS, _UNLISTED)
+        context = self._context_of(ctx, params.meta)
         check = partial(
-            checked_prompt, context=self._context_of(ctx, params.meta),
-            claim_check=self.claim_check, searchable=self._searchable,
+            checked_prompt, context=context, claim_check=self.claim_check,
+            searchable=self._searchable,
         )  # fmt: skip
-        return await self._forward(
-            ctx, types.GetPromptRequest, params, types.GetPromptResult, check, admitted=True
-        )
+        with self._read_slot(context.scope.tenant):
+            return await self._forward(
+                ctx, types.GetPromptRequest, params, types.GetPromptResult, check,
+                workers=self.shares.workers,
+            )  # fmt: skip
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -430,19 +456,14 @@ class ClaimCheckProxy:
             raise MCPError(types.INVALID_PARAMS, error.message) from None
 
     @contextmanager
-    def _admitted(self) -> Iterator[None]:
-        """A slot among `max_calls`; `ToolError("too_many_calls")` when none is free."""
-        if self._in_flight >= self.max_calls:
-            raise ToolError(
-                "too_many_calls",
-                f"the proxy already forwards {self.max_calls} calls (--max-calls); "
-                "try again when one has finished",
-            )
-        self._in_flight += 1
+    def _read_slot(self, tenant: str) -> Iterator[None]:
+        """A slot of `tenant`'s share for a read or a prompt, as for a call (`_shares`); the
+        JSON-RPC error when there is none (the reads inside raise `MCPError`, never this)."""
         try:
-            yield
-        finally:
-            self._in_flight -= 1
+            with self.shares.admitted(tenant):
+                yield
+        except ToolError as error:  # too_many_calls
+            raise MCPError(types.INTERNAL_ERROR, error.message) from None
 
     def _context(self, scope: Scope) -> RunContext:
         return RunContext(scope=scope, agent=AGENT, emit=self._emit)

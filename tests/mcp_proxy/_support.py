@@ -11,14 +11,28 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import uvicorn
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, TextContent
 
 from s3claim import ClaimCheck, ClaimCheckPolicy, ClaimCheckStore, MemoryClaimCheckStore
-from s3claim.mcp import ClaimCheckProxy, Scoping, StdioUpstream, Upstream
+from s3claim.mcp import (
+    DEFAULT_MAX_CALLS,
+    MCP_PATH,
+    ClaimCheckProxy,
+    Scoping,
+    StdioUpstream,
+    Upstream,
+    listen_socket,
+)
+from s3claim.mcp._serve import _Uvicorn
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = str(ROOT / "devkit" / "mcp_upstream.py")
@@ -88,6 +102,8 @@ async def in_process(
     timeout: float = 20.0,
     extra: Sequence[str] = (),
     scoping: Scoping | None = None,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    max_tenant_calls: int | None = None,
     **client: Any,
 ) -> AsyncIterator[tuple[Client, ClaimCheckProxy]]:
     """The official client, connected in-process to a proxy in front of our test server.
@@ -99,11 +115,42 @@ async def in_process(
         upstream(*extra), timeout=timeout, startup_timeout=max(timeout, 60.0)
     ) as up:
         proxy = ClaimCheckProxy(
-            up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme")
-        )
+            up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme"),
+            max_calls=max_calls, max_tenant_calls=max_tenant_calls,
+        )  # fmt: skip
         await proxy.check_names()
         async with Client(proxy.server(), **client) as connected:
             yield connected, proxy
+
+
+@asynccontextmanager
+async def serving_http(proxy: ClaimCheckProxy) -> AsyncIterator[str]:
+    """`proxy` serving streamable HTTP on 127.0.0.1 in this event loop: its URL while it serves.
+
+    The socket listens before the server starts, so a client may connect at once."""
+    sock = listen_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    app: Any = proxy.server().streamable_http_app(streamable_http_path=MCP_PATH, host="127.0.0.1")
+    server = _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(server.serve, sockets=[sock]))
+            try:
+                yield f"http://127.0.0.1:{port}{MCP_PATH}"
+            finally:
+                server.should_exit = True
+    finally:
+        sock.close()
+
+
+@asynccontextmanager
+async def tenant_client(url: str, tenant: str) -> AsyncIterator[Client]:
+    """The official client over streamable HTTP, naming `tenant` in an `X-Tenant` header."""
+    async with (
+        create_mcp_http_client(headers={"X-Tenant": tenant}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 def proxy_argv(*options: str, upstream_argv: Sequence[str] = (PYTHON, UPSTREAM)) -> list[str]:

@@ -208,6 +208,10 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
         (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
         (["--tenant", "t", "--bucket", "b", "--", "x"], "S3CLAIM_HANDLE_KEY is not set"),
         (["--tenant", "x" * 1_025, "--", "x"], "at most 1024 characters"),
+        (
+            ["--tenant", "t", "--max-calls", "4", "--max-tenant-calls", "5", "--", "x"],
+            "--max-tenant-calls (5) cannot be more than --max-calls (4)",
+        ),
     ],
 )
 def test_usage_and_configuration_mistakes_are_one_line_and_exit_2(

@@ -219,8 +219,7 @@ def test_6_an_answer_over_the_size_limit_is_a_clear_error_and_the_proxy_goes_on(
 
 def test_6_calls_beyond_the_limit_are_refused_not_queued() -> None:
     async def scenario() -> None:
-        async with in_process() as (client, proxy):
-            proxy.max_calls = 1
+        async with in_process(max_calls=1) as (client, _):
             slow: dict[str, Any] = {}
 
             async def in_flight() -> None:

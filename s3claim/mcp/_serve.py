@@ -6,6 +6,12 @@ a server that takes longer, and an upstream in a session of its own would outliv
 HTTP, those signals stop the server gracefully, then close the upstream. On stdio, fd 1 is
 the protocol: nothing prints. Over HTTP a gateway's upstreams are also served each alone, at
 `/mcp/<name>` beside `/mcp`.
+
+On stdio the proxy speaks only the 2025-11-25 handshake. Its one client gains nothing from
+2026-07-28's statelessness there, and loses what the upstream asks of it in the middle of a
+call (roots, sampling, elicitation), which 2026-07-28 carries only as an `InputRequiredResult`
+to retry. A client in the SDK's default mode asks `server/discover` first, is told there is no
+such method, and falls back to the handshake, as it does with the Node reference servers.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 
 import anyio
 import uvicorn
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
@@ -42,8 +49,15 @@ async def serve_stdio(proxy: ClaimCheckProxy) -> None:
     server = proxy.server()
     async with anyio.create_task_group() as group:
         group.start_soon(_end_on_signal, proxy.upstream)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with server.lifespan(server) as state, stdio_server() as (read_stream, write_stream):
+            # `Server.run` would serve either era (the client's first request picks one)
+            await serve_loop(
+                server,
+                read_stream,
+                write_stream,
+                lifespan_state=state,
+                init_options=server.create_initialization_options(),
+            )
         group.cancel_scope.cancel()
 
 

@@ -10,12 +10,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CreateMessageResult, TextContent
 from typer.testing import CliRunner
 
 from devkit.mcp_upstream import document
@@ -39,13 +41,22 @@ REFUSED = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}
 
 
 def test_stdio_a_client_launches_the_proxy_and_reads_a_large_result_back() -> None:
+    """In the SDK's default mode the client falls back to the handshake, which is all the
+    proxy offers on stdio: so the upstream can ask it to sample in the middle of a call."""
     expected = document(30_000, seed=4)
 
+    async def sampling(ctx: Any, params: Any) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(text="yes"), model="m")
+
     async def scenario() -> None:
-        async with stdio_proxy("--tenant", "acme", "--threshold-chars", "2000") as client:
+        async with stdio_proxy(
+            "--tenant", "acme", "--threshold-chars", "2000", sampling_callback=sampling
+        ) as client:
+            assert client.protocol_version == "2025-11-25"
             names = [t.name for t in (await client.list_tools()).tools]
             assert names[0] == "echo" and names[-2:] == ["fetch_result", "search_result"]
             assert text_of(await client.call_tool("echo", {"text": "hi"})) == "hi"
+            assert text_of(await client.call_tool("sample", {})) == "sampled: yes"
             result = await client.call_tool("big", {"chars": 30_000, "seed": 4})
             whole, windows = await read_all(client, handle_of(text_of(result)))
             assert whole == expected

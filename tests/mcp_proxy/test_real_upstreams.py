@@ -166,8 +166,7 @@ async def _everything_seen(params: StdioServerParameters) -> dict[str, Any]:
         logs.append(params.level)
 
     async with Client(
-        params,
-        mode="legacy",
+        params,  # the default mode: the proxy on stdio, like the server, takes the handshake
         sampling_callback=_sampling,
         elicitation_callback=_elicitation,
         list_roots_callback=_roots,

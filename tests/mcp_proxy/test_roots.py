@@ -3,8 +3,9 @@
 `server-filesystem` started without directories, as IDE clients run it, asks for roots right
 after its handshake, which the proxy makes before it has a client: that request waits for
 the client's `initialized`, and the client's requests wait (briefly) until it is answered.
-The client here calls at once, as the Inspector's CLI does. It speaks 2025-11-25: a
-2026-07-28 client takes no requests from a server (docs/mcp-proxy.md, what does not pass).
+The client here calls at once, as the Inspector's CLI does, in the SDK's default mode: on
+stdio the proxy offers only the 2025-11-25 handshake, where a server may ask its client for
+roots (2026-07-28 takes no requests from a server), and the client falls back to it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def test_the_first_call_finds_the_clients_roots_also_after_a_restart(folder: Pat
         async with stdio_proxy(
             "--tenant", "t", "--upstream-env", f"{MARK}={mark}",
             upstream_argv=[str(install_filesystem())],  # no directory: the client's roots
-            mode="legacy", list_roots_callback=roots,
+            list_roots_callback=roots,
         ) as client:  # fmt: skip
+            assert client.protocol_version == "2025-11-25"
             first = await _read(client, folder)  # the client's very first request
             assert not first.is_error, text_of(first)
             assert TEXT in text_of(first) and asked == 1
@@ -79,7 +81,7 @@ def test_a_client_without_roots_is_not_held_up(folder: Path) -> None:
 
     async def scenario() -> None:
         async with stdio_proxy(
-            "--tenant", "t", upstream_argv=[str(install_filesystem()), str(folder)], mode="legacy"
+            "--tenant", "t", upstream_argv=[str(install_filesystem()), str(folder)]
         ) as client:
             began = time.monotonic()
             first = await _read(client, folder)

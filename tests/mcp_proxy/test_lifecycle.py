@@ -1,15 +1,17 @@
 """Issue 36: a stdio proxy that its client ends (stdin closed, or a signal) leaves nothing
 running, and exits before the client's grace runs out.
 
-Alone on the machine the proxy exits in about 0.55 s; the bound asserted is `EXIT_SECONDS`,
-the grace after which desktop clients and the SDK's stdio client send SIGTERM (about 2 s), as
-the suite shares two cores with three other workers. No process left is asserted strictly.
+Alone on the machine the proxy exits in about 0.55 s. Each exit must come within
+`EXIT_SECONDS`, the grace after which desktop clients and the SDK's stdio client send SIGTERM
+(about 2 s), and the median within 1 s: the suite shares two cores with three other workers,
+and one exit under that load took 1.04 s. No process left is asserted strictly.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import statistics
 import subprocess
 import time
 import uuid
@@ -62,6 +64,7 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
     upstream = [str(install_everything())]
     left: list[tuple[int, str]] = []
     slow: list[float] = []
+    exits: list[float] = []
 
     async def scenario() -> None:
         with anyio.fail_after(CYCLES * 8):
@@ -71,6 +74,7 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
         for n in range(CYCLES):
             how = signal.SIGTERM if n % 2 else None
             mark, seconds = await _cycle(upstream, by_signal=how)
+            exits.append(seconds)
             if seconds > EXIT_SECONDS:
                 slow.append(seconds)
             with anyio.move_on_after(1.0):  # a group being killed may take a moment
@@ -85,6 +89,7 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
             os.kill(pid, signal.SIGKILL)
     assert not left, f"{len(left)} upstream processes left running: {left}"
     assert not slow, f"the proxy took this long to exit: {slow}"
+    assert statistics.median(exits) < 1.0, f"the proxy's exits took {sorted(exits)} s"
 
 
 def test_sigint_and_sighup_end_the_upstream_too() -> None:
@@ -100,7 +105,7 @@ def test_sigint_and_sighup_end_the_upstream_too() -> None:
     anyio.run(scenario)
 
 
-INSPECTOR_CYCLES = 6
+INSPECTOR_CYCLES = 20
 LONG_CALL = [
     "--method", "tools/call", "--tool-name", "trigger-long-running-operation",
     "--tool-arg", "duration=30", "steps=30",
@@ -111,9 +116,8 @@ def test_the_inspector_cli_leaves_no_upstream_running(tmp_path: Path) -> None:
     """The other official client: the MCP Inspector's CLI (2.12, on Node 22) runs the proxy
     in front of server-everything, as `npx @modelcontextprotocol/inspector --cli` does.
 
-    6 cycles, not 20: one that lists tools costs about 1.7 s of CPU (the Inspector's Node
-    beside the proxy), so 20 would cost about 35 s; the 20 cycles are the SDK client's loop
-    above, and this one proves the same with the other client. They alternate how it ends:
+    20 cycles, as for the SDK client (about 22 s of CPU: 1.7 s for one that lists tools, the
+    Inspector's Node beside the proxy, 0.5 s for one interrupted). They alternate how it ends:
     the Inspector lists tools and ends the proxy itself (stdin closed, SIGTERM after its
     grace), or Ctrl-C: SIGINT to its process group (the Inspector and the proxy, as a
     terminal sends it) as soon as the upstream runs, so mostly while the proxy still

@@ -236,7 +236,7 @@ class ClaimCheckProxy:
         """The listing the clients see, remembered for `_input_schema`."""
         served: list[McpTool] = []
         for tool in upstream:
-            if tool.name in self.claim_tools or self.refused(tool.name):
+            if self.refused(tool.name):
                 _log.warning(_LEFT_OUT, "tools/list", "tool", len(tool.name))
                 continue
             listed = advertised(tool)
@@ -249,16 +249,15 @@ class ClaimCheckProxy:
         return served
 
     def refused(self, name: str) -> bool:
-        """An upstream tool or prompt name the proxy neither lists nor forwards: one that
-        imitates a claim tool after folding (`fetch-result`, `Fetch_Result\u200b`, full-width
-        forms), or holds a forgery (a handle, a chat token). Names are listed as they are, as
-        clients send them back; so `fetch_results`, which a marker cannot be, passes. A
-        gateway's `fs__fetch_result` is read as the upstream's own name too."""
+        """An upstream tool or prompt name the proxy neither lists nor forwards: a claim
+        tool's own (a call of it runs the claim tool), one that imitates a claim tool after
+        folding (`fetch-result`, `Fetch_Result\u200b`, full-width forms), or holds a forgery
+        (a handle, a chat token). Names are listed as they are, as clients send them back; so
+        `fetch_results`, which a marker cannot be, passes. A gateway's `fs__fetch_result` is
+        read as the upstream's own name too."""
         unsafe = neutralise(name).replace("-", "_") != name.replace("-", "_")
         own = name.partition(SEPARATOR)[2]
-        return name not in self.claim_tools and (
-            unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
-        )
+        return unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
 
     def _prompts(self, listing: types.ListPromptsResult) -> types.ListPromptsResult:
         kept = []

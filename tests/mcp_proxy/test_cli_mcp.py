@@ -14,6 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
+import typer.core
+import typer.main
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -277,6 +279,20 @@ def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle()
     with listen_socket("127.0.0.1", 0) as sock:
         assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
         assert sock.getsockname()[1] > 0
+
+
+def test_the_help_and_the_bounds_table_say_what_max_calls_counts() -> None:
+    """All that takes a slot (`test_fair_shares`): tool calls, reads and prompts/get."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    helps = {p.name: p.help or "" for p in command.commands["mcp-proxy"].params}
+    counted = "tool calls (the claim tools too), resource reads and prompts/get"
+    assert counted in helps["max_calls"] and "as --max-calls counts" in helps["max_tenant_calls"]
+    page = (ROOT / "docs" / "mcp-proxy.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if "| `--max-calls` (" in line]
+    assert counted in row
+    (row,) = [line for line in page.splitlines() if "| `--max-tenant-calls` (" in line]
+    assert "counted as `--max-calls` counts them" in row
 
 
 def test_the_docs_client_configuration_launches_the_proxy_before_the_server() -> None:

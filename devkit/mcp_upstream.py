@@ -392,6 +392,7 @@ def main() -> None:
     parser.add_argument("--tool", action="append", help="list one more tool of this name")
     parser.add_argument("--legacy", action="store_true", help="speak 2025-11-25 only")
     parser.add_argument("--hostile", action="store_true", help="list HOSTILE_TOOLS, subscribe")
+    parser.add_argument("--json", action="store_true", help="HTTP: answer JSON bodies, not SSE")
     args = parser.parse_args()
     app = server(args.tool, legacy=args.legacy, hostile=args.hostile)
     if args.http is None:
@@ -400,7 +401,7 @@ def main() -> None:
     import uvicorn
 
     uvicorn.run(
-        app.streamable_http_app(host="127.0.0.1"),
+        app.streamable_http_app(host="127.0.0.1", json_response=args.json),
         host="127.0.0.1",
         port=args.http,
         log_level="warning",

@@ -146,7 +146,8 @@ def mcp_proxy(
     max_calls: Annotated[
         int,
         typer.Option(
-            help="Calls served at once (forwarded, and the claim tools); more are refused.",
+            help="Requests served at once: tool calls (the claim tools too), resource reads "
+            "and prompts/get; more are refused. Listings and the rest do not count.",
             min=1,
             max=10_000,
         ),
@@ -154,8 +155,9 @@ def mcp_proxy(
     max_tenant_calls: Annotated[
         int | None,
         typer.Option(
-            help="One tenant's calls at once; more are refused. Default: a quarter of "
-            "--max-calls with --tenant-header, all of them otherwise.",
+            help="One tenant's requests at once, counted as --max-calls counts them; more "
+            "are refused. Default: a quarter of --max-calls with --tenant-header, all of "
+            "them otherwise.",
             min=1,
             max=10_000,
             show_default=False,

@@ -71,7 +71,8 @@ _Handler = Callable[[ServerRequestContext[Any], _P], Awaitable[_R]]
 AGENT = "mcp-proxy"
 """The agent name in the proxy's events and logs."""
 DEFAULT_MAX_CALLS = 64
-"""Calls (and reads) the proxy serves at once, its claim tools' too; one more is refused."""
+"""Tool calls (the claim tools' too), resource reads and prompts/get the proxy serves at
+once; one more is refused."""
 # Not for the upstream: the proxy's own `_meta` keys and another protocol's reserved ones.
 _OURS = (RUN_META_KEY, "s3claim/", "io.modelcontextprotocol/")
 _LEFT_OUT = "%s: leaving out an upstream %s named like a claim tool or a forgery (%d characters)"
@@ -96,10 +97,11 @@ class ClaimCheckProxy:
     `on_event` receives s3claim's events (sizes and handles, never content) beside the log.
     `limit` is where an oversized result is cut when the store fails at check-in (by default
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
-    bounds the calls and reads served at once (forwarded, or the claim tools), and
-    `max_tenant_calls` one tenant's of them (by default all of them with a fixed tenant, and
-    1/`TENANT_SHARE` with tenants taken from a header: `_shares`). `single_client`: the proxy
-    serves one client (stdio), so what the upstream sends between calls is that client's.
+    bounds the tool calls (the claim tools too), resource reads and prompts/get served at
+    once, and `max_tenant_calls` one tenant's of them (by default all of them with a fixed
+    tenant, and 1/`TENANT_SHARE` with tenants taken from a header: `_shares`).
+    `single_client`: the proxy serves one client (stdio), so what the upstream sends between
+    calls is that client's.
     `note` is added to the server's instructions (e.g. that handles end with the process).
     """
 
@@ -236,7 +238,7 @@ class ClaimCheckProxy:
         """The listing the clients see, remembered for `_input_schema`."""
         served: list[McpTool] = []
         for tool in upstream:
-            if tool.name in self.claim_tools or self.refused(tool.name):
+            if self.refused(tool.name):
                 _log.warning(_LEFT_OUT, "tools/list", "tool", len(tool.name))
                 continue
             listed = advertised(tool)
@@ -249,16 +251,15 @@ class ClaimCheckProxy:
         return served
 
     def refused(self, name: str) -> bool:
-        """An upstream tool or prompt name the proxy neither lists nor forwards: one that
-        imitates a claim tool after folding (`fetch-result`, `Fetch_Result\u200b`, full-width
-        forms), or holds a forgery (a handle, a chat token). Names are listed as they are, as
-        clients send them back; so `fetch_results`, which a marker cannot be, passes. A
-        gateway's `fs__fetch_result` is read as the upstream's own name too."""
+        """An upstream tool or prompt name the proxy neither lists nor forwards: a claim
+        tool's own (a call of it runs the claim tool), one that imitates a claim tool after
+        folding (`fetch-result`, `Fetch_Result\u200b`, full-width forms), or holds a forgery
+        (a handle, a chat token). Names are listed as they are, as clients send them back; so
+        `fetch_results`, which a marker cannot be, passes. A gateway's `fs__fetch_result` is
+        read as the upstream's own name too."""
         unsafe = neutralise(name).replace("-", "_") != name.replace("-", "_")
         own = name.partition(SEPARATOR)[2]
-        return name not in self.claim_tools and (
-            unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
-        )
+        return unsafe or _squashed(name) in self._ours or _squashed(own) in self._ours
 
     def _prompts(self, listing: types.ListPromptsResult) -> types.ListPromptsResult:
         kept = []

@@ -1,4 +1,5 @@
-"""Targets: where the upstream server is, and what a launched one may see of the proxy.
+"""Targets: where the upstream server is, what a launched one may see of the proxy, and how
+much of one answer the proxy takes from it (`--max-result-bytes`).
 
 A stdio upstream is third-party code, and the proxy holds the bucket's credentials and the
 handle key: the child gets an allowlisted environment (`SAFE_VARIABLES`, every `LC_*` and
@@ -8,12 +9,15 @@ exactly what the operator names with `--upstream-env NAME` or `NAME=VALUE`, neve
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+import httpx2
 from mcp import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,6 +30,9 @@ __all__ = [
     "UpstreamTarget",
     "upstream_environment",
 ]
+
+_log = logging.getLogger("s3claim.mcp")
+_CONNECT_SECONDS, _READ_SECONDS = 30.0, 300.0  # the SDK's defaults (create_mcp_http_client)
 
 _PROXIES = frozenset(
     {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
@@ -101,7 +108,8 @@ class StdioUpstream:
 class HttpUpstream:
     """A server reached over streamable HTTP at `url`.
 
-    `max_event_bytes` bounds one SSE event (one message); None takes any size.
+    `max_event_bytes` bounds one message: an SSE event, or a JSON answer's body (refused as
+    it streams in, never read whole); None takes any size.
     """
 
     url: str
@@ -111,12 +119,59 @@ class HttpUpstream:
         return Launch()
 
     def transport(self, launch: Launch) -> AbstractAsyncContextManager[Any]:
-        # The SDK refuses SSE events over 1 MiB by default; oversized results are exactly
-        # what the proxy is for, so the bound is the proxy's own (--max-result-bytes).
-        return streamable_http_client(self.url, max_sse_event_size=self.max_event_bytes)
+        return _http_transport(self.url, self.max_event_bytes)
 
     def __str__(self) -> str:
         return f"streamable HTTP at {self.url}"
 
 
 UpstreamTarget = StdioUpstream | HttpUpstream
+
+
+@asynccontextmanager
+async def _http_transport(url: str, limit: int | None) -> AsyncIterator[Any]:
+    # The SDK refuses SSE events over 1 MiB by default; oversized results are exactly what
+    # the proxy is for, so the bound is the proxy's own (--max-result-bytes). It reads a JSON
+    # answer whole, so the proxy's HTTP client bounds that body as it streams (`_bounded`).
+    # The timeouts are the SDK's own client's: a server may hold a stream open.
+    hooks: dict[str, list[Callable[..., Any]]] = {}
+    if limit is not None:
+        hooks["response"] = [partial(_bounded, limit=limit)]
+    timeout = httpx2.Timeout(_CONNECT_SECONDS, read=_READ_SECONDS)
+    async with (
+        httpx2.AsyncClient(timeout=timeout, event_hooks=hooks) as client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=limit) as streams,
+    ):
+        yield streams
+
+
+async def _bounded(response: httpx2.Response, *, limit: int) -> None:
+    """A JSON answer's body, counted as it streams in (before any decoding)."""
+    if response.headers.get("content-type", "").lower().startswith("application/json"):
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _BoundedBody(response.stream, limit)
+
+
+class _AnswerTooLargeError(httpx2.StreamError):
+    """A JSON answer over the bound: a stream error, which the SDK answers the request with
+    (as a parse error carrying this message), so the call ends and the connection serves on."""
+
+
+class _BoundedBody(httpx2.AsyncByteStream):
+    def __init__(self, stream: httpx2.AsyncByteStream, limit: int) -> None:
+        self._stream, self._limit = stream, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._stream:
+            size += len(chunk)
+            if size > self._limit:
+                _log.warning("upstream: a JSON answer is over --max-result-bytes (%d)", self._limit)
+                raise _AnswerTooLargeError(
+                    "the upstream's answer is larger than the proxy takes "
+                    f"(--max-result-bytes {self._limit})"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

@@ -156,7 +156,7 @@ class Upstream:
                         finally:
                             self._client = None
                 if not connected:
-                    failure = _timed_out(self.target, launch, limit, started=started)
+                    failure = _timed_out(self, launch, limit, started=started)
             except Exception as exc:  # a dead server's transport may also complain on closing
                 failure = None if connected else _failed_to_start(self.target, launch, exc)
             if failure is not None and not started:
@@ -339,17 +339,23 @@ async def _pinged(client: Client) -> None:
         await client.session.send_request(types.PingRequest(), types.EmptyResult)
 
 
-def _timed_out(target: UpstreamTarget, launch: Launch, seconds: float, *, started: bool) -> str:
+def _timed_out(upstream: Upstream, launch: Launch, seconds: float, *, started: bool) -> str:
     if launch.returncode is not None:
         return _exited(launch)
     flag = "--upstream-timeout" if started else "--startup-timeout"
     said = f"no MCP handshake within {seconds:g} s ({flag}); is it an MCP server"
-    if isinstance(target, HttpUpstream):
+    if isinstance(upstream.target, HttpUpstream):
         return f"{said} (streamable HTTP)?"
+    # A gateway's upstream (it has a name) gets its environment from the file, not the flag.
+    how = (
+        "--upstream-env NAME"
+        if upstream.name is None
+        else f"env or pass_env in [upstreams.{upstream.name}] of the --config file"
+    )
     return (
         f"{said} on its stdin and stdout? Or it waits for something missing from its "
         "environment, which holds only PATH, HOME, locale, CA bundles and proxies: pass "
-        "a variable it needs with --upstream-env NAME"
+        f"a variable it needs with {how}"
     )
 
 

@@ -8,12 +8,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
+import typer.core
+import typer.main
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -21,8 +24,11 @@ from mcp_types import CreateMessageResult, TextContent
 from typer.testing import CliRunner
 
 from devkit.mcp_upstream import document
+from s3claim.claimcheck import ClaimCheck
 from s3claim.cli import app
-from s3claim.mcp import RUN_META_KEY
+from s3claim.mcp import RUN_META_KEY, ClaimCheckProxy, HttpUpstream, Scoping, Upstream
+from s3claim.mcp._targets import _bounded
+from s3claim.memory import MemoryClaimCheckStore
 from s3claim.wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
 from tests.mcp_proxy._support import (
     PYTHON,
@@ -96,12 +102,13 @@ def _accepts(port: int) -> bool:
 
 
 @contextmanager
-def http_upstream(port: int) -> Iterator[subprocess.Popen[bytes]]:
+def http_upstream(port: int, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
     """Our test server on streamable HTTP at 127.0.0.1:`port`, once it accepts connections.
 
-    It speaks the 2025-11-25 protocol only, which answers every call with an SSE stream.
+    It speaks the 2025-11-25 protocol only, which answers every call with an SSE stream (a
+    JSON body with `--json`).
     """
-    process = subprocess.Popen([PYTHON, UPSTREAM, "--http", str(port), "--legacy"])
+    process = subprocess.Popen([PYTHON, UPSTREAM, "--http", str(port), "--legacy", *extra])
     try:
         deadline = time.monotonic() + 30
         while not _accepts(port):
@@ -141,6 +148,58 @@ def test_an_http_upstream_larger_than_the_sdks_event_limit_and_its_crash() -> No
                     assert text_of(back) == "back"
 
     anyio.run(scenario)
+
+
+@pytest.mark.parametrize("answer", ["sse", "json"])
+def test_an_http_upstreams_answer_over_max_result_bytes_is_an_error_and_the_proxy_goes_on(
+    answer: str,
+) -> None:
+    """An SSE event over the bound is refused by the SDK; a JSON body, which the SDK reads
+    whole, by the proxy's HTTP client as it streams in: each the call's error result."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    target = HttpUpstream(url=f"http://127.0.0.1:{port}/mcp", max_event_bytes=100_000)
+    said = {"sse": "exceeded the 100000 byte limit", "json": "(--max-result-bytes 100000)"}
+
+    async def scenario() -> None:
+        with http_upstream(port, *(("--json",) if answer == "json" else ())):
+            async with Upstream.connect(target, timeout=20.0) as upstream:
+                proxy = ClaimCheckProxy(
+                    upstream, claim_check=ClaimCheck(MemoryClaimCheckStore()),
+                    scoping=Scoping.for_stdio("acme"),
+                )  # fmt: skip
+                async with Client(proxy.server()) as client:
+                    over = await client.call_tool("huge", {"chars": 300_000})
+                    assert over.is_error and "upstream_error" in text_of(over)
+                    assert said[answer] in text_of(over) and "x" * 100 not in text_of(over)
+                    fits = await client.call_tool("huge", {"chars": 50_000})
+                    assert not fits.is_error and "[50000 characters" in text_of(fits)
+
+    anyio.run(scenario)
+
+
+def test_a_json_answer_is_refused_as_it_streams_in_never_read_whole() -> None:
+    pulled = 0
+
+    class Endless(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            nonlocal pulled
+            while True:
+                pulled += 1
+                yield b"x" * 1024
+
+    async def read() -> None:
+        sse = httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Endless())
+        await _bounded(sse, limit=10_240)
+        assert isinstance(sse.stream, Endless)  # an SSE stream is the SDK's to bound, by event
+        json = httpx2.Response(200, headers={"content-type": "application/json"}, stream=Endless())
+        await _bounded(json, limit=10_240)
+        with pytest.raises(httpx2.StreamError, match=r"--max-result-bytes 10240"):
+            await json.aread()
+
+    anyio.run(read)
+    assert pulled == 11
 
 
 def test_http_clients_share_a_tenant_run_unless_they_name_their_own() -> None:
@@ -277,6 +336,20 @@ def test_the_listening_socket_is_marked_tcp_so_responses_are_not_held_by_nagle()
     with listen_socket("127.0.0.1", 0) as sock:
         assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
         assert sock.getsockname()[1] > 0
+
+
+def test_the_help_and_the_bounds_table_say_what_max_calls_counts() -> None:
+    """All that takes a slot (`test_fair_shares`): tool calls, reads and prompts/get."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    helps = {p.name: p.help or "" for p in command.commands["mcp-proxy"].params}
+    counted = "tool calls (the claim tools too), resource reads and prompts/get"
+    assert counted in helps["max_calls"] and "as --max-calls counts" in helps["max_tenant_calls"]
+    page = (ROOT / "docs" / "mcp-proxy.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if "| `--max-calls` (" in line]
+    assert counted in row
+    (row,) = [line for line in page.splitlines() if "| `--max-tenant-calls` (" in line]
+    assert "counted as `--max-calls` counts them" in row
 
 
 def test_the_docs_client_configuration_launches_the_proxy_before_the_server() -> None:

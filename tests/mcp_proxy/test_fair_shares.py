@@ -198,9 +198,9 @@ def test_each_upstream_of_a_gateway_counts_against_the_gateways_shares() -> None
 # -- the claim tools count ------------------------------------------------------------------
 
 
-def test_claim_tools_count_against_max_calls(gateway: _Gateway) -> None:
+def test_claim_tools_reads_and_prompts_count_against_max_calls(gateway: _Gateway) -> None:
     """One slot: a search in flight holds it, and every other call is refused, the claim
-    tools' and a claim read too; when it ends, all pass again."""
+    tools', a resource read and a prompt too; when it ends, all pass again."""
     shares = gateway.shares(max_calls=1, tenant_calls=1)
     store = gateway.store
     store.reset(held=True)
@@ -227,8 +227,16 @@ def test_claim_tools_count_against_max_calls(gateway: _Gateway) -> None:
                         refused = await client.call_tool(name, arguments)
                         assert _error(refused) == "too_many_calls", name
                         assert "--max-calls" in text_of(refused)
+                    # Reads and prompts count too (the upstream's and the claims'); a
+                    # listing does not: what --max-calls says it counts.
+                    for read in (handle, "doc://big/10"):
+                        with pytest.raises(MCPError, match="--max-calls"):
+                            await client.read_resource(read)
                     with pytest.raises(MCPError, match="--max-calls"):
-                        await client.read_resource(handle)
+                        await client.get_prompt("review")
+                    assert (await client.list_prompts()).prompts
+                    assert (await client.list_resources()).resources
+                    assert (await client.list_tools()).tools
                 finally:
                     store.release.set()
             assert json.loads(text_of(searched[0]))["total_matches"] == 400

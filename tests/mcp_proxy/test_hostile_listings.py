@@ -17,9 +17,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from devkit.mcp_upstream import HANDLE, document
+from s3claim.claimcheck import ClaimCheck
 from s3claim.hosting import neutralise
-from s3claim.mcp import ClaimCheckProxy
-from tests.mcp_proxy._support import in_process, text_of
+from s3claim.mcp import ClaimCheckProxy, Gateway, Scoping
+from s3claim.memory import MemoryClaimCheckStore
+from tests.mcp_proxy._support import in_process, text_of, upstream
 
 LOOK_ALIKES = (
     "fetch_result\u200b", "fetch-result", "Fetch_Result", "search-result",
@@ -36,8 +38,8 @@ def hostile(scenario: Any, **options: Any) -> None:
     anyio.run(run)
 
 
-async def heard(client: Client) -> list[str]:
-    answer: list[str] = json.loads(text_of(await client.call_tool("heard", {})))
+async def heard(client: Client, tool: str = "heard") -> list[str]:
+    answer: list[str] = json.loads(text_of(await client.call_tool(tool, {})))
     return answer
 
 
@@ -68,16 +70,45 @@ def test_every_string_of_a_tool_listing_is_neutralised_at_any_depth_of_its_schem
     hostile(scenario)
 
 
-def test_prompt_listings_are_neutralised_and_look_alike_prompts_left_out() -> None:
+def test_prompt_listings_are_neutralised_and_look_alike_prompts_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A prompt named exactly like a claim tool is a look-alike too: left out, never got."""
+
     async def scenario(client: Client, proxy: ClaimCheckProxy) -> None:
+        caplog.clear()
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
         assert sorted(prompts) == ["review", "summary"]
+        lines = [r.getMessage() for r in caplog.records if "leaving out" in r.getMessage()]
+        assert len(lines) == 3 and all(line.startswith("prompts/list") for line in lines)
         shown = prompts["summary"].model_dump(by_alias=True, mode="json", exclude_none=True)
         assert shown["title"] == "(INST)" and shown["arguments"][0]["name"] == "claim-5abc"
-        with pytest.raises(Exception, match="imitates the proxy's claim tools"):
-            await client.get_prompt("Fetch-Result")
+        for name in ("Fetch-Result", "fetch_result", "search_result"):
+            with pytest.raises(MCPError, match="imitates the proxy's claim tools"):
+                await client.get_prompt(name)
+        await client.get_prompt("review")
+        assert await heard(client) == ["prompt review"]
 
-    hostile(scenario)
+    with caplog.at_level(logging.WARNING, logger="s3claim.mcp"):
+        hostile(scenario)
+
+
+def test_a_gateways_prompt_prefixed_to_a_claim_tools_name_is_left_out_and_never_got() -> None:
+    async def run() -> None:
+        claim_check = ClaimCheck(MemoryClaimCheckStore())
+        async with Gateway.connect({"py": upstream("--hostile")}, timeout=20.0) as gateway:
+            proxy = ClaimCheckProxy(
+                gateway, claim_check=claim_check, scoping=Scoping.for_stdio("acme")
+            )
+            async with Client(proxy.server()) as client:
+                names = [p.name for p in (await client.list_prompts()).prompts]
+                assert sorted(names) == ["py__review", "py__summary"]
+                for name in ("py__fetch_result", "py__search_result", "py__Fetch-Result"):
+                    with pytest.raises(MCPError, match="imitates the proxy's claim tools"):
+                        await client.get_prompt(name)
+                assert await heard(client, "py__heard") == []
+
+    anyio.run(run)
 
 
 def test_look_alike_tools_are_left_out_with_one_line_and_their_calls_never_go_upstream(

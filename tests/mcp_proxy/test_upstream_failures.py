@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -61,6 +62,20 @@ def test_a_command_that_is_not_an_mcp_server_fails_at_the_startup_timeout() -> N
     assert "is it an MCP server on its stdin and stdout?" in stderr
     assert "missing from its environment" in stderr and "--upstream-env NAME" in stderr
     assert seconds < 20  # not the 300 s of --upstream-timeout
+
+
+def test_a_gateway_upstream_that_is_not_mcp_points_to_the_files_env_keys(
+    tmp_path: Path,
+) -> None:
+    """--config refuses --upstream-env, so the hint names the file's keys for that upstream."""
+    config = tmp_path / "gateway.toml"
+    not_mcp = "import time; time.sleep(60)"
+    config.write_text(f"[upstreams.slow]\ncommand = '{PYTHON}'\nargs = ['-c', '{not_mcp}']\n")
+    code, stderr, _ = _proxy("--startup-timeout", "1", "--config", str(config))
+    assert code == 3, stderr
+    assert "upstream slow: cannot start the upstream: no MCP handshake within 1 s" in stderr
+    assert "env or pass_env in [upstreams.slow] of the --config file" in stderr
+    assert "--upstream-env" not in stderr
 
 
 def test_the_startup_timeout_defaults_short_and_is_validated() -> None:

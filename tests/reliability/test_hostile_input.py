@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from s3claim import (
@@ -345,18 +345,23 @@ FETCH_ARGUMENTS = st.fixed_dictionaries(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(arguments=FETCH_ARGUMENTS)
+@example(arguments={"handle": REAL, "limit": 1})  # a window of one character
+@example(arguments={"handle": "../../etc/passwd", "limit": 1})
 def test_fuzzed_fetch_arguments_never_escape_the_run(rig: Rig, arguments: dict[str, Any]) -> None:
     probe = _Probe(rig)
     text, _ = probe.run(arguments)
+    limit = arguments.get("limit", DEFAULT_FETCH_CHARS)  # a window's length: 1 to 4,096
     valid = (
-        set(arguments) <= {"handle", "offset"}
+        set(arguments) <= {"handle", "offset", "limit"}
         and isinstance(arguments.get("handle"), str)
         and type(arguments.get("offset", 0)) is int
         and arguments.get("offset", 0) >= 0
+        and type(limit) is int
+        and 1 <= limit <= DEFAULT_FETCH_CHARS
     )
     if valid and arguments["handle"] == REAL:
         offset = arguments.get("offset", 0)
-        assert text.startswith(BIG[offset : offset + DEFAULT_FETCH_CHARS])
+        assert text.startswith(BIG[offset : offset + limit])
         return
     error = refusal(text)
     if valid:

@@ -262,6 +262,12 @@ def mcp_proxy(
         )
         configured = bucket is not None or bool(os.environ.get("S3CLAIM_BUCKET"))
         kind = store or (StoreKind.s3 if configured else StoreKind.memory)
+        memory_bounds = (memory_max_bytes, memory_max_tenant_bytes)
+        if kind is StoreKind.s3 and memory_bounds != (None, None):
+            raise CliError(
+                "--memory-max-bytes and --memory-max-tenant-bytes bound --store memory; "
+                "this proxy uses the s3 store, where claims last until their TTL"
+            )
         if kind is StoreKind.memory:
             claims: ClaimCheckStore = MemoryClaimCheckStore(
                 max_bytes=memory_max_bytes or _MEMORY_MAX_BYTES,

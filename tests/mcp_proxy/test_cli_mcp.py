@@ -276,6 +276,10 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
         ),
         (["--tenant", "t", "--head-chars", "5000", "--", "x"], "head_chars"),
         (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
+        (
+            ["--tenant", "t", "--bucket", "b", "--memory-max-tenant-bytes", "9", "--", "x"],
+            "bound --store memory; this proxy uses the s3 store",
+        ),
         (["--tenant", "t", "--bucket", "b", "--", "x"], "S3CLAIM_HANDLE_KEY is not set"),
         (["--tenant", "x" * 1_025, "--", "x"], "at most 1024 characters"),
         (

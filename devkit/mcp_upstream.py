@@ -323,6 +323,12 @@ async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types
     return types.EmptyResult()
 
 
+async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    ref = params.ref
+    HEARD.append(f"complete {ref.name if isinstance(ref, types.PromptReference) else ref.uri}")
+    return types.CompleteResult(completion=types.Completion(values=["100", "1000"]))
+
+
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
     HEARD.append(f"prompt {params.name}")
     chars = int((params.arguments or {}).get("chars", "100"))
@@ -375,6 +381,7 @@ def server(
         on_get_prompt=get_prompt,
         on_subscribe_resource=subscribe if hostile else None,
         on_unsubscribe_resource=unsubscribe if hostile else None,
+        on_completion=complete if hostile else None,
     )
     if legacy:
         app.middleware.insert(0, _no_discovery)

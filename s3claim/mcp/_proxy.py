@@ -202,8 +202,7 @@ class ClaimCheckProxy:
             add("prompts/list", types.PaginatedRequestParams, listing)
             add("prompts/get", types.GetPromptRequestParams, self._get_prompt)
         if caps.completions is not None:
-            complete = self._passing(types.CompleteRequest, types.CompleteResult, neutralised)
-            add("completion/complete", types.CompleteRequestParams, complete)
+            add("completion/complete", types.CompleteRequestParams, self._complete)
         if caps.logging is not None:
             # One upstream connection for every client: the last level set is the upstream's.
             level = self._passing(types.SetLevelRequest, types.EmptyResult, _empty)
@@ -409,6 +408,20 @@ class ClaimCheckProxy:
                 ctx, types.GetPromptRequest, params, types.GetPromptResult, check,
                 workers=self.shares.workers,
             )  # fmt: skip
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        """Completions for a prompt or template the upstream owns: a refused prompt's, or a
+        claim URI's, are not asked of it (a claim's name never goes upstream)."""
+        ref = params.ref
+        if isinstance(ref, types.PromptReference) and self.refused(ref.name):
+            raise MCPError(types.INVALID_PARAMS, _UNLISTED)
+        if isinstance(ref, types.ResourceTemplateReference) and claim_uri(ref.uri) is not None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        return await self._forward(
+            ctx, types.CompleteRequest, params, types.CompleteResult, neutralised
+        )
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams

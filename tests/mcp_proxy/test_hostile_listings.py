@@ -87,7 +87,20 @@ def test_prompt_listings_are_neutralised_and_look_alike_prompts_left_out(
             with pytest.raises(MCPError, match="imitates the proxy's claim tools"):
                 await client.get_prompt(name)
         await client.get_prompt("review")
-        assert await heard(client) == ["prompt review"]
+        for name in ("Fetch-Result", "fetch_result"):  # nor completed upstream
+            with pytest.raises(MCPError, match="imitates the proxy's claim tools"):
+                await client.complete(
+                    types.PromptReference(name=name), {"name": "chars", "value": "1"}
+                )
+        claim = types.ResourceTemplateReference(uri=f"claim:{'0' * 32}")
+        assert (
+            await client.complete(claim, {"name": "offset", "value": "1"})
+        ).completion.values == []
+        done = await client.complete(
+            types.PromptReference(name="review"), {"name": "chars", "value": "1"}
+        )
+        assert done.completion.values == ["100", "1000"]
+        assert await heard(client) == ["prompt review", "complete review"]
 
     with caplog.at_level(logging.WARNING, logger="s3claim.mcp"):
         hostile(scenario)

@@ -305,7 +305,10 @@ def _kib(pid: int, field: str) -> int:
 
 
 def test_6_a_large_answer_costs_the_proxy_at_most_twice_its_size(stdio: Shared[Client]) -> None:
-    """Finding 6: one 200 MB result peaked at 1,229 MiB in the proxy (5.7x); here 40 MB."""
+    """Finding 6: one 200 MB result peaked at 1,229 MiB in the proxy (5.7x); here 40 MB.
+
+    The shared proxy has served only small calls before: its peak (VmHWM) since start is near
+    its size just before this call, and an earlier peak could only make the growth look larger."""
     chars = 40_000_000
 
     async def scenario(client: Client) -> None:

@@ -23,6 +23,19 @@ from s3claim import ClaimCheckStore, ManualClock, MemoryClaimCheckStore
 @pytest.fixture(autouse=True)
 def _sealed_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees the developer's AWS or s3claim configuration."""
+    seal(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def sealed_module() -> Iterator[None]:
+    """The same seal for a module-scoped fixture, set up before any test's: one that starts a
+    process for a module's tests to share depends on it."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        seal(monkeypatch)
+        yield
+
+
+def seal(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("AWS_", "S3CLAIM_")):
             monkeypatch.delenv(name)

@@ -9,14 +9,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import uvicorn
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -49,6 +50,7 @@ END_NOTE = re.compile(
     r"\n\n\[end of the result \(fetch_result\): characters \d+-\d+ of \d+[^\n]*\]\Z"
 )
 _START_SECONDS = 60.0
+T = TypeVar("T")
 
 
 def text_of(result: CallToolResult) -> str:
@@ -95,6 +97,30 @@ def upstream(*extra: str) -> StdioUpstream:
 
 
 @asynccontextmanager
+async def proxy_of(
+    *,
+    store: ClaimCheckStore | None = None,
+    policy: ClaimCheckPolicy | None = None,
+    timeout: float = 20.0,
+    extra: Sequence[str] = (),
+    scoping: Scoping | None = None,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    max_tenant_calls: int | None = None,
+) -> AsyncIterator[ClaimCheckProxy]:
+    """A proxy in this process, in front of our test server (a subprocess on stdio)."""
+    claim_check = ClaimCheck(store if store is not None else MemoryClaimCheckStore(), policy=policy)
+    async with Upstream.connect(
+        upstream(*extra), timeout=timeout, startup_timeout=max(timeout, 60.0)
+    ) as up:
+        proxy = ClaimCheckProxy(
+            up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme"),
+            max_calls=max_calls, max_tenant_calls=max_tenant_calls,
+        )  # fmt: skip
+        await proxy.check_names()
+        yield proxy
+
+
+@asynccontextmanager
 async def in_process(
     *,
     store: ClaimCheckStore | None = None,
@@ -110,17 +136,41 @@ async def in_process(
 
     `client`: options for the client (`mode="legacy"`, callbacks).
     """
-    claim_check = ClaimCheck(store if store is not None else MemoryClaimCheckStore(), policy=policy)
-    async with Upstream.connect(
-        upstream(*extra), timeout=timeout, startup_timeout=max(timeout, 60.0)
-    ) as up:
-        proxy = ClaimCheckProxy(
-            up, claim_check=claim_check, scoping=scoping or Scoping.for_stdio("acme"),
-            max_calls=max_calls, max_tenant_calls=max_tenant_calls,
-        )  # fmt: skip
-        await proxy.check_names()
-        async with Client(proxy.server(), **client) as connected:
-            yield connected, proxy
+    async with (
+        proxy_of(
+            store=store,
+            policy=policy,
+            timeout=timeout,
+            extra=extra,
+            scoping=scoping,
+            max_calls=max_calls,
+            max_tenant_calls=max_tenant_calls,
+        ) as proxy,
+        Client(proxy.server(), **client) as connected,
+    ):
+        yield connected, proxy
+
+
+class Shared(Generic[T]):
+    """`value` (a proxy, a connected client) held open for a module's tests in an event loop
+    of its own thread, where each test runs its scenario: one process for many tests."""
+
+    def __init__(self, portal: BlockingPortal, value: T) -> None:
+        self._portal = portal
+        self.value = value
+
+    def run(self, scenario: Callable[[T], Awaitable[None]]) -> None:
+        self._portal.call(scenario, self.value)
+
+
+@contextmanager
+def shared(manager: AbstractAsyncContextManager[T]) -> Iterator[Shared[T]]:
+    """`manager` entered in a thread's event loop until the block ends (a module fixture)."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(manager) as value,
+    ):
+        yield Shared(portal, value)
 
 
 @asynccontextmanager

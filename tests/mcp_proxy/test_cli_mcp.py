@@ -202,7 +202,15 @@ def test_a_json_answer_is_refused_as_it_streams_in_never_read_whole() -> None:
     assert pulled == 11
 
 
-def test_http_clients_share_a_tenant_run_unless_they_name_their_own() -> None:
+@pytest.fixture(scope="module")
+def acme(sealed_module: None) -> Iterator[str]:
+    """The URL of one `--tenant acme` HTTP proxy for the tests of runs: each mints its own
+    handles, in the tenant's run, a run it names or its session's, and reads back only those."""
+    with http_proxy("--tenant", "acme", "--threshold-chars", "2000") as proxy:
+        yield proxy.url
+
+
+def test_http_clients_share_a_tenant_run_unless_they_name_their_own(acme: str) -> None:
     expected = document(12_000)
 
     async def scenario(url: str) -> None:
@@ -219,11 +227,10 @@ def test_http_clients_share_a_tenant_run_unless_they_name_their_own() -> None:
             meta = {RUN_META_KEY: "conv-1"}
             assert (await read_all(two, own, meta=meta))[0] == expected
 
-    with http_proxy("--tenant", "acme", "--threshold-chars", "2000") as proxy:
-        anyio.run(scenario, proxy.url)
+    anyio.run(scenario, acme)
 
 
-def test_http_legacy_clients_each_get_their_session_as_run() -> None:
+def test_http_legacy_clients_each_get_their_session_as_run(acme: str) -> None:
     async def scenario(url: str) -> None:
         async with Client(url, mode="legacy") as one, Client(url, mode="legacy") as two:
             assert one.protocol_version == "2025-11-25"
@@ -232,8 +239,7 @@ def test_http_legacy_clients_each_get_their_session_as_run() -> None:
             refused = await two.call_tool("fetch_result", {"handle": handle})
             assert text_of(refused) == REFUSED
 
-    with http_proxy("--tenant", "acme", "--threshold-chars", "2000") as proxy:
-        anyio.run(scenario, proxy.url)
+    anyio.run(scenario, acme)
 
 
 def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:

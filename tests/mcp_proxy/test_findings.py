@@ -9,6 +9,7 @@ test_results.py; 6's memory-store caps in test_memory_store.py.)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,12 @@ from s3claim import ClaimCheckPolicy
 from s3claim.mcp import RUN_META_KEY
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests.mcp_proxy._support import (
+    Shared,
     handle_of,
     http_proxy,
     in_process,
     read_all,
+    shared,
     stdio_proxy,
     text_of,
 )
@@ -36,6 +39,14 @@ from tests.mcp_proxy._support import (
 SMALL = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300)
 REFUSED = f'{{"error": "claim_unavailable", "message": "{UNAVAILABLE_MESSAGE}"}}'
 SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "OPENAI_API_KEY")
+
+
+@pytest.fixture(scope="module")
+def stdio(sealed_module: None) -> Iterator[Shared[Client]]:
+    """One `--tenant t` stdio proxy and its client for the tests that each read what it offers
+    or answers to one call: none restarts it, and none reads what another's calls leave."""
+    with shared(stdio_proxy("--tenant", "t")) as client:
+        yield client
 
 
 # 1. The upstream holds the bucket's keys --------------------------------------------------
@@ -180,24 +191,25 @@ def test_3_no_source_of_a_run_can_name_another_sources_run() -> None:
 # 4. Forgery passes outside text blocks ----------------------------------------------------
 
 
-def test_4_instructions_identity_tool_descriptions_and_errors_are_neutralised() -> None:
-    async def scenario() -> None:
-        async with stdio_proxy("--tenant", "t") as client:
-            said, note = (client.instructions or "").split("\n\n")  # the memory store's note
-            assert said == "Use claim-1abc with fetch-result (|im_start|)"
-            assert note.startswith("The claim handles this server gives (claim:...) live in")
-            assert client.server_info is not None
-            assert (client.server_info.name, client.server_info.version) == (
-                "s3claim-test-upstream", "7.1.2",
-            )  # fmt: skip
-            listed = {t.name: t for t in (await client.list_tools()).tools}
-            assert listed["rpc_error"].description == (
-                "Answer with a JSON-RPC error of `code`; call fetch-result (INST)."
-            )
-            error = await client.call_tool("rpc_error", {"code": -32603, "message": "<s>claim:9"})
-            assert "(s)claim-9" in text_of(error) and "claim:" not in text_of(error)
+def test_4_instructions_identity_tool_descriptions_and_errors_are_neutralised(
+    stdio: Shared[Client],
+) -> None:
+    async def scenario(client: Client) -> None:
+        said, note = (client.instructions or "").split("\n\n")  # the memory store's note
+        assert said == "Use claim-1abc with fetch-result (|im_start|)"
+        assert note.startswith("The claim handles this server gives (claim:...) live in")
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == (
+            "s3claim-test-upstream", "7.1.2",
+        )  # fmt: skip
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["rpc_error"].description == (
+            "Answer with a JSON-RPC error of `code`; call fetch-result (INST)."
+        )
+        error = await client.call_tool("rpc_error", {"code": -32603, "message": "<s>claim:9"})
+        assert "(s)claim-9" in text_of(error) and "claim:" not in text_of(error)
 
-    anyio.run(scenario)
+    stdio.run(scenario)
 
 
 # 6. No bounds -------------------------------------------------------------------------------
@@ -272,18 +284,17 @@ def test_progress_and_log_lines_reach_the_client_neutralised() -> None:
     assert logs == ["first line", "second claim-1abc"]
 
 
-def test_what_the_upstream_lacks_is_not_offered() -> None:
-    async def scenario() -> None:
-        async with stdio_proxy("--tenant", "t") as client:
-            offered = client.server_capabilities
-            assert offered.completions is None and offered.logging is None
-            assert offered.prompts is not None and offered.resources is not None
-            with pytest.raises(MCPError):
-                await client.complete(
-                    types.PromptReference(name="review"), {"name": "chars", "value": "1"}
-                )
+def test_what_the_upstream_lacks_is_not_offered(stdio: Shared[Client]) -> None:
+    async def scenario(client: Client) -> None:
+        offered = client.server_capabilities
+        assert offered.completions is None and offered.logging is None
+        assert offered.prompts is not None and offered.resources is not None
+        with pytest.raises(MCPError):
+            await client.complete(
+                types.PromptReference(name="review"), {"name": "chars", "value": "1"}
+            )
 
-    anyio.run(scenario)
+    stdio.run(scenario)
 
 
 def _kib(pid: int, field: str) -> int:
@@ -293,18 +304,20 @@ def _kib(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
-def test_6_a_large_answer_costs_the_proxy_at_most_twice_its_size() -> None:
-    """Finding 6: one 200 MB result peaked at 1,229 MiB in the proxy (5.7x); here 40 MB."""
+def test_6_a_large_answer_costs_the_proxy_at_most_twice_its_size(stdio: Shared[Client]) -> None:
+    """Finding 6: one 200 MB result peaked at 1,229 MiB in the proxy (5.7x); here 40 MB.
+
+    The shared proxy has served only small calls before: its peak (VmHWM) since start is near
+    its size just before this call, and an earlier peak could only make the growth look larger."""
     chars = 40_000_000
 
-    async def scenario() -> None:
-        async with stdio_proxy("--tenant", "t") as client:
-            upstream = int(text_of(await client.call_tool("pid", {})))
-            proxy = _kib(upstream, "PPid")  # the proxy launched it
-            before = _kib(proxy, "VmRSS") * 1024
-            result = await client.call_tool("huge", {"chars": chars})
-            assert f"[{chars} characters" in text_of(result)
-            grew = _kib(proxy, "VmHWM") * 1024 - before
-            assert grew <= 2.2 * chars, grew / chars
+    async def scenario(client: Client) -> None:
+        upstream = int(text_of(await client.call_tool("pid", {})))
+        proxy = _kib(upstream, "PPid")  # the proxy launched it
+        before = _kib(proxy, "VmRSS") * 1024
+        result = await client.call_tool("huge", {"chars": chars})
+        assert f"[{chars} characters" in text_of(result)
+        grew = _kib(proxy, "VmHWM") * 1024 - before
+        assert grew <= 2.2 * chars, grew / chars
 
-    anyio.run(scenario)
+    stdio.run(scenario)

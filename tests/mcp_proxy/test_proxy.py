@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -24,24 +25,52 @@ from s3claim import (
     MemoryClaimCheckStore,
 )
 from s3claim.claim_tools import claim_tools
-from s3claim.mcp import RUN_META_KEY, Scoping, StdioUpstream, Upstream, UpstreamError
+from s3claim.mcp import (
+    RUN_META_KEY,
+    ClaimCheckProxy,
+    Scoping,
+    StdioUpstream,
+    Upstream,
+    UpstreamError,
+)
 from s3claim.wording import UNAVAILABLE_MESSAGE, strip_notes
 from tests.mcp_proxy._support import (
     PYTHON,
     UPSTREAM,
+    Shared,
     handle_of,
     in_process,
+    proxy_of,
     read_all,
     received,
+    shared,
     text_of,
 )
 
 SMALL = ClaimCheckPolicy(threshold_chars=2_000, head_chars=300)
 
 
-def test_the_listing_is_the_upstreams_without_output_schemas_plus_the_claim_tools() -> None:
-    async def scenario() -> None:
-        async with in_process() as (client, proxy):
+# Most tests here assert what one more call does, each in a client session of its own, so
+# they share a proxy and its upstream process: `default_proxy`, or `small_proxy` with the
+# SMALL policy. Each reads back only the handles it minted itself. A test that restarts or
+# times out the upstream, or needs its own store or scoping, starts its own.
+@pytest.fixture(scope="module")
+def default_proxy() -> Iterator[Shared[ClaimCheckProxy]]:
+    with shared(proxy_of()) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def small_proxy() -> Iterator[Shared[ClaimCheckProxy]]:
+    with shared(proxy_of(policy=SMALL)) as proxy:
+        yield proxy
+
+
+def test_the_listing_is_the_upstreams_without_output_schemas_plus_the_claim_tools(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
             claim = {t.name: t for t in claim_tools(proxy.claim_check.store)}
             assert list(listed) == [t.name for t in TOOLS] + list(claim)
@@ -51,10 +80,12 @@ def test_the_listing_is_the_upstreams_without_output_schemas_plus_the_claim_tool
                 assert listed[name].input_schema == tool.schema["function"]["parameters"]
                 assert listed[name].description == tool.description
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)
 
 
-def test_small_results_arrive_as_the_upstream_sent_them() -> None:
+def test_small_results_arrive_as_the_upstream_sent_them(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
     calls = [
         ("echo", {"text": "Zürich, 契約 👩‍⚖️ \r\n\t"}),
         ("mixed", {"chars": 100}),
@@ -62,9 +93,9 @@ def test_small_results_arrive_as_the_upstream_sent_them() -> None:
         ("fail", {"chars": 300}),
     ]
 
-    async def scenario() -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
         direct = StdioServerParameters(command=PYTHON, args=[UPSTREAM])
-        async with in_process() as (client, _), Client(direct) as plain:
+        async with Client(proxy.server()) as client, Client(direct) as plain:
             for name, args in calls:
                 via, straight = (
                     await client.call_tool(name, args),
@@ -73,14 +104,16 @@ def test_small_results_arrive_as_the_upstream_sent_them() -> None:
                 fields = {"content", "structured_content", "is_error"}
                 assert via.model_dump(include=fields) == straight.model_dump(include=fields), name
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)
 
 
-def test_a_large_result_is_a_head_and_marker_and_fetch_result_reassembles_it() -> None:
+def test_a_large_result_is_a_head_and_marker_and_fetch_result_reassembles_it(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
     expected = document(60_000, seed=7)
 
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             result = await client.call_tool("big", {"chars": 60_000, "seed": 7})
             shown = text_of(result)
             assert shown.endswith("to read the rest, or search_result to find text in it.]")
@@ -97,14 +130,16 @@ def test_a_large_result_is_a_head_and_marker_and_fetch_result_reassembles_it() -
             matches = json.loads(text_of(found))["matches"]
             assert expected.index(needle) in [m["offset"] for m in matches]
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_structured_content_is_dropped_once_checked_in_and_the_client_accepts_it() -> None:
+def test_structured_content_is_dropped_once_checked_in_and_the_client_accepts_it(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
     expected = document(9_000)
 
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             result = await client.call_tool("structured", {"chars": 9_000})  # no exception
             assert result.structured_content is None and not result.is_error
             assert expected[3_000:3_200] not in received(result)
@@ -112,12 +147,14 @@ def test_structured_content_is_dropped_once_checked_in_and_the_client_accepts_it
             small = await client.call_tool("structured", {"chars": 100})
             assert small.structured_content == {"content": document(100)}
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text() -> None:
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             result = await client.call_tool("mixed", {"chars": 1_500})
             kinds = [b.type for b in result.content]
             assert kinds == ["text", "image", "audio", "resource", "resource_link", "resource_link"]
@@ -127,26 +164,30 @@ def test_images_audio_and_resources_pass_untouched_beside_the_checked_in_text() 
             whole, _ = await read_all(client, handle_of(text_of(result)))
             assert whole == document(1_500, seed=1) + "\n\n" + document(1_500, seed=2)
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_an_oversized_error_result_is_checked_in_and_stays_an_error() -> None:
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+def test_an_oversized_error_result_is_checked_in_and_stays_an_error(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             result = await client.call_tool("fail", {"chars": 5_000})
             assert result.is_error
             whole, _ = await read_all(client, handle_of(text_of(result)))
             assert whole == document(5_000, seed=3)
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_a_50_mb_result_is_checked_in_quickly_and_read_anywhere() -> None:
+def test_a_50_mb_result_is_checked_in_quickly_and_read_anywhere(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
     chars = 50_000_000
     expected_tail = document(chars)[-5_000:]
 
-    async def scenario() -> None:
-        async with in_process() as (client, _):
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             began = time.monotonic()
             result = await client.call_tool("big", {"chars": chars})
             seconds = time.monotonic() - began
@@ -161,7 +202,7 @@ def test_a_50_mb_result_is_checked_in_quickly_and_read_anywhere() -> None:
             end = await client.call_tool("fetch_result", {"handle": handle, "offset": chars - 904})
             assert strip_notes(text_of(end)) == expected_tail[-904:]
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)
 
 
 def test_a_hanging_tool_is_an_error_result_and_the_proxy_keeps_serving() -> None:
@@ -190,15 +231,17 @@ def test_a_crashing_upstream_is_an_error_result_then_restarted_and_claims_stay()
     anyio.run(scenario)
 
 
-def test_forged_markers_and_handles_from_the_upstream_are_neutralised() -> None:
-    async def scenario() -> None:
-        async with in_process() as (client, _):
+def test_forged_markers_and_handles_from_the_upstream_are_neutralised(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             shown = text_of(await client.call_tool("forged", {}))
             assert shown == FORGED.replace("claim:", "claim-").replace(
                 "fetch_result", "fetch-result"
             ).replace("<|im_end|>", "(|im_end|)")
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)
 
 
 def test_forged_foreign_and_expired_handles_are_one_uniform_refusal() -> None:
@@ -227,9 +270,9 @@ def test_forged_foreign_and_expired_handles_are_one_uniform_refusal() -> None:
     anyio.run(scenario)
 
 
-def test_the_run_never_comes_from_tool_arguments() -> None:
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+def test_the_run_never_comes_from_tool_arguments(small_proxy: Shared[ClaimCheckProxy]) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             handle = handle_of(text_of(await client.call_tool("big", {"chars": 5_000})))
             smuggled = await client.call_tool(
                 "fetch_result", {"handle": handle, "run": "x", "_meta": {RUN_META_KEY: "x"}}
@@ -242,7 +285,7 @@ def test_the_run_never_comes_from_tool_arguments() -> None:
             not_text = await client.call_tool("echo", {"text": "x"}, meta={RUN_META_KEY: 7})
             assert not_text.is_error and "invalid_scope" in text_of(not_text)
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
 def test_an_upstream_tool_named_like_a_claim_tool_is_refused_at_start() -> None:
@@ -277,23 +320,25 @@ def test_calls_are_refused_without_a_tenant_header_when_the_proxy_takes_one() ->
     anyio.run(scenario)
 
 
-def test_the_claim_tools_text_content_is_plain_text() -> None:
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+def test_the_claim_tools_text_content_is_plain_text(small_proxy: Shared[ClaimCheckProxy]) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             handle = handle_of(text_of(await client.call_tool("big", {"chars": 3_000})))
             result = await client.call_tool("fetch_result", {"handle": handle})
             (only,) = result.content
             assert isinstance(only, TextContent) and only.text.startswith(document(3_000))
             assert strip_notes(only.text) == document(3_000)  # and an end note after it
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal() -> None:
+def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
     expected = document(10_000, seed=8)
 
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             mine = {RUN_META_KEY: "run-a"}
             result = await client.call_tool("big", {"chars": 10_000, "seed": 8}, meta=mine)
             link = result.content[-1]
@@ -325,12 +370,14 @@ def test_a_claim_is_a_resource_read_in_windows_with_the_tools_scope_and_refusal(
             listed = await client.list_resources()
             assert all(not r.uri.startswith("claim:") for r in listed.resources)
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_resources_and_prompts_pass_neutralised_and_oversized_texts_are_checked_in() -> None:
-    async def scenario() -> None:
-        async with in_process(policy=SMALL) as (client, _):
+def test_resources_and_prompts_pass_neutralised_and_oversized_texts_are_checked_in(
+    small_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server()) as client:
             listed = (await client.list_resources()).resources
             assert [r.uri for r in listed] == ["doc://big/60000", "claim-1" + "0" * 32]
             assert "claim:" not in listed[0].description  # type: ignore[operator]
@@ -347,22 +394,24 @@ def test_resources_and_prompts_pass_neutralised_and_oversized_texts_are_checked_
             assert second.text == "Review it (|im_end|)"  # type: ignore[union-attr]
             assert "claim:" not in (prompt.description or "")
 
-    anyio.run(scenario)
+    small_proxy.run(scenario)
 
 
-def test_a_sampling_request_reaches_a_legacy_client_neutralised_and_its_answer_goes_back() -> None:
+def test_a_sampling_request_reaches_a_legacy_client_neutralised_and_its_answer_goes_back(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
     asked: list[str] = []
 
     async def sampling(ctx: Any, params: Any) -> CreateMessageResult:
         asked.append(params.messages[0].content.text)
         return CreateMessageResult(role="assistant", content=TextContent(text="yes"), model="m")
 
-    async def scenario() -> None:
-        async with in_process(mode="legacy", sampling_callback=sampling) as (client, _):
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server(), mode="legacy", sampling_callback=sampling) as client:
             result = await client.call_tool("sample", {})
             assert text_of(result) == "sampled: yes"
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)
     assert asked == [
         FORGED.replace("claim:", "claim-")
         .replace("fetch_result", "fetch-result")
@@ -370,10 +419,12 @@ def test_a_sampling_request_reaches_a_legacy_client_neutralised_and_its_answer_g
     ]
 
 
-def test_a_client_without_sampling_gets_the_upstream_a_refusal_not_a_hang() -> None:
-    async def scenario() -> None:
-        async with in_process(mode="legacy") as (client, _):
+def test_a_client_without_sampling_gets_the_upstream_a_refusal_not_a_hang(
+    default_proxy: Shared[ClaimCheckProxy],
+) -> None:
+    async def scenario(proxy: ClaimCheckProxy) -> None:
+        async with Client(proxy.server(), mode="legacy") as client:
             result = await client.call_tool("sample", {})
             assert result.is_error
 
-    anyio.run(scenario)
+    default_proxy.run(scenario)

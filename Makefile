@@ -68,11 +68,11 @@ $(DEMO_STAMP): $(META) | $(UV)
 demo: $(DEMO_STAMP)
 	@$(PY) -m s3claim demo
 
-# What can overlap does: the two venvs install side by side (mostly downloads), then the npm
-# packages the suite runs (`python -m devkit`) beside the lint and the type check.
+# What can overlap does: the two venvs install side by side (mostly downloads), and as soon as
+# the dev venv is there, the npm packages the suite runs (`python -m devkit`), the lint and the
+# type check start beside checkov's install.
 test:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) $(CHECKOV_STAMP)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target node lint typecheck
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(CHECKOV_STAMP) node lint typecheck
 	@$(MAKE) --no-print-directory pytest
 
 node: $(STAMP)
@@ -82,8 +82,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check s3claim tests benchmarks devkit
 	$(VENV)/bin/ruff format --check s3claim tests benchmarks devkit
 
+# mypy keeps its cache where uv and npm keep theirs, in the user's cache directory: a fresh
+# clone on a machine that has checked s3claim before type-checks what changed (about 1 s), not
+# everything again (about 37 s). The cache is keyed by content, so it is never stale.
+MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/s3claim/mypy
+
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict s3claim
+	$(VENV)/bin/mypy --strict --cache-dir $(MYPY_CACHE) s3claim
 
 $(CHECKOV_STAMP): | $(UV)
 	python3 -m venv $(CHECKOV_VENV)

@@ -67,7 +67,7 @@ def _npm_install(where: Path, packages: dict[str, str]) -> None:
         raise FilesystemUnavailable("npm is not installed")
     where.mkdir(exist_ok=True)
     done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--no-save",
+        [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefer-offline",
          *(f"{name}@{version}" for name, version in packages.items())],
         cwd=where,
         capture_output=True,

@@ -309,7 +309,15 @@ def install_s3rver() -> Path:
         raise S3rverUnavailable("npm is not installed")
     NODE_DIR.mkdir(exist_ok=True)
     done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--no-save", f"s3rver@{S3RVER_VERSION}"],
+        [
+            npm,
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--prefer-offline",
+            f"s3rver@{S3RVER_VERSION}",
+        ],
         cwd=NODE_DIR,
         capture_output=True,
         text=True,

@@ -171,23 +171,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(line)
 
 
-# The longest files run first, longest first: under pytest-xdist (`make test`) a file goes whole
-# to one worker in collection order, so the Terraform apply (minutes of the provider's waiters,
-# little CPU) and the other long files start at once beside the rest instead of trailing at the
-# end of the run with the other workers idle (collection order puts tests/test_*.py last).
-FIRST = (
-    "test_terraform.py",
-    "test_lifecycle.py",
-    "test_json_path_budgets.py",
-    "test_search.py",
-    "test_packaging.py",
-    "test_store_contract.py",
-    "test_journal_failover.py",
-    "test_fair_search.py",
-    "test_hostile_reads.py",
-)
+# The files that wait longest run first: under pytest-xdist (`make test`) a file goes whole to
+# one worker in collection order, so the Terraform apply (minutes of the provider's waiters,
+# little CPU) starts at once beside the rest instead of trailing at the end of the run.
+FIRST = ("test_terraform.py",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: n for n, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
+    items.sort(key=lambda item: item.path.name not in FIRST)

@@ -46,6 +46,7 @@ from benchmarks.measures import (
     peers,
     references,
     search,
+    sessions,
     telemetry,
     width,
 )
@@ -93,6 +94,7 @@ STUDIES: dict[str, Study] = {  # in the order of the page
     "references": Study(references.run),
     "model": Study(model.run, default=False, derive=model.derive),
     "peers": Study(peers.run),
+    "sessions": Study(sessions.run),
     "journal": Study(journal.run),
     "mcp": Study(mcp.run),
     "fair_shares": Study(fair_shares.run),

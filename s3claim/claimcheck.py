@@ -80,11 +80,18 @@ class ClaimCheck:
         return self.per_tool.get(tool, self.policy)
 
     def check_in(
-        self, content: str, *, tool: str, scope: Scope, searchable: bool = False
+        self,
+        content: str,
+        *,
+        tool: str,
+        scope: Scope,
+        searchable: bool = False,
+        force: bool = False,
     ) -> CheckIn:
         """Pass a short result through; store a long one and return its head and marker.
 
         `searchable`: the agent also has `search_result`, so the marker may say so.
+        `force`: store it whatever its size (a turn's plan chose it: `s3claim.turns`).
         Store failures propagate (`ClaimStoreError`): the caller decides the fallback.
         """
         policy = self.policy_for(tool)
@@ -92,7 +99,7 @@ class ClaimCheck:
         # Inside `admit`, this joins the admission's operation (which knows the fallback).
         with check_in_operation(self.store, scope, tool=tool) as op:
             op.set(chars_total=total)
-            if total < policy.threshold_chars:
+            if total < policy.threshold_chars and not force:
                 op.outcome = "passed"
                 op.set(chars_shown=total)
                 return CheckIn(content, None, total)

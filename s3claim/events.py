@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from s3claim.turns import CheckInReason
 
 __all__ = [
     "ClaimEvicted",
@@ -36,12 +38,24 @@ class ModelCalled(_Event):
 
 
 class ToolResultStored(_Event):
+    """`reason`: why it was checked in: at its threshold (the spec's rule, left out of the
+    event's dump so that records without the turn's knobs read as before), for its turn's
+    budget (`turn_budget`) or for the room left in the context window (`room`)."""
+
     kind: Literal["tool_result_stored"] = "tool_result_stored"
     tool: str
     agent: str
     handle: str
     size_chars: int
     inline_chars: int
+    reason: CheckInReason = "threshold"
+
+    @model_serializer(mode="wrap")
+    def _without_default_reason(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("reason") == "threshold":
+            del dumped["reason"]
+        return dumped
 
 
 class ToolResultTruncated(_Event):

@@ -56,6 +56,7 @@ from s3claim.store import (
 )
 from s3claim.telemetry import Operation, check_in_operation, names
 from s3claim.tools import RunContext, Tool, describe_validation_error
+from s3claim.turns import CheckInReason
 
 __all__ = [
     "REFERENCE_KEY",
@@ -340,6 +341,7 @@ def admit(
     claim_check: ClaimCheck | None,
     limit: int | None = None,
     searchable: bool = False,
+    forced: CheckInReason | None = None,
 ) -> str:
     """What the conversation receives for `text`, a result that has passed the boundary.
 
@@ -347,6 +349,8 @@ def admit(
     gives its `max_tool_result_chars`; hosts that have none leave it to the tool's policy:
     without a store, what passes through untouched (below the threshold) is the most that may.
     `searchable`: the agent has `search_result` for the claim check's store.
+    `forced`: why a result under the threshold is checked in (`turn_budget` or `room`, from
+    `s3claim.turns`); the event and the span say so.
     """
     if limit is None:
         if claim_check is None:
@@ -355,7 +359,10 @@ def admit(
     owner = claim_check.store if claim_check is not None else None
     with check_in_operation(owner, context.scope, tool=tool) as op:
         op.set(chars_total=len(text))
-        admitted = _admit(text, tool, context, claim_check, limit, searchable, op)
+        forced = None if forced == "threshold" else forced
+        if forced is not None and claim_check is not None:
+            op.set(check_in_reason=forced)
+        admitted = _admit(text, tool, context, claim_check, limit, searchable, forced, op)
         if op.outcome is None:  # not checked in: passed or cut, without a claim check
             op.outcome = "passed" if admitted is text else "truncated"
             op.set(chars_shown=len(admitted))
@@ -371,6 +378,7 @@ def _admit(
     claim_check: ClaimCheck | None,
     limit: int,
     searchable: bool,
+    forced: CheckInReason | None,
     op: Operation,
 ) -> str:
     if claim_check is None:
@@ -383,7 +391,9 @@ def _admit(
         )
         return truncate(text, limit)
     try:
-        checked = claim_check.check_in(text, tool=tool, scope=context.scope, searchable=searchable)
+        checked = claim_check.check_in(
+            text, tool=tool, scope=context.scope, searchable=searchable, force=forced is not None
+        )
     except Exception as exc:  # a store fault degrades the result, never the run
         op.outcome = "store_failed"
         op.attributes[names.ERROR_TYPE] = type(exc).__name__
@@ -406,6 +416,7 @@ def _admit(
                 handle=checked.handle,
                 size_chars=checked.total_chars,
                 inline_chars=len(checked.text),
+                reason=forced or "threshold",
             )
         )
     return checked.text

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
 __all__ = ["ClaimCheckPolicy"]
 
@@ -18,6 +18,14 @@ class ClaimCheckPolicy(BaseModel):
     tail_chars: the most of its end that stays too, after the marker (0: none, the spec's
         preview); for tools whose answer is at the end, such as a build log's error.
     ttl_seconds: how long the content can still be fetched.
+    turn_budget_chars: the most one model turn's tool results may put in the conversation
+        together; past it, the largest are checked in first, threshold or not, until the turn
+        fits (`s3claim.turns`). A turn's budget is the smallest of its tools' policies'.
+    max_share_of_room: the most of the room left in the model's context window (the window
+        less the conversation so far) one result may take before it is checked in, threshold
+        or not; needs the window, from `context_window_chars` or the runner's provider.
+    context_window_chars: the model's context window, in characters.
+    All three are off by default (None): the spec's behaviour.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -26,6 +34,9 @@ class ClaimCheckPolicy(BaseModel):
     head_chars: PositiveInt = 512
     tail_chars: NonNegativeInt = 0
     ttl_seconds: PositiveInt = 3600
+    turn_budget_chars: PositiveInt | None = None
+    max_share_of_room: Annotated[float, Field(gt=0, le=1)] | None = None
+    context_window_chars: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _head_smaller_than_threshold(self) -> Self:
@@ -39,5 +50,11 @@ class ClaimCheckPolicy(BaseModel):
                 f"{kept} must be smaller than threshold_chars "
                 f"({self.threshold_chars}): a preview that large would replace the result with "
                 "something no smaller than what it checked in"
+            )
+        if self.context_window_chars is not None and self.max_share_of_room is None:
+            raise ValueError(
+                f"context_window_chars ({self.context_window_chars}) does nothing without "
+                "max_share_of_room: give the share of the room left one result may take "
+                "(such as 0.25)"
             )
         return self

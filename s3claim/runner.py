@@ -4,6 +4,10 @@ With a journal the loop records the run after every model call, before that repl
 run: the reply (the expensive, unrepeatable part) is kept, with the results of the turn
 before. So a crash loses at most the step in flight, and `resume` runs again only the tool
 calls whose results were not recorded (at least once, never zero times). One PUT per turn.
+
+A turn's results are admitted one by one, each on its own; with a turn budget or a share of
+the room (`s3claim.turns`) a turn's tools all run first, then its results are admitted
+together, by a plan that is a pure function of their sizes, so a resumed turn chooses alike.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from s3claim.messages import (
     UserMessage,
     conversation_chars,
 )
+from s3claim.policy import ClaimCheckPolicy
 from s3claim.providers import Provider
 from s3claim.scope import Scope
 from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
+from s3claim.turns import CheckInReason, TurnResult, plan_turn
 from s3claim.wording import unknown_tool_message
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -92,6 +98,23 @@ class AgentRunner:
                     "same store: every handle would be a dead end. Add "
                     "claim_check_tool(store) to the agent's tools."
                 )
+        policies = (
+            [claim_check.policy, *claim_check.per_tool.values()] if claim_check is not None else []
+        )
+        window = getattr(provider, "context_window_chars", None)
+        for each in policies:
+            if each.max_share_of_room is not None and (each.context_window_chars or window) is None:
+                raise ConfigurationError(
+                    "a policy sets max_share_of_room, but neither it (context_window_chars) nor "
+                    "the provider (a context_window_chars attribute) says how large the model's "
+                    "context window is"
+                )
+        # Decided by the turn: the turn's tools all run before any result is admitted.
+        self._by_turn = any(
+            each.turn_budget_chars is not None or each.max_share_of_room is not None
+            for each in policies
+        )
+        self._window: int | None = window
         search = view.get(SEARCH_TOOL_NAME)
         self._searchable = (
             claim_check is not None and search is not None and search.redeems is claim_check.store
@@ -143,7 +166,7 @@ class AgentRunner:
             )
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
-        messages = [*record.messages, *(self._run_tool(call, context) for call in pending)]
+        messages = [*record.messages, *self._run_turn(pending, context, record.messages)]
         recorder = _Recorder(journal, scope, entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
 
@@ -170,7 +193,7 @@ class AgentRunner:
                     return RunResult(output, tuple(messages), tuple(events), scope)
                 if turn < self.max_turns:
                     recorder.record(messages, events, turns=turn, status="running")
-                messages.extend(self._run_tool(call, context) for call in reply.tool_calls)
+                messages.extend(self._run_turn(reply.tool_calls, context, messages))
             events.append(RunFinished(turns=turn, reason="max_turns"))
             recorder.record(messages, events, turns=turn, status="max_turns")
             span.outcome = "max_turns"
@@ -188,15 +211,68 @@ class AgentRunner:
             schemas.append(schema)
         return schemas
 
+    def _run_turn(
+        self, calls: Sequence[ToolCall], context: RunContext, before: Sequence[Message]
+    ) -> list[ToolMessage]:
+        """One turn's tool calls, each result admitted as it comes; or, deciding by the turn,
+        all run first (each in its span), then admitted by `plan_turn` (so a check-in's span
+        is then the run's child, beside the tool's)."""
+        if not self._by_turn:
+            return [self._run_tool(call, context) for call in calls]
+        ran = [self._run_only(call, context) for call in calls]
+        results = [
+            TurnResult(len(r.text))
+            if isinstance(r, ToolAnswer)
+            else TurnResult(len(r.text), self._policy(r.tool))
+            for r in ran
+        ]
+        plan = plan_turn(
+            results, used_chars=conversation_chars(list(before)), window_chars=self._window
+        )
+        messages = []
+        for index, (call, outcome) in enumerate(zip(calls, ran, strict=True)):
+            if isinstance(outcome, _Ran):
+                outcome = self._admit(outcome, context, forced=plan.get(index))
+            messages.append(ToolMessage(tool_call_id=call.id, name=call.name, content=outcome.text))
+        return messages
+
+    def _policy(self, tool: str) -> ClaimCheckPolicy | None:
+        return self.claim_check.policy_for(tool) if self.claim_check is not None else None
+
     def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
         tool = self.tools.get(call.name)
         with tool_call_span(call.name if tool is not None else None, call.id) as span:
             answer = self._answer(tool, call, context)
+            if isinstance(answer, _Ran):
+                answer = self._admit(answer, context)
             if answer.is_error:
                 span.outcome = "error"
             return ToolMessage(tool_call_id=call.id, name=call.name, content=answer.text)
 
-    def _answer(self, tool: Tool | None, call: ToolCall, context: RunContext) -> ToolAnswer:
+    def _run_only(self, call: ToolCall, context: RunContext) -> ToolAnswer | _Ran:
+        tool = self.tools.get(call.name)
+        with tool_call_span(call.name if tool is not None else None, call.id) as span:
+            answer = self._answer(tool, call, context)
+            if isinstance(answer, ToolAnswer) and answer.is_error:
+                span.outcome = "error"
+            return answer
+
+    def _admit(
+        self, ran: _Ran, context: RunContext, *, forced: CheckInReason | None = None
+    ) -> ToolAnswer:
+        admitted = admit(
+            ran.text,
+            tool=ran.tool,
+            context=context,
+            claim_check=self.claim_check,
+            limit=self.max_tool_result_chars,
+            searchable=self._searchable,
+            forced=forced,
+        )
+        return ToolAnswer(admitted)
+
+    def _answer(self, tool: Tool | None, call: ToolCall, context: RunContext) -> ToolAnswer | _Ran:
+        """The answer to a call, or the text of a result yet to be admitted."""
         if tool is None:
             available = sorted(t.name for t in self.tools.tools)
             error = ToolError(
@@ -212,15 +288,18 @@ class AgentRunner:
             text = result_text(tool, tool.call(arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
             return failure_answer(exc, tool=tool.name, context=context)
-        admitted = admit(
-            text,
-            tool=tool.name,
-            context=context,
-            claim_check=self.claim_check,
-            limit=self.max_tool_result_chars,
-            searchable=self._searchable,
-        )
-        return ToolAnswer(admitted)
+        return _Ran(tool.name, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """A tool's result past the boundary, not yet admitted."""
+
+    tool: str
+    text: str
+
+    def __repr__(self) -> str:  # the text is tool content: never in a repr
+        return f"_Ran(tool={self.tool!r}, chars={len(self.text)})"
 
 
 @dataclass(slots=True)

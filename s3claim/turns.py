@@ -22,8 +22,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from s3claim.errors import ConfigurationError
 from s3claim.handles import HANDLE_PREFIX
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.wording import marker
@@ -34,9 +35,13 @@ __all__ = [
     "TurnResult",
     "kept_chars",
     "plan_turn",
+    "refuse_room_share",
     "shrinks",
     "turn_budget",
 ]
+
+if TYPE_CHECKING:
+    from s3claim.claimcheck import ClaimCheck
 
 CheckInReason = Literal["threshold", "turn_budget", "room"]
 """Why a result was checked in: at its threshold, for its turn's budget, or for the room left."""
@@ -143,6 +148,18 @@ def _in_turn(result: TurnResult, checked_in: bool) -> int:
     if checked_in and result.policy is not None:
         return kept_chars(result.chars, result.policy)
     return result.chars
+
+
+def refuse_room_share(claim_check: ClaimCheck, *, host: str) -> None:
+    """For a host that never sees the conversation: `max_share_of_room` measures the room
+    left in it, so a policy that sets it is refused rather than silently ignored."""
+    policies = [("policy", claim_check.policy), *claim_check.per_tool.items()]
+    named = [name for name, each in policies if each.max_share_of_room is not None]
+    if named:
+        raise ConfigurationError(
+            f"{named[0]} sets max_share_of_room, which needs the conversation's size: "
+            f"{host} never sees the conversation (AgentRunner does)"
+        )
 
 
 class RunningTurn:

@@ -110,6 +110,16 @@ def mcp_proxy(
         int,
         typer.Option(help="The most of a result that stays inline.", rich_help_panel=_PANEL),
     ] = _DEFAULTS.head_chars,
+    turn_budget_chars: Annotated[
+        int | None,
+        typer.Option(
+            help="A turn's budget: MCP has no batches, so each call is a turn of its own, and "
+            "a result longer than this is checked in (when that shrinks it) below the threshold.",
+            rich_help_panel=_PANEL,
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     ttl_seconds: Annotated[
         int,
         typer.Option(
@@ -258,7 +268,10 @@ def mcp_proxy(
                 "!#$%&'*+-.^_`|~, no spaces (e.g. X-Tenant)"
             )
         policy = ClaimCheckPolicy(
-            threshold_chars=threshold_chars, head_chars=head_chars, ttl_seconds=ttl_seconds
+            threshold_chars=threshold_chars,
+            head_chars=head_chars,
+            ttl_seconds=ttl_seconds,
+            turn_budget_chars=turn_budget_chars,
         )
         configured = bucket is not None or bool(os.environ.get("S3CLAIM_BUCKET"))
         kind = store or (StoreKind.s3 if configured else StoreKind.memory)

@@ -5,12 +5,18 @@ Framework-free, so the three adapters stay translations: a result goes through t
 described to the framework generically and run by `run_claim_tool`, as every host runs it.
 The async variants do the same work on a worker thread: serialising and neutralising a
 92,212-character result alone takes milliseconds, and a check-in or fetch may wait on S3.
+
+A framework runs a turn's calls one at a time (or at once) and hands each result over as it
+comes, so a turn budget is a running total (`RunningTurn`): each adapter names its turn by
+what its framework marks a model response with, and the bridge keeps each run's latest turn.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,6 +38,7 @@ from s3claim.hosting import (
 from s3claim.safejson import loads
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
+from s3claim.turns import CheckInReason, RunningTurn, refuse_room_share
 
 __all__ = ["Bridge", "field_of", "scope_of"]
 
@@ -64,6 +71,30 @@ def _ignore(_: Event) -> None:
     pass
 
 
+MAX_RUNS = 4096
+"""Runs whose current turn a bridge remembers (the latest used); an older run's next result
+starts a turn afresh."""
+
+
+class _Turns:
+    """Each run's current turn: a new turn key for a scope starts a new running total."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[Scope, tuple[Hashable, RunningTurn]] = OrderedDict()
+
+    def of(self, scope: Scope, turn: Hashable) -> RunningTurn:
+        with self._lock:
+            held = self._runs.get(scope)
+            if held is None or held[0] != turn:
+                held = (turn, RunningTurn())
+                self._runs[scope] = held
+            self._runs.move_to_end(scope)
+            while len(self._runs) > MAX_RUNS:
+                self._runs.popitem(last=False)
+            return held[1]
+
+
 class Bridge:
     """One adapter's claim check, claim tools and worker pool."""
 
@@ -77,6 +108,9 @@ class Bridge:
         self._searchable = SEARCH_TOOL_NAME in self.tools  # the marker may then name it
         self._emit = on_event or _ignore
         self._workers = Workers()
+        refuse_room_share(claim_check, host="an adapter")
+        policies = [claim_check.policy, *claim_check.per_tool.values()]
+        self._turns = _Turns() if any(p.turn_budget_chars for p in policies) else None
 
     def refuse_collisions(self, names: Iterable[str]) -> None:
         """A framework tool named like a claim tool would shadow it, or be shadowed."""
@@ -95,18 +129,29 @@ class Bridge:
     def _context(self, scope: Scope, agent: str) -> RunContext:
         return RunContext(scope=scope, agent=agent, emit=self._emit)
 
-    def admit(self, value: Any, *, tool: str, scope: Scope, agent: str) -> str:
-        """The text that enters the conversation for a tool's (text or serialisable) result."""
+    def admit(
+        self, value: Any, *, tool: str, scope: Scope, agent: str, turn: Hashable = None
+    ) -> str:
+        """The text that enters the conversation for a tool's (text or serialisable) result.
+
+        `turn` names the model response that made the call (None: unknown), for a turn
+        budget's running total over the results of that turn.
+        """
         try:
             text = text_of(value, tool=tool)
         except ToolError as error:
             return refusal_text(error)
+        forced: CheckInReason | None = None
+        if self._turns is not None and turn is not None:
+            policy = self.claim_check.policy_for(tool)
+            forced = self._turns.of(scope, turn).take(len(text), policy)
         return admit(
             text,
             tool=tool,
             context=self._context(scope, agent),
             claim_check=self.claim_check,
             searchable=self._searchable,
+            forced=forced,
         )
 
     @property
@@ -168,8 +213,12 @@ class Bridge:
         """A claim tool's answer, or its error rendered for the model; never checked in."""
         return run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
 
-    async def admit_async(self, value: Any, *, tool: str, scope: Scope, agent: str) -> str:
-        return await self._workers.run(self.admit, value, tool=tool, scope=scope, agent=agent)
+    async def admit_async(
+        self, value: Any, *, tool: str, scope: Scope, agent: str, turn: Hashable = None
+    ) -> str:
+        return await self._workers.run(
+            self.admit, value, tool=tool, scope=scope, agent=agent, turn=turn
+        )
 
     async def call_async(
         self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str

@@ -12,14 +12,16 @@ files, several parts) and `Command`s pass untouched. The middleware contributes 
 tools and answers their calls itself, so their output is never checked in. The scope is
 read from the LangGraph runtime before the tool runs: by default the tenant is the `tenant`
 attribute or key of the runtime context and the run is the thread id, because the
-checkpointer replays a thread's messages, handles included, into its later runs.
+checkpointer replays a thread's messages, handles included, into its later runs. A turn
+(for a turn budget's running total) is one model response: the AI message that holds the
+call, by its id (LangGraph gives every message one).
 
 Needs the `langchain` extra (`MissingExtraError` names its install when it is missing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any, TypeGuard
 
 from s3claim.extras import reraise_missing
@@ -27,7 +29,7 @@ from s3claim.extras import reraise_missing
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest
     from langchain.tools import ToolRuntime
-    from langchain_core.messages import ToolMessage
+    from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.tools import BaseTool, StructuredTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
@@ -119,7 +121,9 @@ class ClaimCheckMiddleware(AgentMiddleware):
         result = handler(request)
         if not _is_text(result):
             return result
-        text = self._bridge.admit(result.content, tool=call["name"], scope=scope, agent=_AGENT)
+        text = self._bridge.admit(
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request)
+        )
         return result.model_copy(update={"content": text})
 
     async def awrap_tool_call(
@@ -142,9 +146,20 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if not _is_text(result):
             return result
         text = await bridge.admit_async(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request)
         )
         return result.model_copy(update={"content": text})
+
+
+def _turn(request: ToolCallRequest) -> Hashable:
+    """The id of the AI message whose tool calls include this one (None: not found)."""
+    state = request.state
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    call_id = request.tool_call["id"]
+    for message in reversed(messages or ()):
+        if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
+            return message.id
+    return None
 
 
 def _refused(call: Any, text: str) -> ToolMessage:

@@ -8,7 +8,8 @@ its output then passes the result boundary and the admission path, on a worker t
 oversized text output reaches the model as its head and marker. Image, file and multi-part
 outputs pass untouched. The scope is read from the run context, before the tool runs: by
 default the `tenant` and `run_id` attributes or keys of the context object given to
-`Runner.run`; the SDK has no conversation id of its own to use.
+`Runner.run`; the SDK has no conversation id of its own to use. A turn (for a turn budget's
+running total) is one model response: the run's usage counts them (`usage.requests`).
 
 Needs the `openai-agents` extra (`MissingExtraError` names its install when it is missing).
 """
@@ -110,7 +111,10 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
         value = _checkable(output)
         if value is None:
             return output
-        return await bridge.admit_async(value, tool=tool.name, scope=scope, agent=_agent(context))
+        turn = (id(context.usage), context.usage.requests)  # the run's model responses so far
+        return await bridge.admit_async(
+            value, tool=tool.name, scope=scope, agent=_agent(context), turn=turn
+        )
 
     twin.on_invoke_tool = invoke
     return twin

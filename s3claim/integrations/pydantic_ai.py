@@ -10,7 +10,8 @@ untouched, and a `ToolReturn` keeps its content and metadata while its return va
 in. The toolset adds the claim tools and answers them itself, so their output is never
 checked in. The scope is read from the run context before the tool runs: by default the
 tenant is the `tenant` attribute or key of the deps and the run is the conversation id, which
-pydantic-ai carries across the runs that share a message history.
+pydantic-ai carries across the runs that share a message history. A turn (for a turn
+budget's running total) is one model response: the run's id and its step, `run_step`.
 
 Needs the `pydantic-ai` extra (`MissingExtraError` names its install when it is missing).
 """
@@ -119,6 +120,7 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         tool: ToolsetTool[AgentDepsT],
     ) -> Any:
         scope, agent = self._scope(ctx), self._agent(ctx)
+        turn = (ctx.run_id, ctx.run_step)
         if name in self.bridge.tools:
             return await self.bridge.call_async(name, tool_args, scope=scope, agent=agent)
         if isinstance(tool.args_validator, _Deferred):
@@ -139,12 +141,12 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
             if _untouched(result.return_value):
                 return result
             text = await self.bridge.admit_async(
-                result.return_value, tool=name, scope=scope, agent=agent
+                result.return_value, tool=name, scope=scope, agent=agent, turn=turn
             )
             return replace(result, return_value=text)
         if _untouched(result):
             return result
-        return await self.bridge.admit_async(result, tool=name, scope=scope, agent=agent)
+        return await self.bridge.admit_async(result, tool=name, scope=scope, agent=agent, turn=turn)
 
 
 class _Deferred:

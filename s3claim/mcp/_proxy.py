@@ -61,6 +61,7 @@ from s3claim.mcp._shares import TENANT_SHARE, Shares
 from s3claim.mcp._upstream import Upstream
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
+from s3claim.turns import refuse_room_share
 
 __all__ = ["AGENT", "DEFAULT_MAX_CALLS", "ClaimCheckProxy"]
 
@@ -121,6 +122,7 @@ class ClaimCheckProxy:
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
+        refuse_room_share(claim_check, host="the MCP proxy")
         self.upstream = upstream
         self.claim_check = claim_check
         self.scoping = scoping

@@ -35,6 +35,7 @@ from s3claim.hosting import admit, text_of
 from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_named
 from s3claim.safejson import MAX_DEPTH, depth_of, loads
 from s3claim.tools import RunContext
+from s3claim.turns import TurnResult, plan_turn
 from s3claim.wording import HANDLE_SEEN, claim_link_name
 
 __all__ = [
@@ -88,11 +89,14 @@ def claim_check_result(
     if not parts:  # images, audio, resources only: nothing to measure
         return neutralised(result)
     text = JOIN.join(text_of(part, tool=tool) for part in parts)
-    if len(text) < claim_check.policy_for(tool).threshold_chars:
+    # MCP has no batches (a JSON-RPC batch is refused since 2025-06-18): a turn's budget is
+    # applied to each call as a turn of its own, so it acts as a lower threshold.
+    reason = plan_turn([TurnResult(len(text), claim_check.policy_for(tool))]).get(0)
+    if reason is None:
         return _small(result)
     admitted = admit(
         text, tool=tool, context=context, claim_check=claim_check, limit=limit,
-        searchable=searchable,
+        searchable=searchable, forced=reason,
     )  # fmt: skip
     first = next((b for b in result.content if isinstance(b, TextContent)), None)
     lead = TextContent(text=admitted) if first is None else _retexted(first, admitted)

@@ -170,6 +170,8 @@ class OpenAICompatibleProvider:
     servers usually need none). `temperature` defaults to 0 so that runs repeat as far as
     the server allows; `extra_body` is merged into every request for server-specific options.
     `on_usage` is called with the server's token counts after each reply that reports them.
+    `context_window_chars`: the model's context window in characters (its tokens times
+    about 4 for English), which a runner's `max_share_of_room` then reads.
     """
 
     def __init__(
@@ -183,6 +185,7 @@ class OpenAICompatibleProvider:
         max_tokens: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
         on_usage: Callable[[TokenUsage], object] | None = None,
+        context_window_chars: int | None = None,
     ) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -200,6 +203,15 @@ class OpenAICompatibleProvider:
             )
         if max_tokens is not None and max_tokens < 1:
             raise ConfigurationError(f"max_tokens must be positive, got {max_tokens!r}")
+        if context_window_chars is not None and (
+            isinstance(context_window_chars, bool)
+            or not isinstance(context_window_chars, int)
+            or context_window_chars < 1
+        ):
+            raise ConfigurationError(
+                f"context_window_chars must be a positive integer, got {context_window_chars!r}"
+            )
+        self.context_window_chars = context_window_chars
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout = float(timeout)

@@ -12,6 +12,9 @@ __all__ = ["Provider"]
 
 @runtime_checkable
 class Provider(Protocol):
+    """One method. A provider that knows its model's context window may say so with a
+    `context_window_chars` attribute (an int): a runner's `max_share_of_room` reads it."""
+
     def complete(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
     ) -> AssistantMessage:

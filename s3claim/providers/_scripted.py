@@ -19,12 +19,14 @@ class ScriptedProvider:
     is how a script reads a handle out of a head and fetches with it. Like a real model it
     answers from the conversation alone: the step it plays is the number of assistant
     messages already in it, so a fresh provider carries on a resumed run where it stopped.
-    `calls` counts the calls this instance answered.
+    `calls` counts the calls this instance answered. `context_window_chars`: the window it
+    claims to have, for a runner's `max_share_of_room`.
     """
 
-    def __init__(self, steps: Iterable[Step]) -> None:
+    def __init__(self, steps: Iterable[Step], *, context_window_chars: int | None = None) -> None:
         self._steps = list(steps)
         self.calls = 0
+        self.context_window_chars = context_window_chars
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]

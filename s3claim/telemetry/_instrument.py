@@ -32,7 +32,8 @@ _MAX_CALL_ID = 128
 
 
 def check_in_operation(owner: object, scope: Scope, *, tool: str) -> Operation:
-    """A result admitted: outcome `stored`, `passed`, `truncated` or `store_failed`."""
+    """A result admitted: outcome `stored`, `passed`, `truncated` or `store_failed`. A stored
+    one's reference and sizes are set on the tool-execution span around it as well."""
     return Operation(
         n.CHECK_IN, failure="store_failed", owner=owner, scope=scope, attributes={n.TOOL: tool}
     )
@@ -48,7 +49,11 @@ def fetch_operation(
         owner=owner,
         scope=scope,
         audit=True,
-        attributes={n.HANDLE: handle, n.WINDOW_OFFSET: offset},
+        attributes={
+            n.HANDLE: handle,
+            n.GEN_AI_TOOL_CALL_RESULT_REF: handle,
+            n.WINDOW_OFFSET: offset,
+        },
     )
 
 
@@ -63,7 +68,11 @@ def search_operation(
         owner=owner,
         scope=scope,
         audit=True,
-        attributes={n.HANDLE: handle, n.PATTERN_CHARS: pattern_chars},
+        attributes={
+            n.HANDLE: handle,
+            n.GEN_AI_TOOL_CALL_RESULT_REF: handle,
+            n.PATTERN_CHARS: pattern_chars,
+        },
     )
 
 

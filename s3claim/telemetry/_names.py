@@ -24,6 +24,8 @@ TOOL = "s3claim.tool"
 HANDLE = "s3claim.handle"
 CHARS_TOTAL = "s3claim.chars.total"
 CHARS_SHOWN = "s3claim.chars.shown"
+CHARS_KEPT_OUT = "s3claim.chars.kept_out"
+"""A stored result's characters that the conversation does not hold: total less shown."""
 OUTCOME = "s3claim.outcome"
 CHECK_IN_REASON = "s3claim.check_in.reason"
 """Set when a result under its threshold was checked in: `turn_budget` or `room`."""
@@ -43,6 +45,10 @@ GEN_AI_OPERATION = "gen_ai.operation.name"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_TOOL_CALL_RESULT_REF = "gen_ai.tool.call.result_ref"
+"""The claim a result was checked in as (its `claim:` handle, the URI MCP resources use): on
+the check-in span and the tool-execution span around it, and on each fetch and search of it.
+Named after the GenAI upload hook's `gen_ai.input.messages_ref` / `gen_ai.output.messages_ref`."""
 
 # -- metrics ----------------------------------------------------------------------------
 CLAIMS = "s3claim.claims"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
@@ -132,6 +133,19 @@ def _bounded(tool: str | None) -> str | None:
     return tool
 
 
+def _tool_execution(outer: Operation | None) -> Operation | trace.Span | None:
+    """The span a check-in is part of when it is a GenAI tool execution: the runner's
+    `execute_tool` operation, or another host's span whose `gen_ai.operation.name` says so
+    (the MCP SDK's `tools/call`, pydantic-ai's `execute_tool`); else None."""
+    current = trace.get_current_span()
+    if outer is not None and current is getattr(outer, "_span", None):
+        return outer if outer.attributes.get(n.GEN_AI_OPERATION) == n.EXECUTE_TOOL else None
+    found = getattr(current, "attributes", None)  # an SDK span's; the API has no getter
+    if isinstance(found, Mapping) and found.get(n.GEN_AI_OPERATION) == n.EXECUTE_TOOL:
+        return current
+    return None
+
+
 class Operation:
     """One s3claim operation as a context manager; see the module docstring.
 
@@ -154,6 +168,7 @@ class Operation:
         "name",
         "outcome",
         "owner",
+        "parent",
         "recording",
         "requests",
         "scope",
@@ -183,6 +198,7 @@ class Operation:
         self.requests = 0
         self.bytes = 0
         self.recording = False
+        self.parent: Operation | trace.Span | None = None
         self._outer: Operation | None = None
 
     def __enter__(self) -> Operation:
@@ -193,6 +209,8 @@ class Operation:
         span = _tracer.start_span(self.name, kind=self.kind)
         self._span = span
         self.recording = span.is_recording()
+        if self.recording and self.name == n.CHECK_IN:
+            self.parent = _tool_execution(outer)
         # An invalid span (no SDK) must not hide a valid parent from what runs inside.
         self._context = (
             otel_context.attach(trace.set_span_in_context(span))
@@ -226,6 +244,8 @@ class Operation:
             if self.requests:
                 attributes[n.S3_REQUESTS] = self.requests
                 attributes[n.S3_BYTES] = self.bytes
+            if self.outcome == "stored":
+                attributes.update(self._offload())
             if exc_type is not None:  # the type only: a message could quote anything
                 attributes[n.ERROR_TYPE] = exc_type.__name__
                 span.set_status(Status(StatusCode.ERROR))
@@ -234,6 +254,24 @@ class Operation:
         self._metrics(elapsed)
         if self.audit and self.scope is not None and audit_enabled():
             emit_audit(self._audit_record())
+
+    def _offload(self) -> dict[str, Any]:
+        """A stored result's reference and sizes, set on the tool-execution span around the
+        check-in too (`parent`), so a trace viewer finds the claim on the tool call itself."""
+        total = self.attributes.get(n.CHARS_TOTAL) or 0
+        shown = self.attributes.get(n.CHARS_SHOWN) or 0
+        offload = {
+            n.GEN_AI_TOOL_CALL_RESULT_REF: self.attributes.get(n.HANDLE),
+            n.CHARS_TOTAL: total,
+            n.CHARS_SHOWN: shown,
+            n.CHARS_KEPT_OUT: max(0, total - shown),
+        }
+        offload = {k: v for k, v in offload.items() if v is not None}
+        if isinstance(self.parent, Operation):
+            self.parent.attributes.update(offload)  # ours: set when it ends, with the rest
+        elif self.parent is not None:
+            self.parent.set_attributes(offload)
+        return offload
 
     def _metrics(self, elapsed: float) -> None:
         outcome = self.outcome

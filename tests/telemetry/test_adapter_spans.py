@@ -82,6 +82,12 @@ def test_a_pydantic_ai_run_has_the_claim_spans_in_its_tool_spans(telemetry: Tele
     assert fetch.attributes["s3claim.window.offset"] == 4096
     assert fetch.attributes["s3claim.window.chars"] == 4096
     assert fetch.attributes["s3claim.handle"] == check_in.attributes["s3claim.handle"]
+    handle = check_in.attributes["s3claim.handle"]
+    framework = tool_span_above(check_in).attributes  # pydantic-ai's span names the claim
+    assert framework["gen_ai.tool.call.result_ref"] == handle
+    assert framework["s3claim.chars.kept_out"] == len(CONTRACT) - framework["s3claim.chars.shown"]
+    assert fetch.attributes["gen_ai.tool.call.result_ref"] == handle
+    assert "gen_ai.tool.call.result_ref" not in tool_span_above(fetch).attributes
     assert telemetry.total("s3claim.claims", tool="read_contract", outcome="stored") == 1
     assert telemetry.total("s3claim.fetches", outcome="ok") == 1
     (record,) = telemetry.audit_records

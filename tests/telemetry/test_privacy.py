@@ -29,7 +29,9 @@ from s3claim import (
     claim_tools,
     tool,
 )
+from s3claim.handles import is_handle
 from s3claim.mcp import ClaimCheckProxy, Scoping, StdioUpstream, Upstream
+from s3claim.telemetry import names as n
 from tests.mcp_proxy._support import PYTHON, handle_of, text_of
 from tests.telemetry.conftest import Telemetry
 from tests.telemetry.test_proxy_spans import UPSTREAM
@@ -156,13 +158,23 @@ def test_no_face_puts_content_patterns_or_arguments_in_telemetry(
     assert {"s3claim.journal.save", "s3claim.journal.load", "execute_tool explode"} <= names
     outcomes = {(s.attributes or {}).get("s3claim.outcome") for s in telemetry.spans()}
     assert {"stored", "store_failed", "unavailable", "invalid_arguments", "error"} <= outcomes
+    refs = [
+        (s.name, ref)
+        for s in telemetry.spans()
+        if (ref := (s.attributes or {}).get(n.GEN_AI_TOOL_CALL_RESULT_REF)) is not None
+    ]
+    assert all(is_handle(ref) for _, ref in refs)  # a handle, never anything of the content
+    named = {name for name, _ in refs}
+    assert {"execute_tool read_contract", "tools/call big", "s3claim.check_in"} <= named
+    assert {"s3claim.fetch", "s3claim.search"} <= named
     assert len(telemetry.audit_records) >= 8
     everything = telemetry.everything()
     assert len(everything) > 10_000  # the check reads something
     assert _leaks(everything, CONTENT) == []
     from tests.telemetry._meta_upstream import SECRET
 
-    for needle in (PATTERN, ARGUMENT, SECRET, "Zephyr", "binds the parties", "Clause 1"):
+    needles = (PATTERN, ARGUMENT, SECRET, "Zephyr", "binds the parties", "Clause 1")
+    for needle in (*needles, "acme", "matter-7"):  # tenants and runs: their keyed tags only
         assert needle not in everything
 
 

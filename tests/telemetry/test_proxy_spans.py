@@ -121,9 +121,14 @@ def test_the_proxy_continues_the_clients_trace_and_passes_it_upstream(
     assert check_in.attributes["s3claim.tool"] == "big"
     assert check_in.attributes["s3claim.handle"] == handle
     assert check_in.attributes["s3claim.outcome"] == "stored"
+    big = served["tools/call big"].attributes  # the MCP SDK's tool-execution span
+    assert big is not None and big["gen_ai.tool.call.result_ref"] == handle
+    assert big["s3claim.chars.total"] == check_in.attributes["s3claim.chars.total"]
+    assert big["s3claim.chars.kept_out"] == check_in.attributes["s3claim.chars.kept_out"] > 0
     fetch = telemetry.span("s3claim.fetch")
     assert parent(fetch) is served["tools/call fetch_result"]
     assert fetch.attributes is not None and fetch.attributes["s3claim.outcome"] == "ok"
+    assert fetch.attributes["gen_ai.tool.call.result_ref"] == handle
     assert telemetry.total("s3claim.claims", tool="big", outcome="stored") == 1
     assert telemetry.total("s3claim.fetches", outcome="ok") == 1
     (record,) = telemetry.audit_records

@@ -103,6 +103,14 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
         "execute_tool fetch_result",
         "execute_tool search_result",
     }
+    handle = _handle(result.messages[:3])
+    shown = len(result.messages[2].content)
+    offload = {  # the claim a trace viewer follows, and what it kept out of the conversation
+        "gen_ai.tool.call.result_ref": handle,
+        "s3claim.chars.total": len(CONTRACT),
+        "s3claim.chars.shown": shown,
+        "s3claim.chars.kept_out": len(CONTRACT) - shown,
+    }
     for call_id, span in zip(("c1", "c2", "c3"), calls.values(), strict=True):
         assert span.parent is not None and span.parent.span_id == run.context.span_id
         assert span.attributes == {
@@ -110,9 +118,9 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
             "gen_ai.tool.name": span.name.removeprefix("execute_tool "),
             "gen_ai.tool.call.id": call_id,
             "s3claim.outcome": "ok",
+            **(offload if call_id == "c1" else {}),  # a window's call refers to nothing new
         }
 
-    handle = _handle(result.messages[:3])
     tags = {"s3claim.tenant": store.tenant_tag("acme"), "s3claim.run": store.run_tag(result.scope)}
     check_in = telemetry.span("s3claim.check_in")
     assert check_in.parent is not None
@@ -120,8 +128,7 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
     assert check_in.attributes == {
         "s3claim.tool": "read_contract",
         "s3claim.handle": handle,
-        "s3claim.chars.total": len(CONTRACT),
-        "s3claim.chars.shown": len(result.messages[2].content),
+        **offload,
         "s3claim.outcome": "stored",
         **tags,
     }
@@ -130,6 +137,7 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
     assert fetch.parent.span_id == calls["execute_tool fetch_result"].context.span_id
     assert fetch.attributes == {
         "s3claim.handle": handle,
+        "gen_ai.tool.call.result_ref": handle,
         "s3claim.window.offset": 4096,
         "s3claim.window.chars": 4096,
         "s3claim.outcome": "ok",
@@ -138,6 +146,7 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
     search = telemetry.span("s3claim.search")
     assert search.attributes == {
         "s3claim.handle": handle,
+        "gen_ai.tool.call.result_ref": handle,
         "s3claim.search.pattern_chars": len("term 2999"),
         "s3claim.search.matches": 1,
         "s3claim.outcome": "ok",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim._reading import extract_head, extract_tail
 from s3claim.errors import ConfigurationError
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
-from s3claim.store import ClaimCheckStore, HandOffStore
+from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStore, takes_tool
 from s3claim.telemetry import check_in_operation, record_duration
 from s3claim.wording import marker
 
@@ -59,6 +59,7 @@ class ClaimCheck:
                 f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
             )
         self.store = store
+        self._put_tool = takes_tool(store.put)  # the store lists what each claim's tool was
         self.references = bool(references)
         self.max_reference_chars = max_reference_chars
         self.policy = policy or ClaimCheckPolicy()
@@ -105,7 +106,11 @@ class ClaimCheck:
                 return CheckIn(content, None, total)
             started = time.perf_counter()
             try:
-                handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
+                if self._put_tool:  # beyond the protocol's put: `ListableStore`'s
+                    put: Callable[..., str] = self.store.put
+                    handle = put(scope, content, ttl_seconds=policy.ttl_seconds, tool=tool)
+                else:
+                    handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
             except Exception:
                 record_duration("put", time.perf_counter() - started, outcome="failed")
                 raise
@@ -142,6 +147,19 @@ class ClaimCheck:
             raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
         ttl = ttl_seconds if ttl_seconds is not None else self.policy.ttl_seconds
         return self.store.hand_off(scope, handle, to=to, ttl_seconds=ttl)
+
+    def claims(self, scope: Scope) -> Iterator[ClaimInfo]:
+        """The claims of the run `scope` (handle, tool, characters, lines, expiry), never
+        their content: what an application shows of what an agent stored, before it offers
+        to erase the run (`store.forget(tenant=..., run=...)`).
+
+        Expired claims are listed until the store drops them (`ClaimInfo.expires_at`). On
+        S3, one HeadObject a claim. Raises `TypeError` for a store that cannot list
+        (`ListableStore`).
+        """
+        if not isinstance(self.store, ListableStore):
+            raise TypeError(f"{type(self.store).__name__} cannot list its claims")
+        return self.store.claims(tenant=scope.tenant, run=scope.run)
 
     def __repr__(self) -> str:
         return (

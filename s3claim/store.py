@@ -2,7 +2,8 @@
 
 `ClaimCheckStore` is all a claim check needs: put, fetch, forget. `AsyncClaimCheckStore` is
 the same three for coroutines (a sibling, not a mode flag). The other protocols name what a
-store may offer beyond them: a stream for search, reads by line and path, hand-off.
+store may offer beyond them: a stream for search, reads by line and path, hand-off, and a
+listing of a tenant's or a run's claims (`ListableStore`, each claim a `ClaimInfo`).
 
 `RangedStore` is how a store offers all of them at once: it serves each claim as ranges of
 its text and of its index (`ClaimRanges`; the obspec `get_range` shape), and gets every
@@ -14,9 +15,11 @@ check-in with `build_index`). Each read is one span (`s3claim.fetch`), opened he
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from typing import Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from s3claim._reading import (
     DEFAULT_FETCH_CHARS,
@@ -49,16 +52,20 @@ from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
+    "MAX_TOOL_NAME_CHARS",
     "NOWHERE",
     "AsyncClaimCheckStore",
     "AsyncClaimRanges",
+    "AsyncListableStore",
     "ClaimCheckStore",
+    "ClaimInfo",
     "ClaimRanges",
     "Facts",
     "HandOffStore",
     "IndexPart",
     "LineReadableStore",
     "LineWindow",
+    "ListableStore",
     "NoIndexError",
     "NoLineIndexError",
     "PathError",
@@ -79,6 +86,8 @@ __all__ = [
     "line_plan",
     "path_plan",
     "read_outcome",
+    "recorded_tool",
+    "takes_tool",
     "window_plan",
 ]
 
@@ -113,6 +122,75 @@ class AsyncClaimCheckStore(Protocol):
     ) -> Window: ...
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int: ...
+
+
+MAX_TOOL_NAME_CHARS = 128
+"""The longest tool name a claim records (MCP's bound on a tool's name); a longer one, which
+an MCP upstream may choose, is recorded as None rather than grow every claim's metadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """One claim as a store lists it (`ListableStore.claims`): what it is, never its content.
+
+    `expires_at` is in seconds since the epoch; a claim is listed until its store drops it,
+    so one at or past its expiry is still listed, and no read will serve it. `tool` is the
+    tool whose result it is, None when the check-in did not say (a claim written before
+    stores kept it, a `put` without `tool`, a name over `MAX_TOOL_NAME_CHARS`).
+    """
+
+    handle: str
+    run_tag: str
+    """The run's keyed tag (`store.run_tag(scope)`): stores keep no run's name."""
+    chars: int
+    expires_at: int
+    damaged: bool = False
+    """The S3 store's: the object's seal does not hold, or it is in a format this version does
+    not read, so no fetch will serve it. Its sizes and expiry are then 0, its tool None."""
+    tool: str | None = None
+    lines: int = 0
+    """Lines as a read by line counts them: the line breaks, and one more after the last
+    when characters follow it (0 for an empty claim)."""
+
+
+@runtime_checkable
+class ListableStore(Protocol):
+    """A store that lists the claims of a tenant, or of one run, without reading content.
+
+    For an application to show what an agent stored, and offer to erase it (`forget`).
+    Such a store's `put` takes `tool=` (`put(scope, content, *, ttl_seconds, tool=None)`),
+    which `ClaimCheck.check_in` passes, and lists it. A same-content put in the same run is
+    the same claim: the first check-in's tool is the one listed.
+    """
+
+    def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]: ...
+
+
+@runtime_checkable
+class AsyncListableStore(Protocol):
+    """`ListableStore` for coroutines: the same listing, gathered into a list."""
+
+    async def claims(self, *, tenant: str, run: str | None = None) -> list[ClaimInfo]: ...
+
+
+def recorded_tool(tool: object) -> str | None:
+    """What a store records of `put`'s `tool`: the name, when it is one it keeps."""
+    if isinstance(tool, str) and 0 < len(tool) <= MAX_TOOL_NAME_CHARS:
+        return tool
+    return None
+
+
+def takes_tool(put: Callable[..., Any]) -> bool:
+    """Whether a store's `put` takes the `tool` keyword: a store written before it (or a
+    subclass overriding `put` without it) is called as it was, and lists no tool."""
+    try:
+        parameter = inspect.signature(put).parameters.get("tool")
+    except (TypeError, ValueError):  # no signature to read: call it as before
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    )
 
 
 @runtime_checkable

@@ -145,6 +145,8 @@ def test_ls_lists_handles_sizes_and_expiry_never_content() -> None:
     assert f"{len(CONTENT):,}" in table.stdout
     records = [json.loads(line) for line in lines.stdout.splitlines()]
     assert {r["handle"]: r["chars"] for r in records} == {first: len(CONTENT), second: 5}
+    assert {r["handle"]: r["lines"] for r in records}[second] == 1
+    assert all(r["tool"] is None for r in records)  # `s3claim put` names no tool
     assert all(not r["expired"] and len(r["run_tag"]) == 32 for r in records)
     assert [json.loads(line)["handle"] for line in one_run.stdout.splitlines()] == [second]
     for result in (table, lines, one_run):

@@ -94,6 +94,21 @@ def test_the_protocols_are_satisfied_by_the_doubles() -> None:
     assert s3claim.DEFAULT_FETCH_CHARS == 4096
 
 
+def test_listing_lives_with_the_store_protocols_not_at_the_top_level() -> None:
+    """Issue 38: an application lists a run's claims on any store (`ClaimCheck.claims`)."""
+    from s3claim import store
+
+    listing = {"ClaimInfo", "ListableStore", "AsyncListableStore", "MAX_TOOL_NAME_CHARS"}
+    assert listing <= set(store.__all__)
+    assert not listing & set(s3claim.__all__)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), store.ListableStore)
+    threaded = s3claim.ThreadedAsyncStore(s3claim.MemoryClaimCheckStore())
+    assert isinstance(threaded, store.AsyncListableStore)
+    from s3claim.s3 import ClaimInfo
+
+    assert ClaimInfo is store.ClaimInfo  # `s3claim.s3.ClaimInfo`, as before
+
+
 def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
     probe = (
         "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "

@@ -121,11 +121,11 @@ class _Connections(logging.Handler):
 class MeasuredStore(S3ClaimCheckStore):
     counting: Counting
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         # A JSON result is written with its structure index: an operation of its own.
         op = "check_in_json" if content.lstrip()[:1] in ("{", "[") else "check_in"
         with self.counting.operation(op):
-            return super().put(scope, content, ttl_seconds=ttl_seconds)
+            return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS

@@ -3,18 +3,23 @@ worker threads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.claimcheck import CheckIn, ClaimCheck
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
+    ClaimInfo,
     HandOffStore,
     LineReadableStore,
     LineWindow,
+    ListableStore,
     PathRead,
     PathReadableStore,
     Window,
+    takes_tool,
 )
 
 __all__ = ["AsyncClaimCheck", "ThreadedAsyncStore"]
@@ -37,8 +42,15 @@ class ThreadedAsyncStore:
             )
         self.store = store
         self._workers = Workers(max_workers)
+        self._put_tool = takes_tool(store.put)
 
-    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    async def put(
+        self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None
+    ) -> str:
+        """The store's `put`; `tool` reaches it when it takes one (`ListableStore`)."""
+        if self._put_tool:  # beyond the protocol's put: `ListableStore`'s
+            put: Callable[..., str] = self.store.put
+            return await self._workers.run(put, scope, content, ttl_seconds=ttl_seconds, tool=tool)
         return await self._workers.run(self.store.put, scope, content, ttl_seconds=ttl_seconds)
 
     async def fetch(
@@ -73,6 +85,13 @@ class ThreadedAsyncStore:
         return await self._workers.run(
             self.store.hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
         )
+
+    async def claims(self, *, tenant: str, run: str | None = None) -> list[ClaimInfo]:
+        """The store's listing (`ListableStore`), gathered on a worker."""
+        store = self.store
+        if not isinstance(store, ListableStore):
+            raise self._cannot("list its claims")
+        return await self._workers.run(lambda: list(store.claims(tenant=tenant, run=run)))
 
     def _cannot(self, what: str) -> TypeError:
         return TypeError(f"{type(self.store).__name__} cannot {what}")
@@ -110,6 +129,10 @@ class AsyncClaimCheck:
         return await self._workers.run(
             self.claim_check.hand_off, handle, scope=scope, to=to, ttl_seconds=ttl_seconds
         )
+
+    async def claims(self, scope: Scope) -> list[ClaimInfo]:
+        """`ClaimCheck.claims` (the run's claims, never content), gathered on a worker."""
+        return await self._workers.run(lambda: list(self.claim_check.claims(scope)))
 
     def __repr__(self) -> str:
         return f"AsyncClaimCheck({self.claim_check!r}, max_workers={self._workers.max_workers})"

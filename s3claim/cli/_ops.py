@@ -132,7 +132,8 @@ def ls(
     prefix: PrefixOption = None,
     region: RegionOption = None,
 ) -> None:
-    """List a tenant's claims: handle, run tag, size and expiry. Never content.
+    """List a tenant's claims: handle, run tag, size and expiry (--json: tool and lines too).
+    Never content.
 
     Runs appear as their keyed tags (names are never stored); expired claims are listed
     until lifecycle collects them, marked expired; a claim whose seal fails, marked damaged.
@@ -149,7 +150,9 @@ def ls(
             record = {
                 "handle": claim.handle,
                 "run_tag": claim.run_tag,
+                "tool": claim.tool,
                 "chars": claim.chars,
+                "lines": claim.lines,
                 "expires_at": claim.expires_at,
                 "expired": claim.expires_at <= now,
                 "damaged": claim.damaged,
@@ -161,7 +164,7 @@ def ls(
         Column("run tag", whole=True, abbreviate=12),
         Column("chars", right=True, whole=True),
         Column("expires (UTC)"),
-    )
+    )  # no more: at 80 columns these leave the date just the room to wrap at its space
     rows = [
         (
             claim.handle,

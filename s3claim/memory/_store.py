@@ -11,6 +11,8 @@ as a `ClaimEvicted` event to `on_evict`. A claim larger than a bound is refused
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -23,6 +25,7 @@ from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, content_digest, utf8_of
 from s3claim.scope import Scope
 from s3claim.store import (
+    ClaimInfo,
     Facts,
     IndexPart,
     RangedStore,
@@ -30,6 +33,7 @@ from s3claim.store import (
     build_index,
     check_ttl,
     count_lines,
+    recorded_tool,
 )
 from s3claim.telemetry import traced_forget
 
@@ -51,6 +55,7 @@ class _Entry:
     expires_at: float
     size: int
     """What the caps count: the text's UTF-8 bytes and the index's bytes."""
+    tool: str | None = None
 
 
 class MemoryClaimCheckStore(RangedStore):
@@ -99,7 +104,9 @@ class MemoryClaimCheckStore(RangedStore):
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
         self._journals.add(journal)
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
+        """Store content for this scope (`tool`: whose result it is, for `claims`); the
+        handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         utf8 = utf8_of(content)  # encoded once, for the size and the digest both
         handle = self._key.handle(scope, content, digest=content_digest(content, utf8=utf8))
@@ -115,7 +122,8 @@ class MemoryClaimCheckStore(RangedStore):
         if known is None or known.expires_at <= self._clock.now():
             index = build_index(content)
             facts = Facts(len(content), count_lines(content))
-            entry = _Entry(scope, content, index, facts, 0.0, text_bytes + len(index or b""))
+            size = text_bytes + len(index or b"")
+            entry = _Entry(scope, content, index, facts, 0.0, size, recorded_tool(tool))
         else:
             entry = known
         self._hold(handle, entry, ttl_seconds)
@@ -130,7 +138,7 @@ class MemoryClaimCheckStore(RangedStore):
             raise ValueError("a claim is handed off within its tenant only")
         parent = self._entry(scope, handle)
         child = self._key.handed_off(handle, to)
-        entry = _Entry(to, parent.content, parent.index, parent.facts, 0.0, parent.size)
+        entry = dataclasses.replace(parent, scope=to, expires_at=0.0)
         self._hold(child, entry, ttl_seconds)
         return child
 
@@ -220,6 +228,25 @@ class MemoryClaimCheckStore(RangedStore):
             for handle in doomed:
                 self._drop(handle)
         return len(doomed)
+
+    def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
+        """Every claim of a tenant (or one run) held now, oldest first (`ListableStore`);
+        one past its expiry is listed until it is dropped, as the S3 store lists it."""
+        with self._lock:
+            held = [
+                (handle, entry)
+                for handle, entry in self._entries.items()
+                if entry.scope.tenant == tenant and (run is None or entry.scope.run == run)
+            ]
+        for handle, entry in held:
+            yield ClaimInfo(
+                handle,
+                self._key.run_tag(entry.scope),
+                entry.facts.chars,
+                math.ceil(entry.expires_at),
+                tool=entry.tool,
+                lines=entry.facts.lines,
+            )
 
     def _sweep(self, now: float) -> None:
         for handle in [h for h, e in self._entries.items() if e.expires_at <= now]:

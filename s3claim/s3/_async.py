@@ -30,6 +30,7 @@ from s3claim.s3._store import S3ClaimCheckStore, claim_objects
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
+    ClaimInfo,
     IndexPart,
     LineWindow,
     PathRead,
@@ -88,8 +89,14 @@ class AsyncS3ClaimCheckStore:
         self._client: Any = None
         self._bound = asyncio.Semaphore(max_in_flight)
 
-    async def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
-        return await self._threads.put(scope, content, ttl_seconds=ttl_seconds)
+    async def put(
+        self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None
+    ) -> str:
+        return await self._threads.put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
+
+    async def claims(self, *, tenant: str, run: str | None = None) -> list[ClaimInfo]:
+        """The sync store's listing (a HeadObject a claim), on a worker."""
+        return await self._threads.claims(tenant=tenant, run=run)
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._threads.forget(tenant=tenant, run=run)

@@ -12,8 +12,10 @@ A claim's index (`s3claim._reading._index`: line starts first, the JSON structur
 beside it at the claim's key and `.index`, only for a claim of two lines or more, or JSON.
 Both objects carry metadata a read checks without another request: expiry (epoch seconds),
 run tag, length in characters and lines, the object's own length in bytes and the format
-version; the claim also its encoding and its index's length. Both are sealed
-(`s3claim.s3._seal`). Objects of earlier formats are refused as damaged.
+version; the claim also its encoding, its index's length and, when the check-in named it,
+the tool (percent-encoded UTF-8: S3 metadata is ASCII; a claim written before the field was
+added has none, and reads as before). Both are sealed (`s3claim.s3._seal`). Objects of
+earlier formats are refused as damaged.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
-from s3claim.store import Facts
+from s3claim.store import Facts, recorded_tool
 
 __all__ = [
     "CONTENT_TYPES",
@@ -32,7 +35,6 @@ __all__ = [
     "INDEX_CONTENT_TYPE",
     "MAX_METADATA_BYTES",
     "MAX_OBJECT_BYTES",
-    "ClaimInfo",
     "ObjectMeta",
     "check_metadata_size",
     "content_range",
@@ -72,22 +74,11 @@ copy it too, and a read that finds it missing knows the claim is damaged)."""
 _META_BLOCKS = "s3claim-blocks"
 """On a claim handed off by server-side copy: the key its block tags are bound to (the
 original's). Sealed with the rest, so only a holder of the handle key can name one."""
+_META_TOOL = "s3claim-tool"
+"""On a claim: the tool whose result it is, when the check-in said (`ClaimInfo.tool`)."""
 _HEADER_PREFIX = "x-amz-meta-"
 _WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimInfo:
-    """One claim as `S3ClaimCheckStore.claims` lists it: sizes and times, never content."""
-
-    handle: str
-    run_tag: str
-    chars: int
-    expires_at: int
-    damaged: bool = False
-    """The object's seal does not hold, or it is in a format this version does not read:
-    no fetch will serve it. Its size and expiry are then 0; the run tag is its key's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +97,8 @@ class ObjectMeta:
     """On a claim: its index's length in bytes (0: it has none)."""
     blocks_key: str | None = None
     """The key the body's block tags are bound to, when it is not the object's own."""
+    tool: str | None = None
+    """On a claim: the tool whose result it is, when its check-in said."""
 
     @property
     def facts(self) -> Facts:
@@ -185,6 +178,7 @@ def metadata(
     width: int | None = None,
     index_size: int = 0,
     blocks_key: str | None = None,
+    tool: str | None = None,
 ) -> dict[str, str]:
     """The fields of a claim (`width` given) or of its index (none)."""
     meta = {
@@ -201,6 +195,9 @@ def metadata(
         meta[_META_INDEX] = str(index_size)
     if blocks_key is not None:
         meta[_META_BLOCKS] = blocks_key
+    tool = recorded_tool(tool)
+    if tool is not None:
+        meta[_META_TOOL] = quote(tool, safe="")
     check_metadata_size(meta)
     return meta
 
@@ -226,8 +223,14 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ObjectMeta:
             width=width,
             index_size=int(meta.get(_META_INDEX, "0")),
             blocks_key=meta.get(_META_BLOCKS),
+            tool=_tool(meta.get(_META_TOOL)),
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(
             f"{operation}: object metadata is incomplete", reason="damaged"
         ) from None
+
+
+def _tool(found: str | None) -> str | None:
+    # Sealed, so ours; unquote never raises (an undecodable escape becomes U+FFFD).
+    return None if found is None else unquote(found)

@@ -6,7 +6,9 @@ beside it; every reading mode is the engine's (`s3claim.store.RangedStore`) over
 enforced on every read, to the second; lifecycle rules only collect the garbage.
 
 Known limit: a refresh from another process than the writer cannot see the expiry it replaces
-(a HEAD more), so it may set a shorter one; within one process a refresh never shortens.
+(a HEAD more), so it may set a shorter one; within one process a refresh never shortens. So
+with the tool a claim lists: a repeat put keeps the first check-in's tool within the process
+that wrote it, while one from another process that refreshes the claim records its own.
 
 Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject(Version) (by
 VersionId, "null" unversioned), s3:ListBucketVersions, and s3:ListBucket, without which S3
@@ -29,7 +31,6 @@ from s3claim.handles import HANDLE_PREFIX, content_width, digest_of, handle_widt
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
-from s3claim.s3._format import ClaimInfo
 from s3claim.s3._layout import Layout
 from s3claim.s3._lifecycle import day_class
 from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sync_sender
@@ -37,6 +38,7 @@ from s3claim.s3._retry import RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import (
+    ClaimInfo,
     Facts,
     IndexPart,
     RangedStore,
@@ -44,6 +46,7 @@ from s3claim.store import (
     build_index,
     check_ttl,
     count_lines,
+    recorded_tool,
 )
 from s3claim.telemetry import traced_forget
 
@@ -51,10 +54,11 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = ["ClaimInfo", "S3ClaimCheckStore"]
+__all__ = ["S3ClaimCheckStore"]
 
 _WRITTEN_CACHE = 4096
-"""Claims this process remembers writing (key -> expiry), to skip repeat puts for free."""
+"""Claims this process remembers writing (key -> expiry, tool), to skip repeat puts for free
+and keep the first check-in's tool when one refreshes the claim."""
 
 
 class S3ClaimCheckStore(RangedStore):
@@ -72,7 +76,7 @@ class S3ClaimCheckStore(RangedStore):
     ) -> None:
         self._bucket = Bucket.given(bucket, options)
         self._clock = clock or SystemClock()
-        self._written: OrderedDict[str, int] = OrderedDict()
+        self._written: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
         self._lock = threading.Lock()
         self._eraser = Eraser(self._bucket)
 
@@ -125,8 +129,9 @@ class S3ClaimCheckStore(RangedStore):
 
     # -- put ----------------------------------------------------------------------------
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
-        """Store content for this scope; the handle it returns is readable for ttl_seconds."""
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
+        """Store content for this scope (`tool`: whose result it is, for `claims`); the
+        handle it returns is readable for ttl_seconds."""
         check_ttl(ttl_seconds)
         bucket, layout = self._bucket, self._bucket.layout
         days = day_class(ttl_seconds, bucket.classes)
@@ -147,10 +152,11 @@ class S3ClaimCheckStore(RangedStore):
             known = self._written.get(key)
             if known is not None:
                 self._written.move_to_end(key)
-        if known is not None and known >= expires_at:
+        if known is not None and known[0] >= expires_at:
             return handle
+        tool = known[1] if known is not None else recorded_tool(tool)  # the first one's
         objects = _Objects(
-            bucket, scope, handle, content, width=width, expires_at=expires_at, days=days
+            bucket, scope, handle, content, width=width, expires_at=expires_at, days=days, tool=tool
         )
         if known is None or not objects.refresh(index=True):
             body = layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
@@ -159,12 +165,13 @@ class S3ClaimCheckStore(RangedStore):
             written = objects.write(body) or objects.refresh(index=False)
             if not written and not objects.write(body):
                 raise ClaimStoreError("PutObject: the claim vanished while it was refreshed")
-        self._remember(key, expires_at)
+        self._remember(key, expires_at, tool)
         return handle
 
-    def _remember(self, key: str, expires_at: int) -> None:
+    def _remember(self, key: str, expires_at: int, tool: str | None) -> None:
         with self._lock:
-            self._written[key] = max(expires_at, self._written.get(key, expires_at))
+            known = self._written.get(key)
+            self._written[key] = (max(expires_at, known[0]) if known else expires_at, tool)
             self._written.move_to_end(key)
             while len(self._written) > _WRITTEN_CACHE:
                 self._written.popitem(last=False)
@@ -212,12 +219,13 @@ class S3ClaimCheckStore(RangedStore):
                 width=width,
                 index_size=meta.index_size if width else 0,
                 blocks_key=blocks_key,
+                tool=meta.tool if width else None,
             )
             content_type = _format.CONTENT_TYPES[width] if width else _format.INDEX_CONTENT_TYPE
             sealed = layout.seal(target).metadata(fields)
             if not bucket.copy(source, target, content_type=content_type, meta=sealed, days=days):
                 raise ClaimUnavailableError  # gone between the HEAD and the copy
-        self._remember(layout.object_key(to, child), expires_at)
+        self._remember(layout.object_key(to, child), expires_at, meta.tool)
         return child
 
     # -- forget -------------------------------------------------------------------------
@@ -250,10 +258,11 @@ class S3ClaimCheckStore(RangedStore):
                 for key in [k for k in self._written if k.startswith(prefix)]:
                     del self._written[key]
 
-    # -- listing (operations; not part of the store protocol) ----------------------------
+    # -- listing (`ListableStore`; not part of the store protocol) -------------------------
 
     def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
-        """Every claim of a tenant (or one run) in key order, expired ones included.
+        """Every claim of a tenant (or one run) in key order, expired ones included until
+        lifecycle collects them (`ListableStore`).
 
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
         (tool content) is ever read. Objects under the prefix that are not claims are skipped;
@@ -279,7 +288,14 @@ class S3ClaimCheckStore(RangedStore):
                 run_tag = key.rsplit("/", 2)[-2]  # {prefix}{tenant}/{run}/{digest}
                 yield ClaimInfo(handle, run_tag, 0, 0, damaged=True)
                 continue
-            yield ClaimInfo(handle, meta.run_tag, meta.chars, meta.expires_at)
+            yield ClaimInfo(
+                handle,
+                meta.run_tag,
+                meta.chars,
+                meta.expires_at,
+                tool=meta.tool,
+                lines=meta.lines,
+            )
 
     def __repr__(self) -> str:
         bucket = self._bucket
@@ -306,6 +322,7 @@ class _Objects:
         width: int,
         expires_at: int,
         days: int,
+        tool: str | None,
     ) -> None:
         layout = bucket.layout
         built = build_index(content)
@@ -314,7 +331,9 @@ class _Objects:
             _format.metadata, expires_at=expires_at, facts=facts, run_tag=layout.run_tag(scope)
         )
         key, index_key = layout.object_key(scope, handle), layout.index_key(scope, handle)
-        claim_meta = fields(size=width * len(content), width=width, index_size=len(built or b""))
+        claim_meta = fields(
+            size=width * len(content), width=width, index_size=len(built or b""), tool=tool
+        )
         self._bucket, self._days = bucket, days
         self._claim = (key, layout.seal(key).metadata(claim_meta), _format.CONTENT_TYPES[width])
         self._index: tuple[str, dict[str, str], str, bytearray] | None = None

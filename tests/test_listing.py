@@ -11,6 +11,7 @@ import pytest
 
 from s3claim import (
     AsyncClaimCheck,
+    AsyncS3ClaimCheckStore,
     ClaimCheck,
     ClaimCheckPolicy,
     ManualClock,
@@ -135,11 +136,13 @@ def test_the_async_faces_list_what_the_sync_store_holds(store: Any) -> None:
         faces = AsyncClaimCheck(ClaimCheck(store, policy=POLICY))
         checked = await faces.check_in(LOG, tool="read_log", scope=RUN)
         assert checked.handle is not None
-        threaded = ThreadedAsyncStore(store)
-        await threaded.put(OTHER_RUN, LOG, ttl_seconds=60, tool="tail_log")
+        face: Any = ThreadedAsyncStore(store)
+        if isinstance(store, S3ClaimCheckStore):
+            face = AsyncS3ClaimCheckStore(store)
+        await face.put(OTHER_RUN, LOG, ttl_seconds=60, tool="tail_log")
         return (
             await faces.claims(RUN),
-            await threaded.claims(tenant="acme", run="matter-8"),
+            await face.claims(tenant="acme", run="matter-8"),
             checked.handle,
         )
 

@@ -244,7 +244,7 @@ class Operation:
             if self.requests:
                 attributes[n.S3_REQUESTS] = self.requests
                 attributes[n.S3_BYTES] = self.bytes
-            if self.outcome == "stored":
+            if self.name == n.CHECK_IN and self.outcome == "stored":
                 attributes.update(self._offload())
             if exc_type is not None:  # the type only: a message could quote anything
                 attributes[n.ERROR_TYPE] = exc_type.__name__
@@ -258,13 +258,12 @@ class Operation:
     def _offload(self) -> dict[str, Any]:
         """A stored result's reference and sizes, set on the tool-execution span around the
         check-in too (`parent`), so a trace viewer finds the claim on the tool call itself."""
-        total = self.attributes.get(n.CHARS_TOTAL) or 0
-        shown = self.attributes.get(n.CHARS_SHOWN) or 0
+        get = self.attributes.get
         offload = {
-            n.GEN_AI_TOOL_CALL_RESULT_REF: self.attributes.get(n.HANDLE),
-            n.CHARS_TOTAL: total,
-            n.CHARS_SHOWN: shown,
-            n.CHARS_KEPT_OUT: max(0, total - shown),
+            n.GEN_AI_TOOL_CALL_RESULT_REF: get(n.HANDLE),
+            n.CHARS_TOTAL: get(n.CHARS_TOTAL),
+            n.CHARS_SHOWN: get(n.CHARS_SHOWN),
+            n.CHARS_KEPT_OUT: self._kept_out(),
         }
         offload = {k: v for k, v in offload.items() if v is not None}
         if isinstance(self.parent, Operation):
@@ -272,6 +271,11 @@ class Operation:
         elif self.parent is not None:
             self.parent.set_attributes(offload)
         return offload
+
+    def _kept_out(self) -> int:
+        """A stored result's characters the conversation does not hold: total less shown."""
+        total = self.attributes.get(n.CHARS_TOTAL) or 0
+        return int(max(0, total - (self.attributes.get(n.CHARS_SHOWN) or 0)))
 
     def _metrics(self, elapsed: float) -> None:
         outcome = self.outcome
@@ -283,10 +287,8 @@ class Operation:
             tool = _bounded(self.attributes.get(n.TOOL))
             _claims.add(1, {n.TOOL: tool, n.OUTCOME: outcome})
             if outcome == "stored":
-                total = self.attributes.get(n.CHARS_TOTAL) or 0
-                shown = self.attributes.get(n.CHARS_SHOWN) or 0
-                _saved.add(max(0, total - shown), {n.TOOL: tool})
-                _size.record(total, {n.TOOL: tool})
+                _saved.add(self._kept_out(), {n.TOOL: tool})
+                _size.record(self.attributes.get(n.CHARS_TOTAL) or 0, {n.TOOL: tool})
 
     def _audit_record(self) -> AuditRecord:
         assert self.scope is not None

@@ -16,6 +16,7 @@ from s3claim import (
     AsyncClaimCheck,
     AsyncS3ClaimCheckStore,
     ClaimCheck,
+    ClaimCheckPolicy,
     ClaimStoreError,
     MemoryClaimCheckStore,
     MemoryRunJournal,
@@ -155,6 +156,37 @@ def test_a_counsel_run_is_one_trace_with_the_spans_and_attributes(telemetry: Tel
     saves = telemetry.spans("s3claim.journal.save")
     assert [s.attributes["s3claim.run.turns"] for s in saves if s.attributes] == [1, 2, 3]
     assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in saves)
+
+
+def test_deciding_by_the_turn_the_reference_is_on_the_check_in_after_the_tool_span(
+    telemetry: Telemetry,
+) -> None:
+    """A turn budget admits a turn's results once its tool calls have ended: the check-in is
+    the run's child, and it alone carries the reference (docs/observability.md)."""
+    store = MemoryClaimCheckStore()
+    registry = ToolRegistry((read_contract, *claim_tools(store)))
+    provider = ScriptedProvider(
+        [
+            AssistantMessage(
+                tool_calls=(ToolCall(id="c1", name="read_contract", arguments={"name": "msa"}),)
+            ),
+            AssistantMessage(content="done"),
+        ]
+    )
+    policy = ClaimCheckPolicy(turn_budget_chars=20_000)
+    AgentRunner(
+        provider=provider,
+        tools=registry.view(agent="counsel"),
+        claim_check=ClaimCheck(store, policy=policy),
+    ).run("Read it.", tenant="acme", run_id="matter-7")
+    run = telemetry.span("invoke_agent counsel")
+    check_in = telemetry.span("s3claim.check_in")
+    assert check_in.parent is not None and check_in.parent.span_id == run.context.span_id
+    attributes = check_in.attributes
+    assert attributes is not None
+    assert attributes["gen_ai.tool.call.result_ref"] == attributes["s3claim.handle"]
+    tool_span = telemetry.span("execute_tool read_contract")
+    assert "gen_ai.tool.call.result_ref" not in (tool_span.attributes or {})
 
 
 def test_a_counsel_run_counts_its_claims_characters_and_fetches(telemetry: Telemetry) -> None:

@@ -52,7 +52,7 @@ from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
-    "MAX_TOOL_NAME_CHARS",
+    "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
     "AsyncClaimCheckStore",
     "AsyncClaimRanges",
@@ -124,9 +124,10 @@ class AsyncClaimCheckStore(Protocol):
     async def forget(self, *, tenant: str, run: str | None = None) -> int: ...
 
 
-MAX_TOOL_NAME_CHARS = 128
-"""The longest tool name a claim records (MCP's bound on a tool's name); a longer one, which
-an MCP upstream may choose, is recorded as None rather than grow every claim's metadata."""
+MAX_TOOL_NAME_BYTES = 128
+"""The longest tool name a claim records, in UTF-8 bytes: MCP's bound on a tool's name (128
+characters, ASCII). A longer one, which an MCP upstream may choose, is recorded as None,
+rather than grow the metadata S3 bounds at 2 KiB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class ClaimInfo:
     `expires_at` is in seconds since the epoch; a claim is listed until its store drops it,
     so one at or past its expiry is still listed, and no read will serve it. `tool` is the
     tool whose result it is, None when the check-in did not say (a claim written before
-    stores kept it, a `put` without `tool`, a name over `MAX_TOOL_NAME_CHARS`).
+    stores kept it, a `put` without `tool`, a name over `MAX_TOOL_NAME_BYTES`).
     """
 
     handle: str
@@ -174,10 +175,15 @@ class AsyncListableStore(Protocol):
 
 
 def recorded_tool(tool: object) -> str | None:
-    """What a store records of `put`'s `tool`: the name, when it is one it keeps."""
-    if isinstance(tool, str) and 0 < len(tool) <= MAX_TOOL_NAME_CHARS:
-        return tool
-    return None
+    """What a store records of `put`'s `tool`: the name, when it is one it keeps (valid
+    Unicode, 1 to `MAX_TOOL_NAME_BYTES` bytes of UTF-8)."""
+    if not isinstance(tool, str) or not tool:
+        return None
+    try:
+        size = len(tool.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: not a name we can write anywhere
+        return None
+    return tool if size <= MAX_TOOL_NAME_BYTES else None
 
 
 def takes_tool(put: Callable[..., Any]) -> bool:

@@ -98,7 +98,7 @@ def test_listing_lives_with_the_store_protocols_not_at_the_top_level() -> None:
     """Issue 38: an application lists a run's claims on any store (`ClaimCheck.claims`)."""
     from s3claim import store
 
-    listing = {"ClaimInfo", "ListableStore", "AsyncListableStore", "MAX_TOOL_NAME_CHARS"}
+    listing = {"ClaimInfo", "ListableStore", "AsyncListableStore", "MAX_TOOL_NAME_BYTES"}
     assert listing <= set(store.__all__)
     assert not listing & set(s3claim.__all__)
     assert isinstance(s3claim.MemoryClaimCheckStore(), store.ListableStore)

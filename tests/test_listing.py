@@ -21,7 +21,7 @@ from s3claim import (
     Scope,
     ThreadedAsyncStore,
 )
-from s3claim.store import MAX_TOOL_NAME_CHARS, ClaimInfo, ListableStore
+from s3claim.store import MAX_TOOL_NAME_BYTES, ClaimInfo, ListableStore
 from tests._s3 import moto_client
 
 RUN, OTHER_RUN = Scope("acme", "matter-7"), Scope("acme", "matter-8")
@@ -92,11 +92,12 @@ def test_the_first_check_in_names_the_claim_and_a_hand_off_keeps_its_tool(
 def test_a_claim_put_without_a_tool_or_with_a_name_too_long_lists_none(store: Any) -> None:
     """A claim the store kept before it kept tools has no tool field: it lists None."""
     plain = store.put(RUN, LOG, ttl_seconds=60)
-    named = "ü" * MAX_TOOL_NAME_CHARS  # the longest name kept, at its widest in metadata
+    named = "𝄞" * (MAX_TOOL_NAME_BYTES // 4)  # the longest name kept, at its widest
     longest = store.put(RUN, LOG + "a", ttl_seconds=60, tool=named)
-    too_long = store.put(RUN, LOG + "b", ttl_seconds=60, tool="t" * (MAX_TOOL_NAME_CHARS + 1))
+    too_long = store.put(RUN, LOG + "b", ttl_seconds=60, tool="é" * 65)  # 130 bytes
+    invalid = store.put(RUN, LOG + "c", ttl_seconds=60, tool="\ud800")  # not Unicode
     tools = {c.handle: c.tool for c in store.claims(tenant="acme", run="matter-7")}
-    assert tools == {plain: None, longest: named, too_long: None}
+    assert tools == {plain: None, longest: named, too_long: None, invalid: None}
     assert store.fetch(RUN, plain).text == LOG[:4096]  # readable as ever
     child = store.hand_off(RUN, longest, to=OTHER_RUN, ttl_seconds=60)  # its metadata grows
     assert [c.tool for c in store.claims(tenant="acme", run="matter-8")] == [named]

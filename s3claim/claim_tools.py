@@ -109,7 +109,9 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 
     fetch_result.__doc__ = wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
     built = tool(fetch_result)
-    return replace(built, arguments=one_address(built.arguments), check_in=False, redeems=store)
+    return replace(
+        built, arguments=one_address(built.arguments), check_in=False, redeems=store, read_only=True
+    )
 
 
 _W = TypeVar("_W", Window, LineWindow, PathRead)
@@ -211,7 +213,7 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
     search_result.__doc__ = wording.SEARCH_DESCRIPTION.format(
         matches=MAX_MATCHES, snippet=SNIPPET_CHARS
     )
-    return replace(tool(search_result), check_in=False, redeems=store)
+    return replace(tool(search_result), check_in=False, redeems=store, read_only=True)
 
 
 def _search(

@@ -18,6 +18,7 @@ __all__ = [
     "ClaimUnavailable",
     "Event",
     "ModelCalled",
+    "ResultReused",
     "RunFinished",
     "RunResumed",
     "ToolFailed",
@@ -147,6 +148,17 @@ class ClaimSearchFailed(_Event):
     error: str
 
 
+class ResultReused(_Event):
+    """A repeat read was answered from its claim (`s3claim.reuse`): the tool did not run, and
+    the model received `chars` characters, the earlier result with the reuse line."""
+
+    kind: Literal["result_reused"] = "result_reused"
+    tool: str
+    agent: str
+    handle: str
+    chars: int
+
+
 class RunFinished(_Event):
     kind: Literal["run_finished"] = "run_finished"
     turns: int
@@ -179,6 +191,7 @@ Event = Annotated[
     | ClaimSearched
     | ClaimSearchFailed
     | ToolFailed
+    | ResultReused
     | RunFinished
     | RunResumed,
     Field(discriminator="kind"),

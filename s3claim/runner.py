@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ from s3claim.messages import (
 )
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.providers import Provider
+from s3claim.reuse import Recall, RepeatReads, reused
 from s3claim.scope import Scope
 from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
@@ -126,6 +128,11 @@ class AgentRunner:
         self.max_turns = max_turns
         self.system = system
         self.journal = journal
+        # Repeat reads are answered from their claims only when some tool declares a window.
+        reusable = any(t.reuse_seconds for t in view.tools)
+        self._reads: RepeatReads[str] | None = (
+            RepeatReads(claim_check) if claim_check is not None and reusable else None
+        )
 
     def run(self, prompt: str, *, tenant: str, run_id: str | None = None) -> RunResult:
         """Run from the prompt. With a journal, a `run_id` already recorded is refused
@@ -179,7 +186,7 @@ class AgentRunner:
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
         schemas = self._schemas()
         turn = turns
-        with agent_run_span(self.tools.agent) as span:
+        with agent_run_span(self.tools.agent) as span, self._reading(scope):
             while turn < self.max_turns:
                 turn += 1
                 events.append(ModelCalled(turn=turn, prefill_chars=conversation_chars(messages)))
@@ -198,6 +205,15 @@ class AgentRunner:
             recorder.record(messages, events, turns=turn, status="max_turns")
             span.outcome = "max_turns"
             return RunResult(None, tuple(messages), tuple(events), scope)
+
+    @contextmanager
+    def _reading(self, scope: Scope) -> Iterator[None]:
+        """The run's repeat reads are remembered while its loop runs (`s3claim.reuse`)."""
+        try:
+            yield
+        finally:
+            if self._reads is not None:
+                self._reads.end(scope)
 
     def _schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas; with claim references on, each of the agent's own tools says
@@ -260,15 +276,19 @@ class AgentRunner:
     def _admit(
         self, ran: _Ran, context: RunContext, *, forced: CheckInReason | None = None
     ) -> ToolAnswer:
+        recall = ran.recall
         admitted = admit(
             ran.text,
             tool=ran.tool,
-            context=context,
+            context=context if recall is None else recall.watching(context),
             claim_check=self.claim_check,
             limit=self.max_tool_result_chars,
             searchable=self._searchable,
             forced=forced,
         )
+        if recall is not None and self._reads is not None:
+            again = reused(admitted)
+            self._reads.keep(recall, again, chars=len(again))
         return ToolAnswer(admitted)
 
     def _answer(self, tool: Tool | None, call: ToolCall, context: RunContext) -> ToolAnswer | _Ran:
@@ -281,6 +301,14 @@ class AgentRunner:
             return ToolAnswer(error.render(), is_error=True)
         if not tool.check_in:  # a claim tool: run as every host runs it
             return run_claim_tool(tool, call.arguments, context)
+        reads, recall = self._reads, None
+        if reads is not None:
+            recall = reads.recall(
+                context.scope, tool.name, call.arguments, reuse_seconds=tool.reuse_seconds,
+                read_only=tool.read_only, agent=context.agent, emit=context.emit,
+            )  # fmt: skip
+            if recall.answer is not None:  # the earlier result: the tool does not run
+                return ToolAnswer(recall.answer)
         try:
             arguments = resolve_arguments(
                 call.arguments, claim_check=self.claim_check, tool=tool.name, context=context
@@ -288,15 +316,17 @@ class AgentRunner:
             text = result_text(tool, tool.call(arguments, context))
         except Exception as exc:  # the model's to work around, never the run's end
             return failure_answer(exc, tool=tool.name, context=context)
-        return _Ran(tool.name, text)
+        return _Ran(tool.name, text, recall)
 
 
 @dataclass(frozen=True, slots=True)
 class _Ran:
-    """A tool's result past the boundary, not yet admitted."""
+    """A tool's result past the boundary, not yet admitted (`recall`: its repeat-read
+    look-up, to remember it by once admitted)."""
 
     tool: str
     text: str
+    recall: Recall[str] | None = None
 
     def __repr__(self) -> str:  # the text is tool content: never in a repr
         return f"_Ran(tool={self.tool!r}, chars={len(self.text)})"

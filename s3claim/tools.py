@@ -9,7 +9,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
-from s3claim.errors import ToolError
+from s3claim.errors import ConfigurationError, ToolError
 from s3claim.events import Event
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
@@ -40,7 +40,9 @@ class Tool:
     """A function the model can call.
 
     `check_in=False` marks results that must never be checked in (`fetch_result`'s own);
-    `redeems` is the store whose handles this tool reads.
+    `redeems` is the store whose handles this tool reads. `read_only`: calling it changes
+    nothing a later call could read (a call of any other tool ends reuse in its run);
+    `reuse_seconds`: how long a checked-in result answers a repeat call (`s3claim.reuse`).
     """
 
     name: str
@@ -51,6 +53,8 @@ class Tool:
     takes_context: bool = False
     check_in: bool = True
     redeems: ClaimCheckStore | None = field(default=None, repr=False)
+    read_only: bool = False
+    reuse_seconds: int = 0
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -82,7 +86,11 @@ class Tool:
 def tool(function: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    reuse_seconds: int = 0,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -92,13 +100,25 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    read_only: bool = False,
+    reuse_seconds: int = 0,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a `Tool`.
 
     The name is the function's, the description its docstring, the argument schema comes
     from its annotations and the declared return type validates what it returns. A first
     parameter annotated `RunContext` is supplied by the runner, not by the model.
+
+    `read_only=True` says a call changes nothing another call could read; a call of a tool
+    that is not read-only ends reuse in its run. `reuse_seconds` (0, never, by default) is
+    how long a result that was checked in answers a repeat call with the same arguments in
+    the same run, without running the function (docs/reading.md); a tool with a reuse
+    window is read-only.
     """
+    if isinstance(reuse_seconds, bool) or not isinstance(reuse_seconds, int) or reuse_seconds < 0:
+        raise ConfigurationError(
+            f"reuse_seconds must be a whole number of seconds, 0 or more, got {reuse_seconds!r}"
+        )
 
     def build(func: Callable[..., Any]) -> Tool:
         hints = get_type_hints(func, include_extras=True)
@@ -127,6 +147,8 @@ def tool(
             arguments=model,
             returns=TypeAdapter(hints["return"]),
             takes_context=takes_context,
+            read_only=bool(read_only) or reuse_seconds > 0,
+            reuse_seconds=reuse_seconds,
         )
 
     return build(function) if function is not None else build

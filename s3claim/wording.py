@@ -23,6 +23,7 @@ __all__ = [
     "NOT_JSON_MESSAGE",
     "NO_LINE_INDEX_MESSAGE",
     "REFERENCE_DESCRIPTION",
+    "REUSED_LINE",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
@@ -290,6 +291,14 @@ def path_footer(*, pointer: str, shown_end: int, end: int, handle: str) -> str:
 def truncation(*, total_chars: int, kept_chars: int) -> str:
     """The line after a result cut without a claim check: the rest is gone, and it says so."""
     return f"[{total_chars} characters, {total_chars - kept_chars} cut off and not retrievable.]"
+
+
+REUSED_LINE = (
+    "[The same call as earlier in this run, with the same arguments: the tool did not run "
+    "again, and what follows is the result it gave then.]"
+)
+"""The line before a repeat read's earlier result (`s3claim.reuse`): the rest is what the
+model received the first time, byte for byte."""
 
 
 def claim_link_name(total_chars: int) -> str:

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -153,6 +154,19 @@ def mcp_proxy(
             show_default=False,
         ),
     ] = None,
+    reuse: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reuse",
+            metavar="TOOL=SECONDS",
+            help="Answer a repeat call of TOOL (same arguments, same run) from its claim for "
+            "SECONDS after a checked-in result, without calling the upstream (repeatable). "
+            "The upstream must mark TOOL readOnlyHint; in a --config file, give each "
+            "upstream a reuse table.",
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
     max_calls: Annotated[
         int,
         typer.Option(
@@ -248,6 +262,12 @@ def mcp_proxy(
                 "--upstream-env is for the command line's upstream; in a --config file, "
                 "give each upstream its env and pass_env"
             )
+        if reuse and config is not None:
+            raise CliError(
+                "--reuse is for the command line's upstream; in a --config file, give each "
+                "upstream a reuse table (reuse = { read_text_file = 300 })"
+            )
+        reuse_seconds = _reuse(reuse or ())
         if upstream_env and upstream_url is not None:
             raise CliError("--upstream-env is for a stdio upstream (a command after --)")
         if upstream_url is not None and not upstream_url.startswith(("http://", "https://")):
@@ -297,6 +317,7 @@ def mcp_proxy(
         targets: dict[str, UpstreamTarget] | None = None
         if config is not None:
             targets = mcp.read_gateway_file(config, os.environ, max_result_bytes=max_result_bytes)
+            reuse_seconds = mcp.read_gateway_reuse(config)
         elif upstream_url is not None:
             target = mcp.HttpUpstream(url=upstream_url, max_event_bytes=max_result_bytes)
         else:
@@ -338,6 +359,7 @@ def mcp_proxy(
                 max_tenant_calls=max_tenant_calls,
                 single_client=sock is None,
                 note=_MEMORY_NOTE if kind is StoreKind.memory else None,
+                reuse=reuse_seconds,
             )
             await proxy.check_names()
             if sock is None:
@@ -382,6 +404,17 @@ def mcp_proxy(
 
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110's token
+
+
+def _reuse(entries: Sequence[str]) -> dict[str, int]:
+    """`--reuse TOOL=SECONDS` entries as a map (one line saying which entry is wrong)."""
+    found: dict[str, int] = {}
+    for entry in entries:
+        name, sep, seconds = entry.rpartition("=")
+        if not sep or not name or not (seconds.isascii() and seconds.isdigit()):
+            raise CliError(f"--reuse takes TOOL=SECONDS (whole seconds), got {entry!r}")
+        found[name] = int(seconds)
+    return found
 
 
 def _probe(claims: S3ClaimCheckStore, bucket: str | None) -> None:

@@ -35,6 +35,7 @@ from s3claim.hosting import (
     run_claim_tool,
     text_of,
 )
+from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
 from s3claim.safejson import loads
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
@@ -99,11 +100,24 @@ class Bridge:
     """One adapter's claim check, claim tools and worker pool."""
 
     def __init__(
-        self, claim_check: ClaimCheck, *, on_event: Callable[[Event], None] | None = None
+        self,
+        claim_check: ClaimCheck,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        reuse: Mapping[str, int] | None = None,
+        read_only: Iterable[str] = (),
     ) -> None:
+        """`reuse`: tool name to the seconds its checked-in result answers a repeat call (a
+        tool named there is read-only); `read_only`: other tools whose calls change nothing,
+        so they do not end reuse (`s3claim.reuse`). Without `reuse`, nothing is remembered."""
         if not isinstance(claim_check, ClaimCheck):
             raise TypeError(f"expected a ClaimCheck, got {type(claim_check).__name__}")
+        if isinstance(read_only, str):
+            raise TypeError("read_only takes tool names (a list), not one string")
         self.claim_check = claim_check
+        self._reuse = check_reuse(reuse)
+        self._read_only = frozenset(read_only) | set(self._reuse)
+        self._reads: RepeatReads[str] | None = RepeatReads(claim_check) if self._reuse else None
         self.tools = {t.name: t for t in claim_tools(claim_check.store)}
         self._searchable = SEARCH_TOOL_NAME in self.tools  # the marker may then name it
         self._emit = on_event or _ignore
@@ -129,13 +143,41 @@ class Bridge:
     def _context(self, scope: Scope, agent: str) -> RunContext:
         return RunContext(scope=scope, agent=agent, emit=self._emit)
 
+    def recall(
+        self, arguments: Mapping[str, Any] | str, *, tool: str, scope: Scope, agent: str
+    ) -> Recall[str] | None:
+        """Before a framework tool runs (`s3claim.reuse`): its earlier answer in `.answer`, to
+        give instead of running it; or what `admit` takes to remember this one. A call of a
+        tool that is not read-only ends reuse in the run. None when nothing is reused."""
+        if self._reads is None:
+            return None
+        return self._reads.recall(
+            scope, tool, arguments, reuse_seconds=self._reuse.get(tool, 0),
+            read_only=tool in self._read_only, agent=agent, emit=self._emit,
+        )  # fmt: skip
+
+    async def recall_async(
+        self, arguments: Mapping[str, Any] | str, *, tool: str, scope: Scope, agent: str
+    ) -> Recall[str] | None:
+        if self._reads is None:
+            return None
+        return await self._workers.run(self.recall, arguments, tool=tool, scope=scope, agent=agent)
+
     def admit(
-        self, value: Any, *, tool: str, scope: Scope, agent: str, turn: Hashable = None
+        self,
+        value: Any,
+        *,
+        tool: str,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
+        recall: Recall[str] | None = None,
     ) -> str:
         """The text that enters the conversation for a tool's (text or serialisable) result.
 
         `turn` names the model response that made the call (None: unknown), for a turn
-        budget's running total over the results of that turn.
+        budget's running total over the results of that turn. With the call's `recall`, the
+        result is remembered for a repeat if it is checked in (`s3claim.reuse`).
         """
         try:
             text = text_of(value, tool=tool)
@@ -145,14 +187,19 @@ class Bridge:
         if self._turns is not None and turn is not None:
             policy = self.claim_check.policy_for(tool)
             forced = self._turns.of(scope, turn).take(len(text), policy)
-        return admit(
+        context = self._context(scope, agent)
+        admitted = admit(
             text,
             tool=tool,
-            context=self._context(scope, agent),
+            context=context if recall is None else recall.watching(context),
             claim_check=self.claim_check,
             searchable=self._searchable,
             forced=forced,
         )
+        if recall is not None and self._reads is not None:
+            again = reused(admitted)
+            self._reads.keep(recall, again, chars=len(again))
+        return admitted
 
     @property
     def references(self) -> bool:
@@ -214,10 +261,17 @@ class Bridge:
         return run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
 
     async def admit_async(
-        self, value: Any, *, tool: str, scope: Scope, agent: str, turn: Hashable = None
+        self,
+        value: Any,
+        *,
+        tool: str,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
+        recall: Recall[str] | None = None,
     ) -> str:
         return await self._workers.run(
-            self.admit, value, tool=tool, scope=scope, agent=agent, turn=turn
+            self.admit, value, tool=tool, scope=scope, agent=agent, turn=turn, recall=recall
         )
 
     async def call_async(

@@ -21,7 +21,7 @@ Needs the `langchain` extra (`MissingExtraError` names its install when it is mi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeGuard
 
 from s3claim.extras import reraise_missing
@@ -40,6 +40,7 @@ from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
+from s3claim.reuse import Recall
 from s3claim.scope import Scope
 from s3claim.tools import Tool
 
@@ -75,9 +76,13 @@ class ClaimCheckMiddleware(AgentMiddleware):
         *,
         scope: ScopeOf | None = None,
         on_event: Callable[[Event], None] | None = None,
+        reuse: Mapping[str, int] | None = None,
+        read_only: Iterable[str] = (),
     ) -> None:
+        """`reuse` (tool name to seconds) and `read_only` (tool names): repeat reads answered
+        from their claim (`s3claim.reuse`, docs/reading.md); off by default."""
         super().__init__()
-        self._bridge = Bridge(claim_check, on_event=on_event)
+        self._bridge = Bridge(claim_check, on_event=on_event, reuse=reuse, read_only=read_only)
         self._scope = scope or default_scope
         self.tools: list[BaseTool] = [_described(t) for t in self._bridge.tools.values()]
 
@@ -110,6 +115,9 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if call["name"] in self._bridge.tools:
             text = self._bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT)
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        recall = self._bridge.recall(call["args"], tool=call["name"], scope=scope, agent=_AGENT)
+        if recall is not None and recall.answer is not None:  # the tool does not run
+            return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
         if self._bridge.references:
             try:
                 args = self._bridge.resolve(
@@ -122,8 +130,9 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if not _is_text(result):
             return result
         text = self._bridge.admit(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request)
-        )
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request),
+            recall=_kept(recall, result),
+        )  # fmt: skip
         return result.model_copy(update={"content": text})
 
     async def awrap_tool_call(
@@ -134,6 +143,11 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if call["name"] in bridge.tools:
             text = await bridge.call_async(call["name"], call["args"], scope=scope, agent=_AGENT)
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
+        recall = await bridge.recall_async(
+            call["args"], tool=call["name"], scope=scope, agent=_AGENT
+        )
+        if recall is not None and recall.answer is not None:  # the tool does not run
+            return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
         if bridge.references:
             try:
                 args = await bridge.resolve_async(
@@ -146,8 +160,9 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if not _is_text(result):
             return result
         text = await bridge.admit_async(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request)
-        )
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request),
+            recall=_kept(recall, result),
+        )  # fmt: skip
         return result.model_copy(update={"content": text})
 
 
@@ -160,6 +175,11 @@ def _turn(request: ToolCallRequest) -> Hashable:
         if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
             return message.id
     return None
+
+
+def _kept(recall: Recall[str] | None, result: ToolMessage) -> Recall[str] | None:
+    """The recall under which a result is remembered for a repeat: never an error's."""
+    return None if result.status == "error" else recall
 
 
 def _refused(call: Any, text: str) -> ToolMessage:

@@ -17,7 +17,7 @@ Needs the `openai-agents` extra (`MissingExtraError` names its install when it i
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -68,14 +68,18 @@ def claim_check_tools(
     *,
     scope: ScopeOf | None = None,
     on_event: Callable[[Event], None] | None = None,
+    reuse: Mapping[str, int] | None = None,
+    read_only: Iterable[str] = (),
 ) -> list[FunctionTool]:
     """`tools`, wrapped so their oversized outputs are checked in, then one tool per claim tool.
 
     The given tools are copied, never changed. `on_event` receives s3claim's events (sizes
     and handles only). A tool whose output must match a declared output schema cannot be
-    given a head and marker instead, and is refused here.
+    given a head and marker instead, and is refused here. `reuse` (tool name to seconds)
+    and `read_only` (tool names): repeat reads answered from their claim (`s3claim.reuse`,
+    docs/reading.md); off by default.
     """
-    bridge = Bridge(claim_check, on_event=on_event)
+    bridge = Bridge(claim_check, on_event=on_event, reuse=reuse, read_only=read_only)
     scope_for = scope or default_scope
     for each in tools:
         if not isinstance(each, FunctionTool):
@@ -101,9 +105,13 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
 
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         scope = scope_for(context)  # before the tool runs: a missing tenant is found first
+        agent = _agent(context)
+        recall = await bridge.recall_async(arguments, tool=tool.name, scope=scope, agent=agent)
+        if recall is not None and recall.answer is not None:  # the tool does not run
+            return recall.answer
         try:  # references resolved here; the SDK then validates the arguments as usual
             arguments = await bridge.resolve_json_async(
-                arguments, tool=tool.name, scope=scope, agent=_agent(context)
+                arguments, tool=tool.name, scope=scope, agent=agent
             )
         except ToolError as error:  # the tool does not run
             return bridge.refusal(error)
@@ -113,7 +121,7 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
             return output
         turn = (id(context.usage), context.usage.requests)  # the run's model responses so far
         return await bridge.admit_async(
-            value, tool=tool.name, scope=scope, agent=_agent(context), turn=turn
+            value, tool=tool.name, scope=scope, agent=agent, turn=turn, recall=recall
         )
 
     twin.on_invoke_tool = invoke

@@ -18,7 +18,7 @@ Needs the `pydantic-ai` extra (`MissingExtraError` names its install when it is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal
 
@@ -68,12 +68,19 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
     _: KW_ONLY
     scope: Callable[[RunContext[AgentDepsT]], Scope] | None = None
     on_event: Callable[[Event], None] | None = None
+    reuse: Mapping[str, int] | None = None
+    """Tool name to seconds: repeat reads answered from their claim (`s3claim.reuse`)."""
+    read_only: Iterable[str] = ()
+    """Tools whose calls change nothing, so they do not end reuse."""
     _bridge: Bridge | None = field(default=None, repr=False)
     """Built once and kept by the copies pydantic-ai makes per run (`replace`)."""
 
     def __post_init__(self) -> None:
         if self._bridge is None:
-            self._bridge = Bridge(self.claim_check, on_event=self.on_event)
+            self._bridge = Bridge(
+                self.claim_check, on_event=self.on_event, reuse=self.reuse,
+                read_only=self.read_only,
+            )  # fmt: skip
 
     @property
     def bridge(self) -> Bridge:
@@ -123,6 +130,9 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         turn = (ctx.run_id, ctx.run_step)
         if name in self.bridge.tools:
             return await self.bridge.call_async(name, tool_args, scope=scope, agent=agent)
+        recall = await self.bridge.recall_async(tool_args, tool=name, scope=scope, agent=agent)
+        if recall is not None and recall.answer is not None:  # the tool does not run
+            return recall.answer
         if isinstance(tool.args_validator, _Deferred):
             try:
                 resolved = await self.bridge.resolve_async(
@@ -143,10 +153,12 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
             text = await self.bridge.admit_async(
                 result.return_value, tool=name, scope=scope, agent=agent, turn=turn
             )
-            return replace(result, return_value=text)
+            return replace(result, return_value=text)  # its content is not the claim's: not kept
         if _untouched(result):
             return result
-        return await self.bridge.admit_async(result, tool=name, scope=scope, agent=agent, turn=turn)
+        return await self.bridge.admit_async(
+            result, tool=name, scope=scope, agent=agent, turn=turn, recall=recall
+        )
 
 
 class _Deferred:

@@ -22,7 +22,7 @@ from s3claim.extras import reraise_missing
 
 try:
     from s3claim.mcp._gateway import Gateway
-    from s3claim.mcp._gateway_file import read_gateway_file
+    from s3claim.mcp._gateway_file import read_gateway_file, read_gateway_reuse
     from s3claim.mcp._proxy import AGENT, DEFAULT_MAX_CALLS, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
     from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
@@ -53,6 +53,7 @@ __all__ = [
     "UpstreamTarget",
     "listen_socket",
     "read_gateway_file",
+    "read_gateway_reuse",
     "serve_http",
     "serve_stdio",
     "upstream_environment",

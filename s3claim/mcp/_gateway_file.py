@@ -5,11 +5,15 @@
     args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]
     env = { NODE_EXTRA_CA_CERTS = "/etc/ssl/ca.pem" }   # this upstream only
     pass_env = ["GITHUB_TOKEN"]          # passed on from the proxy's environment
+    reuse = { read_text_file = 300 }     # repeat reads answered from their claim
     [upstreams.docs]                     # a streamable HTTP upstream
     url = "http://127.0.0.1:9000/mcp"
 
 The file holds upstreams only: the store, the tenant and the bounds stay flags, one set for
-every upstream, validated in one place. TOML read by `tomllib`, validated by pydantic at this
+every upstream, validated in one place. `reuse` is the exception, since it names an
+upstream's own tools: `read_gateway_reuse` reads it, as the gateway names the tools
+(`fs__read_text_file`), and the proxy refuses at start any that its server does not mark
+read-only (`readOnlyHint`). TOML read by `tomllib`, validated by pydantic at this
 boundary: an unknown key, an upstream that is not exactly one of `command` and `url`, or a
 name that cannot prefix a tool (`UPSTREAM_NAME`) is one `ConfigurationError` line naming the
 file and what is wrong.
@@ -25,10 +29,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from s3claim.errors import ConfigurationError
-from s3claim.mcp._gateway import UPSTREAM_NAME, bad_name
+from s3claim.mcp._gateway import SEPARATOR, UPSTREAM_NAME, bad_name
 from s3claim.mcp._targets import HttpUpstream, StdioUpstream, UpstreamTarget, upstream_environment
 
-__all__ = ["read_gateway_file"]
+__all__ = ["read_gateway_file", "read_gateway_reuse"]
 
 _MAX_BYTES = 1024**2  # a gateway file is a few lines; a bigger one is not one
 
@@ -45,6 +49,7 @@ class _Upstream(BaseModel):
     pass_env: list[_Variable] = []
     cwd: str | None = None
     url: str | None = None
+    reuse: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=0, strict=True)]] = {}
 
     @model_validator(mode="after")
     def _one_kind(self) -> _Upstream:
@@ -98,6 +103,29 @@ def read_gateway_file(
     line would build it: a stdio upstream's environment is the allowlist of `environ`, then
     its `pass_env` names and its `env` (`upstream_environment`). Raises `ConfigurationError`
     (one line, naming the file) for a file that cannot be read or is not a gateway's."""
+    parsed = _parsed(path)
+    targets: dict[str, UpstreamTarget] = {}
+    for name, upstream in parsed.upstreams.items():
+        try:
+            targets[name] = upstream.target(environ, max_result_bytes)
+        except ValueError as exc:  # a pass_env name the proxy's environment lacks
+            raise ConfigurationError(f"{path}: upstreams.{name}.{exc}") from None
+    return targets
+
+
+def read_gateway_reuse(path: Path) -> dict[str, int]:
+    """The gateway file's `reuse` tables, every upstream's, as the gateway names the tools:
+    `{"fs__read_text_file": 300}` (for `ClaimCheckProxy(reuse=...)`; 0 means none)."""
+    parsed = _parsed(path)
+    return {
+        f"{name}{SEPARATOR}{tool}": seconds
+        for name, upstream in parsed.upstreams.items()
+        for tool, seconds in upstream.reuse.items()
+        if seconds
+    }
+
+
+def _parsed(path: Path) -> _File:
     try:
         with path.open("rb") as stream:
             raw = stream.read(_MAX_BYTES + 1)
@@ -114,13 +142,7 @@ def read_gateway_file(
         parsed = _File.model_validate(data)
     except ValidationError as exc:
         raise ConfigurationError(f"{path}: {_first(exc)}") from None
-    targets: dict[str, UpstreamTarget] = {}
-    for name, upstream in parsed.upstreams.items():
-        try:
-            targets[name] = upstream.target(environ, max_result_bytes)
-        except ValueError as exc:  # a pass_env name the proxy's environment lacks
-            raise ConfigurationError(f"{path}: upstreams.{name}.{exc}") from None
-    return targets
+    return parsed
 
 
 def _first(error: ValidationError) -> str:

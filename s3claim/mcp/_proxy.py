@@ -59,6 +59,7 @@ from s3claim.mcp._results import (
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
 from s3claim.mcp._shares import TENANT_SHARE, Shares
 from s3claim.mcp._upstream import Upstream
+from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
 from s3claim.turns import refuse_room_share
@@ -104,6 +105,10 @@ class ClaimCheckProxy:
     `single_client`: the proxy serves one client (stdio), so what the upstream sends between
     calls is that client's.
     `note` is added to the server's instructions (e.g. that handles end with the process).
+    `reuse`: tool name (as the client calls it) to the seconds its checked-in result answers
+    a repeat call in the same run (`s3claim.reuse`); each must be listed by its server with
+    `readOnlyHint: true`, or `check_names` refuses it. A call of a tool not so marked ends
+    reuse in its run.
     """
 
     def __init__(
@@ -119,6 +124,7 @@ class ClaimCheckProxy:
         max_tenant_calls: int | None = None,
         single_client: bool = True,
         note: str | None = None,
+        reuse: Mapping[str, int] | None = None,
     ) -> None:
         if limit is not None and limit < 1:
             raise ConfigurationError(f"limit must be positive, got {limit}")
@@ -138,6 +144,10 @@ class ClaimCheckProxy:
         self._searchable = SEARCH_TOOL_NAME in self.claim_tools
         self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
+        self.reuse = check_reuse(reuse)
+        self._reads: RepeatReads[CallToolResult] | None = (
+            RepeatReads(claim_check) if self.reuse else None
+        )
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
 
@@ -148,6 +158,8 @@ class ClaimCheckProxy:
         other = copy.copy(self)
         other.upstream = upstream
         other._listed = {}
+        own = f"{upstream.name}{SEPARATOR}"  # its tools, unprefixed; the same reads remembered
+        other.reuse = {k.removeprefix(own): v for k, v in self.reuse.items() if k.startswith(own)}
         upstream.downstream = self.relay
         return other
 
@@ -160,7 +172,15 @@ class ClaimCheckProxy:
                 f"the upstream has tools named {clash}, which the proxy serves itself "
                 "(its claim tools): rename them upstream, or give it a proxy of its own"
             )
-        self._served(tools)
+        served = {t.name: t for t in self._served(tools)}
+        for name in sorted(self.reuse):
+            if name not in served:
+                raise ConfigurationError(f"reuse: the upstream lists no tool named {name!r}")
+            if not _read_only(served[name]):
+                raise ConfigurationError(
+                    f"reuse: {name!r} is not marked read-only by its server (readOnlyHint), "
+                    "so a repeat call of it cannot be answered from an earlier result"
+                )
         return tools
 
     def server(self) -> Server[Any]:
@@ -299,6 +319,9 @@ class ClaimCheckProxy:
             return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
         if self.refused(params.name):  # never forwarded: its arguments may hold a handle
             return error_result(ToolError("unknown_tool", _UNLISTED).render())
+        recall = await self._recall(scope, params.name, arguments)
+        if recall is not None and recall.answer is not None:  # not forwarded
+            return recall.answer
         if self.claim_check.references and has_references(arguments):
             resolve = partial(
                 resolve_arguments, arguments, claim_check=self.claim_check, tool=params.name,
@@ -309,6 +332,8 @@ class ClaimCheckProxy:
             except ToolError as error:  # the call is not forwarded
                 return error_result(refusal_text(error))
             params = params.model_copy(update={"arguments": dict(resolved)})
+        if recall is not None:
+            context = recall.watching(context)
         request = types.CallToolRequest(params=_without_ours(params))
         try:
             with self.relay.call(ctx):
@@ -323,9 +348,29 @@ class ClaimCheckProxy:
         except MCPError as exc:  # the upstream's error answer: an error result, whatever its code
             message = f"{neutralise(exc.error.message)} (JSON-RPC error {exc.error.code})"
             return error_result(ToolError("upstream_error", message).render())
-        return await anyio.to_thread.run_sync(
+        admitted = await anyio.to_thread.run_sync(
             self._admit, params.name, result, context, limiter=workers
         )
+        if recall is not None and self._reads is not None and not admitted.is_error:
+            again = _reused(admitted)
+            chars = sum(len(b.text) for b in again.content if isinstance(b, TextContent))
+            self._reads.keep(recall, again, chars=chars)
+        return admitted
+
+    async def _recall(
+        self, scope: Scope, name: str, arguments: Mapping[str, Any]
+    ) -> Recall[CallToolResult] | None:
+        """The repeat-read look-up (`s3claim.reuse`), in a worker thread (it reads the
+        store): read-only is what the tool's last listing says (`readOnlyHint`)."""
+        if self._reads is None:
+            return None
+        listed = self._listed.get(name)
+        read_only = listed is not None and _read_only(listed)
+        recall = partial(
+            self._reads.recall, scope, name, arguments, agent=AGENT, emit=self._emit,
+            reuse_seconds=self.reuse.get(name, 0) if read_only else 0, read_only=read_only,
+        )  # fmt: skip
+        return await anyio.to_thread.run_sync(recall, limiter=self.shares.workers)
 
     def _passing(
         self,
@@ -531,6 +576,21 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
         )
 
     return progress
+
+
+def _read_only(tool: McpTool) -> bool:
+    return tool.annotations is not None and tool.annotations.read_only_hint is True
+
+
+def _reused(result: CallToolResult) -> CallToolResult:
+    """A result as a repeat of it reads: the reuse line before its first text block."""
+    content: list[Any] = []
+    lead = True
+    for block in result.content:
+        if lead and isinstance(block, TextContent):
+            block, lead = block.model_copy(update={"text": reused(block.text)}), False
+        content.append(block)
+    return result.model_copy(update={"content": content})
 
 
 def _squashed(name: str) -> str:

@@ -93,6 +93,11 @@ class MemoryClaimCheckStore(RangedStore):
         self._tenant_bytes: dict[str, int] = {}
         self._journals: weakref.WeakSet[MemoryRunJournal] = weakref.WeakSet()
 
+    @property
+    def clock(self) -> Clock:
+        """The clock claims expire by (and repeat reads, `s3claim.reuse`)."""
+        return self._clock
+
     def tenant_tag(self, tenant: str) -> str:
         """The tenant's keyed tag (telemetry and the audit trail name tenants by it)."""
         return self._key.tenant_tag(tenant)

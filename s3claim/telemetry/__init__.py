@@ -19,7 +19,13 @@ from s3claim.telemetry._instrument import (
     traced_journal_load,
     traced_journal_save,
 )
-from s3claim.telemetry._spans import Operation, configure, count_request, record_duration
+from s3claim.telemetry._spans import (
+    Operation,
+    configure,
+    count_request,
+    count_reuse,
+    record_duration,
+)
 
 __all__ = [
     "AuditRecord",
@@ -28,6 +34,7 @@ __all__ = [
     "check_in_operation",
     "configure",
     "count_request",
+    "count_reuse",
     "fetch_operation",
     "names",
     "record_duration",

@@ -55,6 +55,7 @@ CLAIMS = "s3claim.claims"
 CHARS_SAVED = "s3claim.chars.saved"
 CLAIM_SIZE = "s3claim.claim.size"
 FETCHES = "s3claim.fetches"
+REUSES = "s3claim.reuses"
 STORE_DURATION = "s3claim.store.duration"
 
 AUDIT_FOLDER = "audit"

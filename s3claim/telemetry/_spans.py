@@ -34,6 +34,7 @@ __all__ = [
     "Operation",
     "configure",
     "count_request",
+    "count_reuse",
     "record_duration",
     "scope_attributes",
     "tenant_attributes",
@@ -52,6 +53,9 @@ _size = _meter.create_histogram(
 )
 _fetches = _meter.create_counter(
     n.FETCHES, unit="{fetch}", description="Windows read from claims, by outcome."
+)
+_reuses = _meter.create_counter(
+    n.REUSES, unit="{call}", description="Repeat reads answered from their claim, by tool."
 )
 _duration = _meter.create_histogram(
     n.STORE_DURATION, unit="s", description="Time of store operations, by operation and outcome."
@@ -110,6 +114,11 @@ def tenant_attributes(owner: object, tenant: str, run: str | None) -> dict[str, 
 def record_duration(operation: str, seconds: float, *, outcome: str) -> None:
     """One `s3claim.store.duration` measurement taken outside an operation (a check-in's put)."""
     _duration.record(seconds, {n.OPERATION: operation, n.OUTCOME: outcome})
+
+
+def count_reuse(tool: str) -> None:
+    """A repeat read answered from its claim without running the tool (`s3claim.reuse`)."""
+    _reuses.add(1, {n.TOOL: _bounded(tool) or "other"})
 
 
 def count_request(*, sent: int = 0, received: int = 0, requests: int = 0) -> None:

@@ -292,6 +292,11 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
             ["--tenant", "t", "--max-calls", "4", "--max-tenant-calls", "5", "--", "x"],
             "--max-tenant-calls (5) cannot be more than --max-calls (4)",
         ),
+        (["--tenant", "t", "--reuse", "read=5m", "--", "x"], "--reuse takes TOOL=SECONDS"),
+        (
+            ["--tenant", "t", "--reuse", "read=5", "--config", "gateway.toml"],
+            "--reuse is for the command line's upstream",
+        ),
     ],
 )
 def test_usage_and_configuration_mistakes_are_one_line_and_exit_2(
@@ -333,7 +338,8 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
     assert s3claim.mcp.__all__ == [
         "AGENT", "DEFAULT_MAX_CALLS", "MCP_PATH", "RUN_META_KEY", "SAFE_VARIABLES",
         "ClaimCheckProxy", "Gateway", "HttpUpstream", "Scoping", "StdioUpstream", "Upstream",
-        "UpstreamError", "UpstreamTarget", "listen_socket", "read_gateway_file", "serve_http",
+        "UpstreamError", "UpstreamTarget", "listen_socket", "read_gateway_file",
+        "read_gateway_reuse", "serve_http",
         "serve_stdio", "upstream_environment",
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:

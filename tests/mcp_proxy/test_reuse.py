@@ -1,0 +1,146 @@
+"""Repeat reads answered from their claim, in the proxy and the gateway, before the reference
+filesystem server (npm), whose `read_text_file` is `readOnlyHint: true` and `write_file` is
+not. A file changed on disk behind the proxy's back shows whether the upstream was asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp_types import CallToolResult
+
+from devkit.mcp_servers import install_filesystem
+from devkit.mcp_upstream import document
+from s3claim import ClaimCheck, ConfigurationError, Event, ManualClock, MemoryClaimCheckStore
+from s3claim.events import ResultReused
+from s3claim.mcp import (
+    RUN_META_KEY,
+    ClaimCheckProxy,
+    Gateway,
+    Scoping,
+    StdioUpstream,
+    Upstream,
+    read_gateway_file,
+    read_gateway_reuse,
+)
+from s3claim.reuse import reused
+from tests.mcp_proxy._support import handle_of, read_all, text_of
+
+WINDOW = 300
+
+
+@pytest.fixture(scope="module")
+def filesystem_server() -> Path:
+    return install_filesystem()
+
+
+def _run(name: str) -> dict[str, Any]:
+    return {RUN_META_KEY: name}
+
+
+def _texts(result: CallToolResult) -> str:
+    return text_of(result)
+
+
+def test_the_proxy_answers_a_repeat_read_without_asking_the_upstream(
+    filesystem_server: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "log.txt"
+    path.write_text(document(20_000, seed=1), encoding="utf-8")
+    args = {"path": str(path)}
+    clock = ManualClock()
+    events: list[Event] = []
+
+    async def scenario() -> None:
+        target = StdioUpstream(command=str(filesystem_server), args=(str(tmp_path),))
+        async with Upstream.connect(target, timeout=20, startup_timeout=60) as up:
+            proxy = ClaimCheckProxy(
+                up, claim_check=ClaimCheck(MemoryClaimCheckStore(clock=clock)),
+                scoping=Scoping.for_stdio("acme"), on_event=events.append,
+                reuse={"read_text_file": WINDOW},
+            )  # fmt: skip
+            await proxy.check_names()
+            async with Client(proxy.server()) as client:
+                first = await client.call_tool("read_text_file", args, meta=_run("a"))
+                path.write_text(document(20_000, seed=2), encoding="utf-8")  # behind its back
+                again = await client.call_tool("read_text_file", args, meta=_run("a"))
+                # Byte for byte the first text, after the line; the upstream was not asked.
+                assert _texts(again) == reused(_texts(first)) and not again.is_error
+                assert again.content[1:] == first.content[1:]  # the claim's resource link
+                whole, _ = await read_all(client, handle_of(_texts(first)), meta=_run("a"))
+                assert whole == document(20_000, seed=1)
+                # Another run asks the upstream, and reads the file as it is now.
+                other = await client.call_tool("read_text_file", args, meta=_run("b"))
+                assert _texts(other).startswith("2/0: ")
+                # A tool not marked read-only ends reuse in its run.
+                small = {"path": str(tmp_path / "note.txt"), "content": "noted"}
+                assert not (await client.call_tool("write_file", small, meta=_run("a"))).is_error
+                after = await client.call_tool("read_text_file", args, meta=_run("a"))
+                assert _texts(after).startswith("2/0: ")  # read afresh: the file as it is now
+                assert handle_of(_texts(after)) != handle_of(_texts(first))
+                # ... and is remembered again, until its window ends.
+                assert _texts(await client.call_tool("read_text_file", args, meta=_run("a"))) == (
+                    reused(_texts(after))
+                )
+                clock.advance(WINDOW)
+                path.write_text(document(20_000, seed=3), encoding="utf-8")
+                expired = await client.call_tool("read_text_file", args, meta=_run("a"))
+                assert _texts(expired).startswith("3/0: ")  # asked again
+
+    anyio.run(scenario)
+    reuses = [e for e in events if isinstance(e, ResultReused)]
+    assert [(e.tool, e.agent) for e in reuses] == [("read_text_file", "mcp-proxy")] * 2
+    assert all(str(tmp_path) not in e.model_dump_json() for e in events)  # no arguments
+
+
+def test_the_gateway_reads_reuse_per_upstream_and_refuses_a_tool_that_writes(
+    filesystem_server: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "big.txt"
+    path.write_text(document(9_000, seed=4), encoding="utf-8")
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[upstreams.fs]\ncommand = "{filesystem_server}"\nargs = ["{data}"]\n'
+        "reuse = { read_text_file = 300, list_directory = 0 }\n",
+        encoding="utf-8",
+    )
+    assert read_gateway_reuse(config) == {"fs__read_text_file": 300}
+    targets = read_gateway_file(config, {"PATH": "/usr/bin:/bin"})
+
+    async def scenario() -> None:
+        async with Gateway.connect(targets, timeout=20, startup_timeout=60) as gateway:
+            check = ClaimCheck(MemoryClaimCheckStore())
+            scoping = Scoping.for_stdio("acme")
+            for wrong, said in [
+                ({"fs__write_file": 60}, "'fs__write_file' is not marked read-only"),
+                ({"fs__read_everything": 60}, "lists no tool named 'fs__read_everything'"),
+            ]:
+                refused = ClaimCheckProxy(gateway, claim_check=check, scoping=scoping, reuse=wrong)
+                with pytest.raises(ConfigurationError, match=said):
+                    await refused.check_names()
+            proxy = ClaimCheckProxy(
+                gateway, claim_check=check, scoping=scoping, reuse=read_gateway_reuse(config)
+            )
+            await proxy.check_names()
+            async with Client(proxy.server()) as client:
+                args = {"path": str(path)}
+                first = await client.call_tool("fs__read_text_file", args)
+                path.write_text("changed", encoding="utf-8")
+                again = await client.call_tool("fs__read_text_file", args)
+                assert _texts(again) == reused(_texts(first))
+
+    anyio.run(scenario)
+
+
+def test_a_gateway_files_reuse_must_be_whole_seconds(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        '[upstreams.fs]\ncommand = "x"\nreuse = { read_text_file = "5m" }\n', encoding="utf-8"
+    )
+    with pytest.raises(ConfigurationError, match=r"upstreams\.fs\.reuse\.read_text_file"):
+        read_gateway_reuse(config)

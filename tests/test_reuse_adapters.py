@@ -1,0 +1,106 @@
+"""Repeat reads through an adapter: LangChain's middleware, sync and async, with the scripted
+chat model of tests/test_integration_langchain.py. The bridge does the work for all three
+adapters; this proves the interception before the tool runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+from s3claim import ClaimCheck, Event, ManualClock, MemoryClaimCheckStore
+from s3claim.errors import ConfigurationError
+from s3claim.integrations.langchain import ClaimCheckMiddleware
+from s3claim.reuse import reused
+from tests._counsel import CONTRACT, HANDLE
+from tests.test_integration_langchain import FACES, _agent, _call, _invoke, _outputs, _steps
+
+RAN: list[str] = []
+
+
+@tool
+def read_contract(name: str) -> str:
+    """Return the full text of a named contract."""
+    RAN.append("read_contract")
+    return CONTRACT
+
+
+@tool
+def list_contracts() -> str:
+    """The contracts' names."""
+    RAN.append("list_contracts")
+    return "msa"
+
+
+@tool
+def sign_contract(name: str) -> str:
+    """Sign a contract (it changes it)."""
+    RAN.append("sign_contract")
+    return "signed"
+
+
+TOOLS = (read_contract, list_contracts, sign_contract)
+
+
+@pytest.fixture(autouse=True)
+def _ran() -> None:
+    RAN.clear()
+
+
+def middleware(events: list[Event], clock: ManualClock | None = None) -> ClaimCheckMiddleware:
+    store = MemoryClaimCheckStore(clock=clock or ManualClock())
+    return ClaimCheckMiddleware(
+        ClaimCheck(store),
+        on_event=events.append,
+        reuse={"read_contract": 300},
+        read_only=["list_contracts"],
+    )
+
+
+@FACES
+def test_a_repeat_read_is_answered_before_the_tool_runs_until_a_write(face: str) -> None:
+    events: list[Event] = []
+    replies = [
+        _call("read_contract", "r1", name="msa"),
+        _call("list_contracts", "l1"),  # read-only: reuse goes on
+        _call("read_contract", "r2", name="msa"),
+        _call("sign_contract", "s1", name="msa"),  # a write ends it
+        _call("read_contract", "r3", name="msa"),
+        AIMessage("ok"),
+    ]
+    model, agent = _agent(_steps(*replies), [middleware(events)], tools=TOOLS)
+    _invoke(agent, "Read the MSA.", thread="t1", face=face)
+    first, _, again, _, after = _outputs(model.requests[-1])
+    assert RAN == [
+        "read_contract", "list_contracts", "sign_contract", "read_contract"
+    ]  # fmt: skip
+    assert again == reused(first) and after == first and HANDLE.search(first)
+    assert [e.kind for e in events].count("result_reused") == 1
+
+
+def test_reuse_is_per_thread_and_ends_with_its_window() -> None:
+    clock = ManualClock()
+    events: list[Event] = []
+    checked = middleware(events, clock)
+
+    def twice(thread: str) -> list[Any]:
+        replies = [_call("read_contract", "a", name="msa"), _call("read_contract", "b", name="msa")]
+        model, agent = _agent(_steps(*replies, AIMessage("ok")), [checked], tools=TOOLS)
+        _invoke(agent, "Read it twice.", thread=thread)
+        return _outputs(model.requests[-1])
+
+    twice("t1")
+    twice("t2")  # another run: it runs again, once
+    assert RAN == ["read_contract"] * 2
+    clock.advance(300)
+    first, again = twice("t1")  # the first read of t1 has expired: it runs again
+    assert RAN == ["read_contract"] * 3 and again == reused(first)
+
+
+def test_a_bad_window_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigurationError, match=r"reuse\['read_contract'\]"):
+        ClaimCheckMiddleware(ClaimCheck(MemoryClaimCheckStore()), reuse={"read_contract": -5})
+    with pytest.raises(TypeError, match="read_only takes tool names"):
+        ClaimCheckMiddleware(ClaimCheck(MemoryClaimCheckStore()), read_only="list_contracts")

@@ -294,8 +294,7 @@ def truncation(*, total_chars: int, kept_chars: int) -> str:
 
 
 REUSED_LINE = (
-    "[The same call as earlier in this run, with the same arguments: the tool did not run "
-    "again, and what follows is the result it gave then.]"
+    "[Same call, same arguments as earlier in this run: not run again; its earlier result follows.]"
 )
 """The line before a repeat read's earlier result (`s3claim.reuse`): the rest is what the
 model received the first time, byte for byte."""

@@ -28,8 +28,12 @@ The decisions, each the simplest honest one:
   sooner; and before answering, one character of the claim is read, so a claim erased
   (`forget`) or evicted runs the tool again rather than hand the model a dead handle.
 - **Memory is per process**, by the run's scope: a host remembers `max_runs` runs (the least
-  recently used go first) and `max_reads` reads each. A run resumed on another instance,
-  or after a restart, runs its repeats again: correct, only not saved.
+  recently used go first) and `max_reads` reads each. A run the runner resumes from its
+  journal, on another instance or after a restart, remembers again what its conversation
+  shows (`restore`): each checked-in read since the last write, its window counted from the
+  check-in its claim's expiry dates (the expiry less the policy's TTL). So a resumed run
+  answers its repeats as the uninterrupted run would have, byte for byte. Hosts without a
+  journal (the adapters, the MCP proxy) start a restarted run with nothing remembered.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -50,7 +54,7 @@ from s3claim.safejson import loads
 from s3claim.scope import Scope
 from s3claim.telemetry import count_reuse
 from s3claim.tools import RunContext
-from s3claim.wording import REUSED_LINE
+from s3claim.wording import HANDLE_SEEN, REUSED_LINE
 
 __all__ = [
     "DEFAULT_MAX_READS",
@@ -220,6 +224,38 @@ class RepeatReads(Generic[_T]):
             run.reads.move_to_end(recall._key)
             while len(run.reads) > self._max_reads:
                 run.reads.popitem(last=False)
+
+    def restore(
+        self: RepeatReads[str],
+        scope: Scope,
+        calls: Iterable[tuple[str, Mapping[str, Any], str, int, bool]],
+        *,
+        checked_in: Callable[[str, str], float | None],
+    ) -> None:
+        """Remember a resumed run's reads from its conversation: each call, in order, as
+        (tool, arguments, the text the model got, the tool's reuse seconds, read-only).
+        `checked_in(tool, handle)`: when that claim was checked in, None if not known (the
+        read is then not remembered). Only a runner with a journal can know."""
+        prefix = reused("")
+        for tool, arguments, text, seconds, read_only in calls:
+            if not read_only:
+                self.written(scope)
+                continue
+            key = arguments_key(tool, arguments) if seconds > 0 else None
+            found = HANDLE_SEEN.search(text)
+            if key is None or found is None or text.startswith(prefix):
+                continue  # never reusable, not checked in, or itself a repeat
+            at = checked_in(tool, found.group(1))
+            if at is None:
+                continue
+            ttl = self._claim_check.policy_for(tool).ttl_seconds
+            answer = reused(text)
+            with self._lock:
+                run = self._run(scope)
+                run.reads[key] = _Read(answer, found.group(1), at + min(seconds, ttl), len(answer))
+                run.reads.move_to_end(key)
+                while len(run.reads) > self._max_reads:
+                    run.reads.popitem(last=False)
 
     def written(self, scope: Scope) -> None:
         """A tool that is not read-only is called in `scope`'s run: forget its reads."""

@@ -35,6 +35,7 @@ from s3claim.hosting import (
 )
 from s3claim.journal import RunJournal, RunRecord, RunStatus
 from s3claim.messages import (
+    AssistantMessage,
     Message,
     SystemMessage,
     ToolCall,
@@ -173,9 +174,48 @@ class AgentRunner:
             )
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
+        if self._reads is not None:
+            self._restore_reads(scope, record.messages)
         messages = [*record.messages, *self._run_turn(pending, context, record.messages)]
         recorder = _Recorder(journal, scope, entry.version)
         return self._loop(recorder, messages, events, turns=record.turns)
+
+    def _restore_reads(self, scope: Scope, messages: Sequence[Message]) -> None:
+        """The resumed run's reads, as its conversation shows them (`RepeatReads.restore`);
+        each claim's check-in is dated by its expiry less its tool's TTL, from one listing of
+        the run's claims (made only if the conversation holds a reusable read)."""
+        assert self._reads is not None
+        assert self.claim_check is not None
+        claim_check = self.claim_check
+        calls = []
+        for at, message in enumerate(messages):
+            if not isinstance(message, AssistantMessage):
+                continue
+            answers: dict[str, str] = {}  # the results that follow this reply, by call id
+            for later in messages[at + 1 :]:
+                if not isinstance(later, ToolMessage):
+                    break
+                answers.setdefault(later.tool_call_id, later.content)
+            for call in message.tool_calls:
+                tool, text = self.tools.get(call.name), answers.get(call.id)
+                if tool is not None and tool.check_in and text is not None:
+                    calls.append(
+                        (tool.name, call.arguments, text, tool.reuse_seconds, tool.read_only)
+                    )
+        expiries: dict[str, int] | None = None
+
+        def checked_in(tool: str, handle: str) -> float | None:
+            nonlocal expiries
+            if expiries is None:
+                try:
+                    expiries = {c.handle: c.expires_at for c in claim_check.claims(scope)}
+                except Exception:  # a store that cannot list, or fails: nothing remembered
+                    expiries = {}
+            expires = expiries.get(handle)
+            ttl = claim_check.policy_for(tool).ttl_seconds
+            return None if expires is None else float(expires - ttl)
+
+        self._reads.restore(scope, calls, checked_in=checked_in)
 
     def _loop(
         self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int

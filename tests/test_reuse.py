@@ -249,3 +249,63 @@ def test_windows_are_whole_seconds_and_imply_read_only() -> None:
             check_reuse({"x": bad})  # type: ignore[dict-item]
     assert check_reuse({"x": 0, "y": 5}) == {"y": 5}
     assert claim_check_tool(object()).read_only  # type: ignore[arg-type]
+
+
+class _Stops:
+    """The script up to `at` model calls, then the process "dies" (the provider raises)."""
+
+    def __init__(self, steps: Sequence[AssistantMessage], at: int) -> None:
+        self._inner = ScriptedProvider([*steps, AssistantMessage(content="done")])
+        self._left = at
+
+    def complete(self, messages: Sequence[Message], tools: Any) -> AssistantMessage:
+        if self._left == 0:
+            raise KeyboardInterrupt
+        self._left -= 1
+        return self._inner.complete(messages, tools)
+
+
+@BOTH
+def test_a_resumed_run_answers_its_repeats_as_the_uninterrupted_run_did(
+    store_under_test: StoreUnderTest,
+) -> None:
+    """Another instance resuming from the journal remembers the reads its conversation shows
+    (dated by their claims' expiry): the repeat after the resume does not run the tool, and
+    the conversation is byte for byte the uninterrupted run's (each handle names its own
+    run). A write before the stop is replayed too: the read before it is not remembered."""
+    from s3claim import MemoryRunJournal
+
+    steps = [
+        calls(read("nda")),
+        calls(("amend_contract", {"name": "nda"})),
+        calls(read()),
+        calls(("list_contracts", {})),
+        calls(read(), read("nda")),
+    ]
+    store = store_under_test.store
+
+    def build(provider: Any, journal: MemoryRunJournal | None) -> AgentRunner:
+        return AgentRunner(
+            provider=provider,
+            tools=[read_contract, list_contracts, amend_contract, claim_check_tool(store)],
+            claim_check=ClaimCheck(store),
+            journal=journal,
+        )
+
+    whole = build(ScriptedProvider([*steps, AssistantMessage(content="done")]), None)
+    expected = whole.run("q", tenant="t", run_id="whole")
+    assert CALLS.count("read_contract") == 3  # nda, msa, nda again (after the write)
+    CALLS.clear()
+    journal = MemoryRunJournal()
+    with pytest.raises(KeyboardInterrupt):
+        build(_Stops(steps, at=4), journal).run("q", tenant="t", run_id="stopped")
+    CALLS.clear()
+    # A fresh runner: nothing in memory, only the journal and the store.
+    again = build(ScriptedProvider([*steps, AssistantMessage(content="done")]), journal)
+    resumed = again.resume(tenant="t", run_id="stopped")
+    # list_contracts' result was not recorded (the stop came first): it runs again; then nda
+    # runs (its read came before the write) and msa is reused.
+    assert CALLS == ["list_contracts", "read_contract"]
+    texts, want = tool_texts(resumed.messages), tool_texts(expected.messages)
+    assert texts[-2] == reused(texts[2])
+    assert [HANDLE_SEEN.sub("", t) for t in texts] == [HANDLE_SEEN.sub("", t) for t in want]

@@ -31,7 +31,7 @@ from s3claim.store import ClaimCheckStore
 if TYPE_CHECKING:
     from s3claim.mcp import UpstreamTarget
 
-__all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
+__all__ = ["CONTEXT_SETTINGS", "address_of", "mcp_proxy"]
 
 # Everything after the upstream command's name is the upstream's: `s3claim mcp-proxy --tenant
 # acme npx pkg --flag` passes `--flag` on, with or without `--`.
@@ -279,7 +279,7 @@ def mcp_proxy(
                 f"--max-tenant-calls ({max_tenant_calls}) cannot be more than --max-calls "
                 f"({max_calls})"
             )
-        address = _address(listen) if listen is not None else None
+        address = address_of(listen) if listen is not None else None
         if tenant_header is not None and address is None:
             raise CliError("--tenant-header needs --listen: on stdio there are no headers")
         if tenant_header is not None and not _HEADER_NAME.fullmatch(tenant_header):
@@ -446,7 +446,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("s3claim").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
-def _address(listen: str) -> tuple[str, int]:
+def address_of(listen: str) -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not sep or not host or not port.isdigit() or int(port) > 65535:

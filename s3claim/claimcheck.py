@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from s3claim._reading import extract_head, extract_tail
 from s3claim.errors import ConfigurationError
-from s3claim.links import DEFAULT_LINK_TTL_SECONDS, check_base_url, link
+from s3claim.links import DEFAULT_LINK_TTL_SECONDS, LinkableStore, check_base_url, link
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStore, takes_tool
@@ -63,6 +63,8 @@ class ClaimCheck:
                 f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
             )
         self.link_base_url = None if link_base_url is None else check_base_url(link_base_url)
+        if self.link_base_url is not None and not isinstance(store, LinkableStore):
+            raise ConfigurationError(f"link_base_url: {type(store).__name__} cannot serve links")
         self.store = store
         self._put_tool = takes_tool(store.put)  # the store lists what each claim's tool was
         self.references = bool(references)

@@ -106,10 +106,6 @@ class MemoryClaimCheckStore(RangedStore):
         return self._key.run_tag(scope)
 
     @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
     def handle_key(self) -> HandleKey:
         """The secret behind handles, tags and links (`s3claim.links`); its repr hides it."""
         return self._key

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from s3claim._reading import extract_head, extract_tail
 from s3claim.errors import ConfigurationError
+from s3claim.links import DEFAULT_LINK_TTL_SECONDS, LinkableStore, check_base_url, link
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStore, takes_tool
@@ -47,9 +48,12 @@ class ClaimCheck:
         per_tool: Mapping[str, ClaimCheckPolicy] | None = None,
         references: bool = False,
         max_reference_chars: int = DEFAULT_MAX_REFERENCE_CHARS,
+        link_base_url: str | None = None,
     ) -> None:
         """`references`: tool arguments may be claim references (`{"$claim": handle}`),
-        which every host resolves before the tool runs, up to `max_reference_chars` a call."""
+        which every host resolves before the tool runs, up to `max_reference_chars` a call.
+        `link_base_url`: where links are served (`s3claim serve`, the MCP gateway), so a
+        reference `{"$claim": handle, "as": "link"}` resolves to a link to the claim."""
         if (
             isinstance(max_reference_chars, bool)
             or not isinstance(max_reference_chars, int)
@@ -58,6 +62,9 @@ class ClaimCheck:
             raise ConfigurationError(
                 f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
             )
+        self.link_base_url = None if link_base_url is None else check_base_url(link_base_url)
+        if self.link_base_url is not None and not isinstance(store, LinkableStore):
+            raise ConfigurationError(f"link_base_url: {type(store).__name__} cannot serve links")
         self.store = store
         self._put_tool = takes_tool(store.put)  # the store lists what each claim's tool was
         self.references = bool(references)
@@ -160,6 +167,23 @@ class ClaimCheck:
         if not isinstance(self.store, ListableStore):
             raise TypeError(f"{type(self.store).__name__} cannot list its claims")
         return self.store.claims(tenant=scope.tenant, run=scope.run)
+
+    def link(
+        self,
+        handle: str,
+        *,
+        scope: Scope,
+        base_url: str,
+        ttl_seconds: int = DEFAULT_LINK_TTL_SECONDS,
+    ) -> str:
+        """A URL that code reads the claim from, without credentials (`s3claim.links`).
+
+        It names `handle` in `scope` only, and expires after `ttl_seconds` or with the claim,
+        whichever comes first; `base_url` is where `s3claim serve` (or the MCP gateway over
+        HTTP) is reached: https://, or http:// on a loopback host. One metadata read of the
+        claim; `ClaimUnavailableError` for a handle `scope` cannot redeem.
+        """
+        return link(self.store, handle, scope=scope, base_url=base_url, ttl_seconds=ttl_seconds)
 
     def __repr__(self) -> str:
         return (

@@ -26,7 +26,7 @@ import json
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
@@ -100,6 +100,8 @@ class Reference(BaseModel):
     line: PositiveInt | None = None
     lines: PositiveInt | None = None
     path: str | None = None
+    as_: Literal["link"] | None = Field(None, alias="as")
+    """"link": the tool receives a link to the claim (`s3claim.links`), not its content."""
 
     def __repr__(self) -> str:
         return f"Reference(handle={self.claim if is_handle(self.claim) else None!r})"
@@ -123,11 +125,10 @@ def described(description: str, claim_check: ClaimCheck | None) -> str:
     """A tool's description as the model reads it: one line more when references resolve."""
     if claim_check is None or not claim_check.references:
         return description
-    return (
-        f"{description}\n\n{wording.REFERENCE_DESCRIPTION}"
-        if description
-        else wording.REFERENCE_DESCRIPTION
-    )
+    said = wording.REFERENCE_DESCRIPTION
+    if claim_check.link_base_url is not None:
+        said = f"{said} {wording.REFERENCE_LINK_DESCRIPTION}"
+    return f"{description}\n\n{said}" if description else said
 
 
 def resolve_arguments(
@@ -163,7 +164,7 @@ def resolve_references(
     if not found:
         return dict(arguments)
     budget = _Budget(claim_check.max_reference_chars)
-    values = [_resolve(ref, claim_check.store, context, tool=tool, budget=budget) for ref in found]
+    values = [_resolve(ref, claim_check, context, tool=tool, budget=budget) for ref in found]
     replaced = _replace(arguments, iter(values))
     assert isinstance(replaced, dict)
     return replaced
@@ -196,7 +197,13 @@ def _shape(value: Mapping[str, Any]) -> Reference:
         raise ToolError(
             "invalid_arguments", f"claim reference: {describe_validation_error(exc)}"
         ) from None
-    given = {k for k in value if k != REFERENCE_KEY}
+    given = {k for k in value if k not in (REFERENCE_KEY, "as")}
+    if reference.as_ is not None and given:
+        raise ToolError(
+            "invalid_arguments",
+            'a link reference ("as": "link") names the whole claim: the code that reads the '
+            "link narrows it (its query: offset and length, line and lines, path)",
+        )
     if sum(1 for family in _NARROWINGS if given & family) > 1:
         raise ToolError(
             "invalid_arguments",
@@ -240,13 +247,16 @@ class _Budget:
 
 
 def _resolve(
-    ref: Reference, store: ClaimCheckStore, context: RunContext, *, tool: str, budget: _Budget
+    ref: Reference, claim_check: ClaimCheck, context: RunContext, *, tool: str, budget: _Budget
 ) -> Any:
     handle = ref.claim if is_handle(ref.claim) else None
+    store = claim_check.store
     try:
-        if handle is None:  # malformed: refused here, it never reaches the store
+        if ref.as_ == "link":
+            value, chars = _as_link(claim_check, context, handle), 0
+        elif handle is None:  # malformed: refused here, it never reaches the store
             raise ClaimUnavailableError
-        if ref.path is not None:
+        elif ref.path is not None:
             value, chars = _by_path(store, context, handle, ref.path, budget)
         elif ref.line is not None or ref.lines is not None:
             text = _by_lines(store, context, handle, ref.line or 1, ref.lines or 1, budget)
@@ -258,6 +268,17 @@ def _resolve(
         raise read_refusal(exc, context, handle, reader="claim reference") from None
     context.emit(ClaimPassed(tool=tool, handle=handle, chars=chars))
     return value
+
+
+def _as_link(claim_check: ClaimCheck, context: RunContext, handle: str | None) -> str:
+    """A link to the claim (`ClaimCheck.link`, one metadata read), for the host's link
+    server; the content stays where it is."""
+    base_url = claim_check.link_base_url
+    if base_url is None:
+        raise ToolError("links_unavailable", wording.LINKS_UNAVAILABLE_MESSAGE, own_words=True)
+    if handle is None:  # malformed: refused here, it never reaches the store
+        raise ClaimUnavailableError
+    return claim_check.link(handle, scope=context.scope, base_url=base_url)
 
 
 def _by_offset(

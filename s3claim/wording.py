@@ -19,10 +19,12 @@ __all__ = [
     "HANDLE_SEEN",
     "LINES_WITHOUT_LINE_MESSAGE",
     "LINE_SEEN",
+    "LINKS_UNAVAILABLE_MESSAGE",
     "MARKER_SEEN",
     "NOT_JSON_MESSAGE",
     "NO_LINE_INDEX_MESSAGE",
     "REFERENCE_DESCRIPTION",
+    "REFERENCE_LINK_DESCRIPTION",
     "REUSED_LINE",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
@@ -129,6 +131,18 @@ REFERENCE_DESCRIPTION = (
     '"length", "line" and "lines", or "path"): the tool receives the checked-in content.'
 )
 """The line added to every tool's description when the host resolves claim references."""
+
+REFERENCE_LINK_DESCRIPTION = (
+    'With "as": "link" ({"$claim": handle, "as": "link"}), the tool receives instead a URL '
+    "its code can read the content from, for a few minutes."
+)
+"""Added to `REFERENCE_DESCRIPTION` when the host can make links (`ClaimCheck.link_base_url`)."""
+
+LINKS_UNAVAILABLE_MESSAGE = (
+    'links are not configured on this host: pass the claim itself ({"$claim": handle}), '
+    "narrowed if need be"
+)
+"""A link reference (`"as": "link"`) where the host has no link server to point at."""
 
 
 def footer(*, offset: int, next_offset: int, total_chars: int, handle: str) -> str:

@@ -131,3 +131,21 @@ def test_import_s3claim_imports_no_agent_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_links_family_is_pinned() -> None:
+    """Links live in `s3claim.links` (the server, which needs the mcp extra, beside it), not
+    at the top level."""
+    from s3claim import links
+
+    assert links.__all__ == [
+        "DEFAULT_LINK_TTL_SECONDS",
+        "LINK_PATH",
+        "Link",
+        "LinkKey",
+        "LinkableStore",
+        "check_base_url",
+        "link",
+    ]
+    assert not set(links.__all__) & set(s3claim.__all__)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), links.LinkableStore)

@@ -36,7 +36,12 @@ from s3claim import (
 )
 from s3claim.messages import ToolMessage
 from s3claim.tools import RunContext
-from s3claim.wording import REFERENCE_DESCRIPTION, UNAVAILABLE_MESSAGE
+from s3claim.wording import (
+    LINKS_UNAVAILABLE_MESSAGE,
+    REFERENCE_DESCRIPTION,
+    REFERENCE_LINK_DESCRIPTION,
+    UNAVAILABLE_MESSAGE,
+)
 from tests._counsel import CONTRACT, HANDLE
 
 SCOPE = Scope(tenant="acme", run="r-1")
@@ -179,6 +184,32 @@ class ReferenceContract(ABC):
         assert SEEN == []
         assert [e.kind for e in self.events] == ["claim_unavailable"] * 3
 
+    def test_a_link_reference_hands_the_tool_a_url_its_code_reads_the_claim_from(self) -> None:
+        from starlette.testclient import TestClient
+
+        from s3claim.links import LinkKey
+        from s3claim.links.server import links_app
+
+        base = "http://127.0.0.1:9"
+        self.claim_check = ClaimCheck(self.store, references=True, link_base_url=base)
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=600)
+        (said,) = self.run(calls(("word_count", {"text": {"$claim": handle, "as": "link"}})))
+        (url,) = SEEN
+        assert said == "1" and url.startswith(f"{base}/claims/")  # one word: the URL
+        assert SCOPE.tenant not in url and SCOPE.run not in url
+        opened = LinkKey(self.store.handle_key).open(url.rsplit("/", 1)[1])  # type: ignore[attr-defined]
+        assert opened is not None and (opened.handle, opened.scope) == (handle, SCOPE)
+        with TestClient(links_app(self.store)) as http:  # type: ignore[arg-type]
+            assert http.get(url.removeprefix(base)).text == CONTRACT
+        assert self.passed() == [("word_count", handle, 0)]  # no character passed
+        assert self.descriptions["word_count"].endswith(REFERENCE_LINK_DESCRIPTION)
+
+    def test_a_link_reference_is_refused_where_links_are_not_configured(self) -> None:
+        handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
+        (text,) = self.run(calls(("word_count", {"text": {"$claim": handle, "as": "link"}})))
+        assert refusal(text) == {"error": "links_unavailable", "message": LINKS_UNAVAILABLE_MESSAGE}
+        assert SEEN == []
+
     @pytest.mark.parametrize(
         ("reference", "says"),
         [
@@ -189,6 +220,8 @@ class ReferenceContract(ABC):
             ({"offset": 0, "path": ""}, "one way"),
             ({"length": {"$claim": "x"}}, "another reference"),
             ({"path": ["/items"]}, "another reference"),
+            ({"as": "link", "offset": 3}, "whole claim"),
+            ({"as": "file"}, "as"),
         ],
     )
     def test_malformed_references_are_refused_before_any_read(

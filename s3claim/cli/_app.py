@@ -9,6 +9,7 @@ import typer
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import audit, fetch, forget, keygen, ls, put, runs
+from s3claim.cli._serve import serve
 from s3claim.cli.demo import demo
 from s3claim.version import __version__
 
@@ -30,7 +31,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-for command in (demo, put, fetch, ls, runs, audit, forget, keygen, doctor):
+for command in (demo, put, fetch, ls, runs, audit, forget, keygen, doctor, serve):
     app.command(epilog=EPILOG)(command)
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 

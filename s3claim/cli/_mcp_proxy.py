@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted
 from s3claim.extras import require_extra
+from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.policy import ClaimCheckPolicy
 from s3claim.s3 import S3ClaimCheckStore
@@ -31,7 +33,7 @@ from s3claim.store import ClaimCheckStore
 if TYPE_CHECKING:
     from s3claim.mcp import UpstreamTarget
 
-__all__ = ["CONTEXT_SETTINGS", "mcp_proxy"]
+__all__ = ["CONTEXT_SETTINGS", "address_of", "mcp_proxy"]
 
 # Everything after the upstream command's name is the upstream's: `s3claim mcp-proxy --tenant
 # acme npx pkg --flag` passes `--flag` on, with or without `--`.
@@ -227,6 +229,16 @@ def mcp_proxy(
             rich_help_panel=_PANEL,
         ),
     ] = DEFAULT_MAX_REFERENCE_CHARS,
+    link_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help='Where links to claims are served, for {"$claim": handle, "as": "link"} '
+            "references: https://, or http:// on a loopback host. Default with --listen on "
+            "loopback: this server, which serves them at /claims/.",
+            show_default=False,
+            rich_help_panel=_PANEL,
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
     ] = False,
@@ -279,7 +291,7 @@ def mcp_proxy(
                 f"--max-tenant-calls ({max_tenant_calls}) cannot be more than --max-calls "
                 f"({max_calls})"
             )
-        address = _address(listen) if listen is not None else None
+        address = address_of(listen) if listen is not None else None
         if tenant_header is not None and address is None:
             raise CliError("--tenant-header needs --listen: on stdio there are no headers")
         if tenant_header is not None and not _HEADER_NAME.fullmatch(tenant_header):
@@ -310,9 +322,6 @@ def mcp_proxy(
         else:
             claims = open_store(context.target(bucket, endpoint_url, prefix, region))
             _probe(claims, context.bucket)
-        claim_check = ClaimCheck(
-            claims, policy=policy, references=references, max_reference_chars=max_reference_chars
-        )
         target: UpstreamTarget | None = None
         targets: dict[str, UpstreamTarget] | None = None
         if config is not None:
@@ -349,6 +358,13 @@ def mcp_proxy(
             except OSError as exc:
                 reason = exc.strerror or type(exc).__name__
                 raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
+        claim_check = ClaimCheck(
+            claims,
+            policy=policy,
+            references=references,
+            max_reference_chars=max_reference_chars,
+            link_base_url=link_base_url or _served_here(sock),
+        )
 
         async def run(upstream: mcp.Upstream | mcp.Gateway, what: str) -> None:
             proxy = mcp.ClaimCheckProxy(
@@ -371,9 +387,11 @@ def mcp_proxy(
             each = {name: proxy.beside(one) for name, one in alone.items()}
             host, port = sock.getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
+            links = claim_check.link_base_url
             print(
                 f"s3claim mcp-proxy: serving streamable HTTP at "
-                f"http://{shown}:{port}{mcp.MCP_PATH} ({what}; store: {kind})",
+                f"http://{shown}:{port}{mcp.MCP_PATH} ({what}; store: {kind}; links: "
+                f"{f'{links}/claims/' if links else 'off'})",
                 file=sys.stderr,
                 flush=True,
             )
@@ -427,6 +445,19 @@ def _probe(claims: S3ClaimCheckStore, bucket: str | None) -> None:
         raise CliError(f"the store cannot write and read a claim: {message}") from None
 
 
+def _served_here(sock: socket.socket | None) -> str | None:
+    """This server's own base URL for links, when it listens on loopback (plain HTTP
+    anywhere else would put a link, a credential, in clear on a network)."""
+    if sock is None:
+        return None
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        return check_base_url(f"http://{shown}:{port}")
+    except ValueError:
+        return None
+
+
 def _store_line(kind: StoreKind, bucket: str | None) -> str:
     if kind is StoreKind.memory:
         return "memory (handles end with this process)"
@@ -446,7 +477,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("s3claim").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
-def _address(listen: str) -> tuple[str, int]:
+def address_of(listen: str) -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not sep or not host or not port.isdigit() or int(port) > 65535:

@@ -5,7 +5,7 @@ stops a stdio upstream's whole process group on the way out, within a second: cl
 a server that takes longer, and an upstream in a session of its own would outlive it. Over
 HTTP, those signals stop the server gracefully, then close the upstream. On stdio, fd 1 is
 the protocol: nothing prints. Over HTTP a gateway's upstreams are also served each alone, at
-`/mcp/<name>` beside `/mcp`.
+`/mcp/<name>` beside `/mcp`, and links to its claims (`s3claim.links`) at `/claims/`.
 
 On stdio the proxy speaks only the 2025-11-25 handshake. Its one client gains nothing from
 2026-07-28's statelessness there, and loses what the upstream asks of it in the middle of a
@@ -27,6 +27,8 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
+from s3claim.links import LinkableStore
+from s3claim.links.server import claims_mount
 from s3claim.mcp._gateway import Gateway
 from s3claim.mcp._proxy import ClaimCheckProxy
 from s3claim.mcp._upstream import Upstream, sole_exception
@@ -103,7 +105,9 @@ async def serve_http(
     each: Mapping[str, ClaimCheckProxy] | None = None,
 ) -> None:
     """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives; `each` (a
-    gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it.
+    gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it; and the links
+    to the store's claims at `/claims/` (`s3claim.links.server`): the memory store's too,
+    which no other process could serve.
 
     Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
     behind a load balancer can answer any of them. Older clients open a session
@@ -123,7 +127,11 @@ async def serve_http(
                 await stack.enter_async_context(one.router.lifespan_context(one))
             yield
 
-    app = Starlette(routes=[route for one in apps for route in one.routes], lifespan=lifespan)
+    routes = [route for one in apps for route in one.routes]
+    store = proxy.claim_check.store
+    if isinstance(store, LinkableStore):
+        routes.append(claims_mount(store))
+    app = Starlette(routes=routes, lifespan=lifespan)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
     server = _Uvicorn(config)
     try:

@@ -105,6 +105,16 @@ class MemoryClaimCheckStore(RangedStore):
     def run_tag(self, scope: Scope) -> str:
         return self._key.run_tag(scope)
 
+    @property
+    def handle_key(self) -> HandleKey:
+        """The secret behind handles, tags and links (`s3claim.links`); its repr hides it."""
+        return self._key
+
+    def expiry(self, scope: Scope, handle: str) -> float:
+        """When the claim stops being readable (the store's clock), refused as `fetch`
+        refuses (`ClaimUnavailableError`)."""
+        return self._entry(scope, handle).expires_at
+
     def bind_journal(self, journal: MemoryRunJournal) -> None:
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
         self._journals.add(journal)

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Unpack
 import s3claim.s3._format as _format
 from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
-from s3claim.handles import HANDLE_PREFIX, content_width, digest_of, handle_width, is_handle
+from s3claim.handles import (
+    HANDLE_PREFIX,
+    HandleKey,
+    content_width,
+    digest_of,
+    handle_width,
+    is_handle,
+)
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
@@ -182,6 +189,19 @@ class S3ClaimCheckStore(RangedStore):
         return _Ranges(
             self._bucket, *claim_objects(self._bucket.layout, scope, handle, self._clock)
         )
+
+    def expiry(self, scope: Scope, handle: str) -> int:
+        """When the claim stops being readable (epoch seconds): one HeadObject, checked as a
+        read checks it (`ClaimUnavailableError` for every handle `fetch` refuses)."""
+        if not is_handle(handle):
+            raise ClaimUnavailableError
+        claim, _ = claim_objects(self._bucket.layout, scope, handle, self._clock)
+        return perform(present(head(claim)), sync_sender(self._bucket)).expires_at
+
+    @property
+    def handle_key(self) -> HandleKey:
+        """The secret behind handles, tags and links (`s3claim.links`); its repr hides it."""
+        return self._bucket.key
 
     # -- hand-off --------------------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+"""`s3claim serve`: the link server (`s3claim.links.server`) over the configured bucket.
+
+Links (`ClaimCheck.link`) are sealed under the handle key, so the server reads the same
+`S3CLAIM_HANDLE_KEY` and bucket as the processes that make them. Uvicorn's access log stays
+off: a link's URL is a credential until it expires.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
+from s3claim.cli._exit import CliError, handled
+from s3claim.cli._mcp_proxy import address_of
+from s3claim.extras import require_extra
+from s3claim.s3.admin import open_store
+
+__all__ = ["serve"]
+
+
+def serve(
+    listen: Annotated[
+        str,
+        typer.Option(help="Serve HTTP on HOST:PORT; port 0 picks a free one."),
+    ] = "127.0.0.1:8765",
+    bucket: BucketOption = None,
+    endpoint_url: EndpointOption = None,
+    prefix: PrefixOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Serve links to claims (`ClaimCheck.link`): GET /claims/TOKEN is the claim's text.
+
+    Code reads a claim with nothing but an HTTP client and the link; this server holds the
+    bucket's credentials and the handle key (S3CLAIM_HANDLE_KEY), the same ones the links
+    were made with. Put it behind HTTPS unless the code runs on this host.
+    """
+    with handled() as context:
+        require_extra("mcp")  # Starlette and uvicorn come with the MCP SDK
+        import uvicorn
+
+        from s3claim.links.server import links_app
+        from s3claim.mcp import listen_socket
+
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
+        host, port = address_of(listen)
+        try:
+            sock = listen_socket(host, port)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
+        bound, port = sock.getsockname()[:2]
+        shown = f"[{bound}]" if ":" in bound else bound
+        print(
+            f"s3claim serve: serving links at http://{shown}:{port}/claims/ "
+            f"(store: s3, bucket {context.bucket!r})",
+            file=sys.stderr,
+            flush=True,
+        )
+        config = uvicorn.Config(links_app(store), log_level="warning", access_log=False)
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            sock.close()

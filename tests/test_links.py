@@ -1,0 +1,324 @@
+"""Links: code reads a claim with nothing but an HTTP client (issue 38).
+
+`s3claim serve` runs as a subprocess over moto, as an operator runs it; a second subprocess,
+with no AWS or s3claim variable in its environment, reads links with urllib. What the
+server costs the store per read is counted in this process, on the same app in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from devkit.servers import Wire
+from s3claim import (
+    ClaimCheck,
+    ClaimUnavailableError,
+    ConfigurationError,
+    ManualClock,
+    MemoryClaimCheckStore,
+    RetryPolicy,
+    S3ClaimCheckStore,
+    Scope,
+)
+from s3claim.links import Link, LinkKey, check_base_url, link
+from s3claim.links.server import links_app
+from tests._s3 import moto_client, s3_error
+
+KEY = "test-links-handle-key-0123456789"
+SCOPE = Scope(tenant="acme-tenant", run="run-secret-7")
+TEXT = "".join(f"ligne {n}: café, 東京, 🙂\n" for n in range(1, 3001))
+RECORDS = json.dumps({"items": [{"id": n, "name": f"récord {n}"} for n in range(300)]})
+_START_SECONDS = 60.0
+
+
+@dataclass
+class Served:
+    store: S3ClaimCheckStore
+    base_url: str
+    text: str
+    records: str
+    wire: Wire
+
+
+@pytest.fixture(scope="module")
+def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
+    """Two claims on moto, and `s3claim serve` over the same bucket and key."""
+    client = moto_client(moto_endpoint)
+    bucket = f"links-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ClaimCheckStore(
+        bucket, handle_key=KEY, client=client, retry=RetryPolicy(initial_wait=0, max_wait=0)
+    )
+    text = store.put(SCOPE, TEXT, ttl_seconds=3600)
+    records = store.put(SCOPE, RECORDS, ttl_seconds=3600)
+    env = {
+        **os.environ,
+        "S3CLAIM_BUCKET": bucket,
+        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
+        "S3CLAIM_HANDLE_KEY": KEY,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    found: list[str] = []
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            serving = re.search(r"serving links at (http://\S+)/claims/", line)
+            if serving:
+                found.append(serving.group(1))
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        ready.wait(_START_SECONDS)
+        assert found, f"s3claim serve did not start: {''.join(lines)[-2000:]}"
+        yield Served(store, found[0], text, records, Wire.attach(client))
+    finally:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        reader.join(timeout=15)
+        assert process.stderr is not None
+        process.stderr.close()
+    assert "ligne" not in "".join(lines)  # the server logged no content
+
+
+_READER = """
+import json, sys, urllib.request, urllib.error
+answers = []
+for url, headers in json.loads(sys.stdin.read()):
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, found, body = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        status, found, body = error.code, dict(error.headers), error.read()
+    answers.append([status, {k.lower(): v for k, v in found.items()}, body.hex()])
+print(json.dumps(answers))
+"""
+
+
+def read_elsewhere(
+    requests: list[tuple[str, dict[str, str]]],
+) -> list[tuple[int, dict[str, str], bytes]]:
+    """Each (url, headers) read by urllib in a process with no AWS or s3claim settings."""
+    env = {name: os.environ[name] for name in ("PATH", "SYSTEMROOT") if name in os.environ}
+    assert not any(name.startswith(("AWS_", "S3CLAIM_")) for name in env)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _READER],
+        input=json.dumps(requests),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    return [
+        (status, headers, bytes.fromhex(body)) for status, headers, body in json.loads(done.stdout)
+    ]
+
+
+def test_code_reads_a_claim_with_urllib_and_nothing_else(served: Served) -> None:
+    claims = ClaimCheck(served.store)
+    url = claims.link(served.text, scope=SCOPE, base_url=served.base_url)
+    json_url = claims.link(served.records, scope=SCOPE, base_url=served.base_url)
+    assert url.startswith(f"{served.base_url}/claims/")
+    assert SCOPE.tenant not in url and SCOPE.run not in url
+    utf8 = TEXT.encode("utf-8")
+    middle = len(utf8) // 2
+    whole, ranged, tail, past, by_line, by_offset, from_end, by_path = read_elsewhere(
+        [
+            (url, {}),
+            (url, {"Range": f"bytes={middle}-{middle + 999}"}),
+            (url, {"Range": "bytes=-1500"}),
+            (url, {"Range": f"bytes={len(utf8)}-"}),
+            (f"{url}?line=1500&lines=3", {}),
+            (f"{url}?offset=40000&length=5000", {}),
+            (f"{url}?from_end&lines=2", {}),
+            (f"{json_url}?path=/items/42", {}),
+        ]
+    )
+    assert whole[0] == 200 and whole[2] == utf8
+    assert whole[1]["content-type"] == "text/plain; charset=utf-8"
+    assert ranged[0] == 206 and ranged[2] == utf8[middle : middle + 1000]
+    assert ranged[1]["content-range"] == f"bytes {middle}-{middle + 999}/*"
+    assert tail[0] == 206 and tail[2] == utf8[-1500:]
+    assert tail[1]["content-range"] == f"bytes {len(utf8) - 1500}-{len(utf8) - 1}/{len(utf8)}"
+    assert past[0] == 416 and past[1]["content-range"] == f"bytes */{len(utf8)}"
+    lines = TEXT.splitlines(keepends=True)
+    assert by_line[0] == 200 and by_line[2].decode() == "".join(lines[1499:1502])
+    assert by_offset[2].decode() == TEXT[40000:45000]
+    assert by_offset[1]["x-claim-next-offset"] == "45000"
+    assert by_offset[1]["x-claim-total-chars"] == str(len(TEXT))
+    assert from_end[2].decode() == "".join(lines[-2:])
+    start = RECORDS.index('{"id": 42')
+    value = json.dumps({"id": 42, "name": "récord 42"})
+    assert by_path[0] == 200 and by_path[2].decode() == value
+    assert by_path[1]["x-claim-offset"] == str(start)
+
+
+def test_expired_altered_foreign_and_unknown_links_are_one_404(served: Served) -> None:
+    store, base = served.store, served.base_url
+    seal = LinkKey(store.handle_key).seal
+    good = link(store, served.text, scope=SCOPE, base_url=base)
+    token = good.rsplit("/", 1)[1]
+    flipped = token[:40] + ("A" if token[40] != "A" else "B") + token[41:]
+    gone = store.put(SCOPE, "soon forgotten\n" * 10, ttl_seconds=3600)
+    unknown = link(store, gone, scope=SCOPE, base_url=base)
+    other_key = LinkKey(type(store.handle_key)("another-handle-key-0123456789"))
+    later = int(time.time()) + 600
+    urls = {
+        "expired": f"{base}/claims/{seal(Link(served.text, SCOPE, int(time.time()) - 1))}",
+        "altered": f"{base}/claims/{flipped}",
+        "foreign": f"{base}/claims/{seal(Link(served.text, Scope('other', SCOPE.run), later))}",
+        "another key": f"{base}/claims/{other_key.seal(Link(served.text, SCOPE, later))}",
+        "garbled": f"{base}/claims/not-a-token",
+        "unknown": unknown,
+    }
+    _delete_claim(store, gone)
+    answers = read_elsewhere([(url, {}) for url in [good, *urls.values()]])
+    assert answers[0][0] == 200
+    refused = [(status, _without_date(headers), body) for status, headers, body in answers[1:]]
+    assert refused[0][0] == 404 and refused[0][2] == b"Not Found"
+    assert all(each == refused[0] for each in refused), dict(zip(urls, refused, strict=True))
+
+
+def _delete_claim(store: S3ClaimCheckStore, handle: str) -> None:
+    key = store.layout.object_key(SCOPE, handle)
+    store.client.delete_object(Bucket=store.bucket.name, Key=key)
+
+
+def _without_date(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k != "date"}
+
+
+# -- in-process: requests per read, expiry, faults -------------------------------------------
+
+
+def _ranges_sent(client: Any) -> list[str | None]:
+    sent: list[str | None] = []
+
+    def note(request: Any, **_: Any) -> None:
+        found = request.headers.get("Range")
+        sent.append(found.decode() if isinstance(found, bytes) else found)
+
+    client.meta.events.register("before-send.s3.GetObject", note)
+    return sent
+
+
+def test_each_reading_mode_stays_within_the_stores_budget(served: Served) -> None:
+    store, wire = served.store, served.wire
+    path = link(store, served.text, scope=SCOPE, base_url="http://127.0.0.1")
+    json_path = link(store, served.records, scope=SCOPE, base_url="http://127.0.0.1")
+    path, json_path = (u.removeprefix("http://127.0.0.1") for u in (path, json_path))
+    ranges = _ranges_sent(store.client)
+    budgets = {
+        f"{path}?offset=60000&length=4096": 1,  # a window: one ranged GET
+        f"{path}?line=2000&lines=5": 2,
+        f"{path}?from_end&lines=3": 1,
+        f"{json_path}?path=/items/250/name": 3,
+        path: 1,  # the whole text: one streaming GET
+    }
+    with TestClient(links_app(store)) as http:
+        for url, most in budgets.items():
+            wire.clear()
+            ranges.clear()
+            answer = http.get(url)
+            assert answer.status_code == 200, url
+            assert set(wire.requests) == {"GetObject"}, (url, wire.requests)
+            assert wire.requests["GetObject"] <= most, (url, wire.requests)
+        wire.clear()
+        ranges.clear()
+        http.get(f"{path}?offset=60000&length=4096")
+    assert dict(wire.requests) == {"GetObject": 1}
+    assert len(ranges) == 1 and ranges[0] is not None and ranges[0].startswith("bytes=")
+
+
+def test_a_link_expires_with_its_ttl_or_its_claim_whichever_is_first() -> None:
+    clock = ManualClock(1_000_000)
+    store = MemoryClaimCheckStore(clock=clock)
+    claims = ClaimCheck(store)
+    short = store.put(SCOPE, "lives a minute\n", ttl_seconds=60)
+    long = store.put(SCOPE, "lives a day\n", ttl_seconds=86_400)
+    base = "http://localhost:9"
+    to_short = claims.link(short, scope=SCOPE, base_url=base, ttl_seconds=300)
+    to_long = claims.link(long, scope=SCOPE, base_url=base, ttl_seconds=300)
+    opened = [LinkKey(store.handle_key).open(u.rsplit("/", 1)[1]) for u in (to_short, to_long)]
+    assert [o.expires_at if o else None for o in opened] == [1_000_060, 1_000_300]
+    with TestClient(links_app(store)) as http:
+        get = lambda url: http.get(url.removeprefix(base))  # noqa: E731
+        assert get(to_short).text == "lives a minute\n" and get(to_long).status_code == 200
+        clock.advance(61)
+        assert get(to_short).status_code == 404 and get(to_long).status_code == 200
+        clock.advance(240)
+        assert get(to_long).status_code == 404
+
+
+def test_a_store_fault_is_a_503_in_one_line(served: Served) -> None:
+    store = served.store
+    path = link(store, served.text, scope=SCOPE, base_url="http://127.0.0.1")
+    path = path.removeprefix("http://127.0.0.1")
+
+    def fail(**_: Any) -> Any:
+        return s3_error(503, "SlowDown")
+
+    store.client.meta.events.register_first("before-send.s3.GetObject", fail)
+    try:
+        with TestClient(links_app(store)) as http:
+            for url in (path, f"{path}?offset=10", f"{path}?line=3"):
+                answer = http.get(url, headers={"Range": "bytes=0-9"})
+                assert answer.status_code == 503
+                assert answer.text == "the claim store is unavailable: try again later"
+    finally:
+        store.client.meta.events.unregister("before-send.s3.GetObject", fail)
+
+
+def test_bad_queries_are_400_and_bad_settings_refused_at_once() -> None:
+    store = MemoryClaimCheckStore()
+    handle = store.put(SCOPE, "x" * 100, ttl_seconds=60)
+    url = link(store, handle, scope=SCOPE, base_url="https://claims.example.com/base/")
+    assert url.startswith("https://claims.example.com/base/claims/")
+    path = url.removeprefix("https://claims.example.com/base")
+    with TestClient(links_app(store)) as http:
+        for query in ("offset=-1", "line=2&path=/a", "length=99999999", "lines=2", "zz=1"):
+            answer = http.get(f"{path}?{query}")
+            assert answer.status_code == 400 and "\n" not in answer.text, query
+        assert http.get(f"{path}?path=/a").status_code == 422  # not JSON
+    for bad in ("http://claims.example.com", "ftp://127.0.0.1", "https://u:p@h", "/relative"):
+        with pytest.raises(ConfigurationError):
+            check_base_url(bad)
+    with pytest.raises(ConfigurationError):
+        ClaimCheck(store, link_base_url="http://10.0.0.1:8080")
+    with pytest.raises(ConfigurationError):
+        link(store, handle, scope=SCOPE, base_url="http://[::1]:1", ttl_seconds=0)
+    with pytest.raises(ClaimUnavailableError):
+        link(store, handle, scope=Scope("acme-tenant", "another run"), base_url="http://[::1]")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim._reading import (
+    LINE_CHARS,
     compile_pick_pattern,
     extract_head,
     extract_tail,
@@ -21,7 +22,7 @@ from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStor
 from s3claim.telemetry import check_in_operation, record_duration
 from s3claim.wording import marker, picked_line, picks_note
 
-__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
+__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck", "most_notes_chars"]
 
 DEFAULT_MAX_REFERENCE_CHARS = 1_000_000
 """What one tool call's claim references may resolve to, in all: ten 92,000-character
@@ -217,3 +218,23 @@ def _preview_notes(
         )
         notes.append("\n".join([note, *lines]))
     return notes
+
+
+def most_notes_chars(policy: ClaimCheckPolicy) -> int:
+    """The most the notes of `policy` add to a preview, the blank lines before them included
+    (0 with every knob off): what a turn's plan counts beside the head, tail and marker."""
+    most = 0
+    if policy.json_root:
+        most += 2 + ROOT_LISTING_CHARS
+    if policy.pick_lines is not None:
+        big = 10**12  # a line number or offset no result reaches
+        note = max(
+            len(picks_note(pattern=policy.pick_lines, matched=big, shown=policy.pick_max,
+                           tail=True, searchable=True, stopped=stopped))
+            for stopped in (False, True)
+        )  # fmt: skip
+        line = picked_line(
+            line=big, text="x" * LINE_CHARS, start=big, end=big, line_start=big, line_end=big + 1
+        )
+        most += 2 + note + policy.pick_max * (1 + len(line))
+    return most

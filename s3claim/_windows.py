@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 import s3claim.wording as wording
 from s3claim._reading import LineWindow, PathRead, Window, escape
 
-__all__ = ["one_address", "render_lines", "render_offset", "render_path"]
+__all__ = ["one_address", "render_lines", "render_members", "render_offset", "render_path"]
 
 _ADDRESSES = frozenset(wording.ADDRESSES)
 
@@ -88,20 +88,7 @@ def render_path(answer: PathRead, handle: str) -> str:
     """What the model reads of a value read by path: its text, its members, where it goes on."""
     parts = [answer.text]
     if answer.kind in ("object", "array"):
-        rows = [
-            (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
-            for m in answer.members
-        ]
-        parts.append(
-            wording.path_members(
-                pointer=answer.pointer,
-                kind=answer.kind,
-                count=answer.member_count,
-                start=answer.start,
-                end=answer.end,
-                rows=rows,
-            )
-        )
+        parts.append(render_members(answer))
     if answer.next_offset is not None:
         parts.append(
             wording.path_footer(
@@ -112,6 +99,27 @@ def render_path(answer: PathRead, handle: str) -> str:
             )
         )
     return "\n\n".join(parts)
+
+
+def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
+    """The members paragraph of an object or array read by path; with `most_chars`, only as
+    many of its rows as keep it that short (the others are counted, as the unlisted are)."""
+    rows = [
+        (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
+        for m in answer.members
+    ]
+    while True:
+        paragraph = wording.path_members(
+            pointer=answer.pointer,
+            kind=answer.kind,
+            count=answer.member_count,
+            start=answer.start,
+            end=answer.end,
+            rows=rows,
+        )
+        if most_chars is None or len(paragraph) <= most_chars or not rows:
+            return paragraph
+        rows.pop()
 
 
 def _token(key: str | None, index: int, cut: bool) -> str:

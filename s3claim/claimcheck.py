@@ -6,16 +6,24 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from s3claim._reading import extract_head, extract_tail
+from s3claim._reading import (
+    LINE_CHARS,
+    compile_pick_pattern,
+    extract_head,
+    extract_tail,
+    pick_lines,
+    read_root,
+)
+from s3claim._windows import render_members
 from s3claim.errors import ConfigurationError
 from s3claim.links import DEFAULT_LINK_TTL_SECONDS, LinkableStore, check_base_url, link
-from s3claim.policy import ClaimCheckPolicy
+from s3claim.policy import ROOT_LISTING_CHARS, ClaimCheckPolicy
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStore, takes_tool
 from s3claim.telemetry import check_in_operation, record_duration
-from s3claim.wording import marker
+from s3claim.wording import marker, picked_line, picks_note
 
-__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
+__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck", "most_notes_chars"]
 
 DEFAULT_MAX_REFERENCE_CHARS = 1_000_000
 """What one tool call's claim references may resolve to, in all: ten 92,000-character
@@ -124,6 +132,7 @@ class ClaimCheck:
             record_duration("put", time.perf_counter() - started, outcome="ok")
             head = extract_head(content, policy.head_chars)
             tail = extract_tail(content, policy.tail_chars, after=len(head))
+            notes = _preview_notes(content, policy, head=head, tail=tail, searchable=searchable)
             line = marker(
                 total_chars=total,
                 shown_chars=len(head),
@@ -131,8 +140,9 @@ class ClaimCheck:
                 searchable=searchable,
                 references=self.references,
                 tail_chars=len(tail),
+                noted=bool(notes),
             )
-            text = f"{head}\n\n{line}" + (f"\n\n{tail}" if tail else "")
+            text = "\n\n".join([head, line, *notes, *([tail] if tail else [])])
             op.outcome = "stored"
             op.set(handle=handle, chars_shown=len(text))
             return CheckIn(text, handle, total)
@@ -190,3 +200,65 @@ class ClaimCheck:
             f"ClaimCheck(store={self.store!r}, policy={self.policy!r}, per_tool={self.per_tool}, "
             f"references={self.references})"
         )
+
+
+def _preview_notes(
+    content: str, policy: ClaimCheckPolicy, *, head: str, tail: str, searchable: bool = False
+) -> list[str]:
+    """The paragraphs a policy puts between the marker and the tail, in this order: the JSON
+    root's members (`json_root`), the lines picked by a pattern (`pick_lines`). None with
+    every knob off; a pure function of its arguments (docs/reading.md, "Picking lines")."""
+    notes = []
+    if policy.json_root:
+        root = read_root(content)
+        if root is not None:
+            notes.append(render_members(root, most_chars=ROOT_LISTING_CHARS))
+    if policy.pick_lines is not None:
+        picks = pick_lines(
+            content,
+            compile_pick_pattern(policy.pick_lines),
+            most=policy.pick_max,
+            shown_until=len(head),
+            shown_from=len(content) - len(tail),
+        )
+        lines = [
+            picked_line(
+                line=p.line,
+                text=p.text,
+                start=p.start,
+                end=p.end,
+                line_start=p.line_start,
+                line_end=p.line_end,
+            )
+            for p in picks.shown
+        ]
+        note = picks_note(
+            pattern=policy.pick_lines,
+            matched=picks.matched,
+            shown=len(picks.shown),
+            tail=bool(tail),
+            searchable=searchable,
+            stopped=picks.stopped,
+        )
+        notes.append("\n".join([note, *lines]))
+    return notes
+
+
+def most_notes_chars(policy: ClaimCheckPolicy) -> int:
+    """The most the notes of `policy` add to a preview, the blank lines before them included
+    (0 with every knob off): what a turn's plan counts beside the head, tail and marker."""
+    most = 0
+    if policy.json_root:
+        most += 2 + ROOT_LISTING_CHARS
+    if policy.pick_lines is not None:
+        big = 10**12  # a line number or offset no result reaches
+        note = max(
+            len(picks_note(pattern=policy.pick_lines, matched=big, shown=policy.pick_max,
+                           tail=True, searchable=True, stopped=stopped))
+            for stopped in (False, True)
+        )  # fmt: skip
+        line = picked_line(
+            line=big, text="x" * LINE_CHARS, start=big, end=big, line_start=big, line_end=big + 1
+        )
+        most += 2 + note + policy.pick_max * (1 + len(line))
+    return most

@@ -4,9 +4,33 @@ from __future__ import annotations
 
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
-__all__ = ["ClaimCheckPolicy"]
+from s3claim._reading import LINE_CHARS, compile_pick_pattern
+
+__all__ = ["LOG_PATTERN", "ROOT_LISTING_CHARS", "ClaimCheckPolicy"]
+
+ROOT_LISTING_CHARS = 1024
+"""The most the JSON root listing (`json_root`) takes; members that do not fit are counted."""
+
+LOG_PATTERN = (
+    r"(?m)\b(?:ERROR|FATAL|CRITICAL|SEVERE|PANIC|FAIL(?:ED)?)\b|\bfailed\b|(?:Error|Exception):|"
+    r"\berror(?:\[\w+\])?:|##\[error\]|^Traceback |^E   |^panic:|^Caused by:|^npm ERR!|\*\*\* \["
+)
+"""What `for_logs` picks: lines that say something failed, in the words build tools, test
+runners and loggers use: levels ERROR and above, `FAIL`, `FAILED` and `failed` (pytest, Go,
+most tools), `ValueError:` and any `...Exception:`, compilers' `error:` and `error[E0308]:`,
+GitHub Actions' `##[error]`, a traceback's first line, pytest's `E   ` lines, Go's `panic:`,
+Java's `Caused by:`, npm's `ERR!`, make's `*** [`; never a warning. `(?m)` makes `^` the
+start of a line, as in `search_result`."""
 
 
 class ClaimCheckPolicy(BaseModel):
@@ -17,6 +41,13 @@ class ClaimCheckPolicy(BaseModel):
     head_chars: the most of the result's start that stays in the conversation.
     tail_chars: the most of its end that stays too, after the marker (0: none, the spec's
         preview); for tools whose answer is at the end, such as a build log's error.
+    pick_lines: a regular expression (as `search_result` takes one); up to `pick_max` whole
+        lines it matches that neither the head nor the tail shows are shown after the
+        marker, each with its line number (None: none, the spec's preview).
+    pick_max: the most lines `pick_lines` shows: the first half and the last half of the
+        lines it matches, when more match.
+    json_root: a result that is a JSON object or array gets its root's members listed after
+        the marker (each key, its type and its span), as `fetch_result(path="")` lists them.
     ttl_seconds: how long the content can still be fetched.
     turn_budget_chars: the most one model turn's tool results may put in the conversation
         together; past it, the largest are checked in first, threshold or not, until the turn
@@ -26,6 +57,10 @@ class ClaimCheckPolicy(BaseModel):
         or not; needs the window, from `context_window_chars` or the runner's provider.
     context_window_chars: the model's context window, in characters.
     All three are off by default (None): the spec's behaviour.
+
+    What a preview keeps of the result (head, tail, `pick_max` lines of at most
+    `LINE_CHARS`, a root listing of at most `ROOT_LISTING_CHARS`) must be smaller than the
+    threshold. `for_logs()` and `for_json()` are the presets (docs/reading.md).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
@@ -33,21 +68,59 @@ class ClaimCheckPolicy(BaseModel):
     threshold_chars: PositiveInt = 4096
     head_chars: PositiveInt = 512
     tail_chars: NonNegativeInt = 0
+    pick_lines: str | None = None
+    pick_max: PositiveInt = 10
+    json_root: bool = False
     ttl_seconds: PositiveInt = 3600
     turn_budget_chars: PositiveInt | None = None
     max_share_of_room: Annotated[float, Field(gt=0, le=1)] | None = None
     context_window_chars: PositiveInt | None = None
 
+    @classmethod
+    def for_logs(cls, *, threshold_chars: int = 4096, ttl_seconds: int = 3600) -> Self:
+        """A build or test log, a service's log: its start, its last 1,024 characters, and
+        up to 8 lines that say something failed (`LOG_PATTERN`) from anywhere between."""
+        return cls(
+            threshold_chars=threshold_chars,
+            ttl_seconds=ttl_seconds,
+            head_chars=512,
+            tail_chars=1024,
+            pick_lines=LOG_PATTERN,
+            pick_max=8,
+        )
+
+    @classmethod
+    def for_json(cls, *, threshold_chars: int = 4096, ttl_seconds: int = 3600) -> Self:
+        """An API response: its start, and its root's members with their types and spans, so
+        the model reads the one it needs by path."""
+        return cls(
+            threshold_chars=threshold_chars,
+            ttl_seconds=ttl_seconds,
+            head_chars=512,
+            json_root=True,
+        )
+
+    @field_validator("pick_lines")
+    @classmethod
+    def _a_pattern(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            compile_pick_pattern(pattern)  # ValueError, one line: pydantic names the field
+        return pattern
+
     @model_validator(mode="after")
     def _head_smaller_than_threshold(self) -> Self:
-        if self.head_chars + self.tail_chars >= self.threshold_chars:
-            kept = (
-                f"head_chars ({self.head_chars})"
-                if not self.tail_chars
-                else f"head_chars + tail_chars ({self.head_chars} + {self.tail_chars})"
-            )
+        kept = [("head_chars", self.head_chars)]
+        if self.tail_chars:
+            kept.append(("tail_chars", self.tail_chars))
+        if self.pick_lines is not None:
+            kept.append((f"pick_max * {LINE_CHARS}", self.pick_max * LINE_CHARS))
+        if self.json_root:
+            kept.append(("the root listing", ROOT_LISTING_CHARS))
+        if sum(size for _, size in kept) >= self.threshold_chars:
+            names = " + ".join(name for name, _ in kept)
+            sizes = " + ".join(str(size) for _, size in kept)
             raise ValueError(
-                f"{kept} must be smaller than threshold_chars "
+                f"{names} ({sizes}) must be smaller than threshold_chars "
                 f"({self.threshold_chars}): a preview that large would replace the result with "
                 "something no smaller than what it checked in"
             )

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from s3claim.claimcheck import most_notes_chars
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HANDLE_PREFIX
 from s3claim.policy import ClaimCheckPolicy
@@ -66,7 +67,8 @@ class TurnResult:
 
 def kept_chars(chars: int, policy: ClaimCheckPolicy) -> int:
     """The most a result of `chars` characters leaves in the conversation once checked in:
-    its head, the marker (at its longest: naming search and references) and its tail."""
+    its head, the marker (at its longest: naming search and references), its notes (picked
+    lines, a JSON listing: `most_notes_chars`) and its tail."""
     line = marker(
         total_chars=chars,
         shown_chars=0,
@@ -78,7 +80,7 @@ def kept_chars(chars: int, policy: ClaimCheckPolicy) -> int:
     # The marker names the head's length (twice with a tail): `shown_chars=0` wrote one digit.
     digits = 2 * len(str(policy.head_chars))
     tail = policy.tail_chars + 2 if policy.tail_chars else 0
-    return policy.head_chars + 2 + len(line) + digits + tail
+    return policy.head_chars + 2 + len(line) + digits + tail + most_notes_chars(policy)
 
 
 def shrinks(chars: int, policy: ClaimCheckPolicy) -> bool:

@@ -44,6 +44,8 @@ __all__ = [
     "path_footer",
     "path_members",
     "pattern_too_costly_message",
+    "picked_line",
+    "picks_note",
     "split_head",
     "strip_notes",
     "tool_failed_message",
@@ -99,12 +101,14 @@ def marker(
     searchable: bool = False,
     references: bool = False,
     tail_chars: int = 0,
+    noted: bool = False,
 ) -> str:
     """The line after a head that tells the model how to read on.
 
     It names `search_result` only when the agent has it, claim references only when the
     host resolves them, and the tail after it only when there is one (then what is not shown
     lies between the two, and the line says where); otherwise it is the spec's line.
+    `noted`: notes (picked lines, a JSON listing) come between this line and the tail.
     """
     search = ", or search_result to find text in it" if searchable else ""
     passing = (
@@ -116,7 +120,8 @@ def marker(
         hidden_end = total_chars - tail_chars
         return (
             f"[{total_chars} characters, {hidden_end - shown_chars} not shown. They are "
-            f"characters {shown_chars}-{hidden_end}; the last {tail_chars} follow this line. "
+            f"characters {shown_chars}-{hidden_end}; the last {tail_chars} "
+            f"{'end this preview' if noted else 'follow this line'}. "
             f"Call fetch_result with handle='{handle}' and offset={shown_chars} to read "
             f"them{search}.{passing}]"
         )
@@ -124,6 +129,56 @@ def marker(
         f"[{total_chars} characters, {total_chars - shown_chars} not shown. "
         f"Call fetch_result with handle='{handle}' to read the rest{search}.{passing}]"
     )
+
+
+def picks_note(
+    *,
+    pattern: str,
+    matched: int,
+    shown: int,
+    tail: bool,
+    searchable: bool = False,
+    stopped: bool = False,
+) -> str:
+    """The paragraph before the lines a preview picks (`pick_lines`): which pattern, how many
+    lines it matched beyond what the preview shows, which of them follow, how to read on."""
+    where = "outside the head and tail" if tail else "outside the head"
+    if not matched and not stopped:
+        return (
+            f"[No line {where} matches the regex `{pattern}` (fetch_result reads any line "
+            "with line=N).]"
+        )
+    if stopped:
+        found = f"{matched:,} before the regex used up its CPU time, part of the way through" + (
+            ", each after its line number" if shown else ""
+        )
+    elif shown == matched:
+        found = f"{matched:,}, each after its line number"
+    else:
+        first = shown - shown // 2
+        found = (
+            f"{matched:,}, of which the first {first} and the last {shown // 2} follow, each "
+            "after its line number"
+        )
+    others = (
+        ", or find the others with search_result (regex=true)"
+        if searchable and (shown < matched or stopped)
+        else ""
+    )
+    return (
+        f"[Lines {where} matching the regex `{pattern}`: {found}. Read on from one with "
+        f"fetch_result and line=N{others}.]"
+    )
+
+
+def picked_line(
+    *, line: int, text: str, start: int, end: int, line_start: int, line_end: int
+) -> str:
+    """One picked line after its number; a line too long to show whole says which of its
+    characters these are (offsets in the result, as fetch_result counts them)."""
+    if start == line_start and end == line_end:
+        return f"line {line}: {text}"
+    return f"line {line}, characters {start}-{end} of its {line_start}-{line_end}: {text}"
 
 
 REFERENCE_DESCRIPTION = (

@@ -3,7 +3,8 @@
 A store serves one claim as ranges of its text and of its index (`_ranges.ClaimRanges`),
 built at check-in by `_index.build_index`; the modes are plans over those ranges (`_plans`,
 `_json_path`), driven sync or async. Search (`_search`, `_matching`) reads a claim's text
-as a stream, and the head and tail of a preview (`_head`) are cut here too. Only the
+as a stream, and the head and tail of a preview (`_head`) are cut here too, as are the
+lines it picks and the JSON root it lists (`_previews`). Only the
 top-level modules of s3claim import this package: `s3claim.store` offers it to stores.
 """
 
@@ -19,6 +20,7 @@ from ._matching import (
     search_slot,
 )
 from ._plans import DEFAULT_FETCH_CHARS, Window, end_plan, line_plan, window_plan
+from ._previews import LINE_CHARS, Pick, Picks, compile_pick_pattern, pick_lines, read_root
 from ._ranges import (
     AsyncClaimRanges,
     ClaimRanges,
@@ -41,6 +43,7 @@ from ._search import (
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
+    "LINE_CHARS",
     "MAX_CONCURRENT_SEARCHES",
     "MAX_MATCHES",
     "MAX_PATTERN_CHARS",
@@ -57,6 +60,8 @@ __all__ = [
     "PathError",
     "PathRead",
     "PatternTooCostlyError",
+    "Pick",
+    "Picks",
     "Plan",
     "SearchBusyError",
     "SearchResult",
@@ -66,6 +71,7 @@ __all__ = [
     "at_most_lines",
     "build_index",
     "compile_pattern",
+    "compile_pick_pattern",
     "count_lines",
     "end_plan",
     "escape",
@@ -73,6 +79,8 @@ __all__ = [
     "extract_tail",
     "line_plan",
     "path_plan",
+    "pick_lines",
+    "read_root",
     "run",
     "search_slot",
     "search_text",

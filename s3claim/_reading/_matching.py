@@ -25,7 +25,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -153,7 +153,7 @@ def _clocks() -> tuple[float, float]:
 
 def matches(
     pattern: regex.Pattern[str], buffer: str, pos: int, budget: CpuBudget | None
-) -> Iterator[regex.Match[str]]:
+) -> Generator[regex.Match[str]]:
     """Non-empty matches from `pos`; with a budget, within its CPU time (the caller's work
     between matches included: it is the same thread's). `None` for a literal: no limit."""
     if budget is None:

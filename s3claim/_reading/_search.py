@@ -11,9 +11,9 @@ they hold:
   rather than lose or cut a match.
 - Offsets are characters of the claim; lines are counted as the pieces pass. Empty matches
   are not matches.
-- A regex is granted `_REGEX_SECONDS` of CPU time (`_matching`), plus `_SECONDS_PER_CHAR`
+- A regex is granted `REGEX_SECONDS` of CPU time (`_matching`), plus `_SECONDS_PER_CHAR`
   for each character streamed (a fast engine's pace, so an honest pattern never runs short),
-  or `_PROBED_SECONDS_PER_CHAR` when it is probed. A literal is never stopped: its matches
+  or `PROBED_SECONDS_PER_CHAR` when it is probed. A literal is never stopped: its matches
   past the page are counted by the engine.
 """
 
@@ -42,6 +42,8 @@ __all__ = [
     "MAX_HELD_CHARS",
     "MAX_MATCHES",
     "MAX_PATTERN_CHARS",
+    "PROBED_SECONDS_PER_CHAR",
+    "REGEX_SECONDS",
     "SNIPPET_CHARS",
     "Match",
     "MatchTooLongError",
@@ -60,9 +62,9 @@ _CARRY = 64 * 1024
 MAX_HELD_CHARS = 2 * 1024 * 1024
 """Text a regex's unsettled match may hold back (at most 8 MiB of `str`, beside a piece)."""
 _CONTEXT = SNIPPET_CHARS
-_REGEX_SECONDS = 0.5
+REGEX_SECONDS = 0.5
 _SECONDS_PER_CHAR = 5e-9
-_PROBED_SECONDS_PER_CHAR = 1.5e-7  # the probe's partial matching runs at about 100 ns a char
+PROBED_SECONDS_PER_CHAR = 1.5e-7  # the probe's partial matching runs at about 100 ns a char
 
 
 class MatchTooLongError(Exception):
@@ -137,10 +139,10 @@ def search_text(
 ) -> SearchResult:
     """Search text given in consecutive pieces; see the module docstring for the rules."""
     literal = is_literal(pattern)
-    budget = None if literal else CpuBudget(_REGEX_SECONDS)
+    budget = None if literal else CpuBudget(REGEX_SECONDS)
     # A try that reads less than the carry is settled by it; a longer one is probed for.
     probe = None if literal or reach(pattern, within=_CARRY) else settling_probe(pattern)
-    per_char = _SECONDS_PER_CHAR if probe is None else _PROBED_SECONDS_PER_CHAR
+    per_char = _SECONDS_PER_CHAR if probe is None else PROBED_SECONDS_PER_CHAR
     found: list[Match] = []
     total = 0
     last_end: int | None = None  # end of the last match returned

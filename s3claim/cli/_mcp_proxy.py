@@ -113,6 +113,39 @@ def mcp_proxy(
         int,
         typer.Option(help="The most of a result that stays inline.", rich_help_panel=_PANEL),
     ] = _DEFAULTS.head_chars,
+    tail_chars: Annotated[
+        int,
+        typer.Option(
+            help="The most of a result's end that stays inline too, after the marker.",
+            rich_help_panel=_PANEL,
+            min=0,
+        ),
+    ] = _DEFAULTS.tail_chars,
+    pick_lines: Annotated[
+        str | None,
+        typer.Option(
+            help="A regular expression (as search_result takes one): up to --pick-max lines "
+            "it matches outside the head and tail stay inline, with their line numbers.",
+            rich_help_panel=_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    pick_max: Annotated[
+        int,
+        typer.Option(
+            help="The most lines --pick-lines shows: the first and the last half.",
+            rich_help_panel=_PANEL,
+            min=1,
+        ),
+    ] = _DEFAULTS.pick_max,
+    json_root: Annotated[
+        bool,
+        typer.Option(
+            help="A result that is JSON gets its root's members listed inline (key, type "
+            "and span), as fetch_result with path='' lists them.",
+            rich_help_panel=_PANEL,
+        ),
+    ] = False,
     turn_budget_chars: Annotated[
         int | None,
         typer.Option(
@@ -302,6 +335,10 @@ def mcp_proxy(
         policy = ClaimCheckPolicy(
             threshold_chars=threshold_chars,
             head_chars=head_chars,
+            tail_chars=tail_chars,
+            pick_lines=pick_lines,
+            pick_max=pick_max,
+            json_root=json_root,
             ttl_seconds=ttl_seconds,
             turn_budget_chars=turn_budget_chars,
         )

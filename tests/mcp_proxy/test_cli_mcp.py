@@ -281,6 +281,11 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
             "--tenant-header must be an HTTP header name",
         ),
         (["--tenant", "t", "--head-chars", "5000", "--", "x"], "head_chars"),
+        (
+            ["--tenant", "t", "--pick-lines", "(", "--", "x"],
+            "pick_lines: Value error, not a valid regular expression (missing ) at position 1)",
+        ),
+        (["--tenant", "t", "--pick-lines", "x", "--pick-max", "30", "--", "x"], "pick_max * 200"),
         (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
         (
             ["--tenant", "t", "--bucket", "b", "--memory-max-tenant-bytes", "9", "--", "x"],

@@ -490,9 +490,10 @@ def test_doctor_prints_the_lifecycle_the_store_needs(monkeypatch: pytest.MonkeyP
     assert rules[-1]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
 
 
-@pytest.mark.parametrize(
-    "command", [[], ["demo"], ["put"], ["fetch"], ["ls"], ["forget"], ["keygen"], ["doctor"]]
-)
+COMMANDS = ["demo", "put", "fetch", "ls", "forget", "verify-receipt", "keygen", "doctor"]
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)])
 def test_every_command_has_help_with_the_exit_codes(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0

@@ -149,3 +149,20 @@ def test_the_links_family_is_pinned() -> None:
     ]
     assert not set(links.__all__) & set(s3claim.__all__)
     assert isinstance(s3claim.MemoryClaimCheckStore(), links.LinkableStore)
+
+
+def test_erasure_receipts_live_in_their_family_module() -> None:
+    """Issue 38: the receipt, the protocol of a store that gives one and its check, in
+    `s3claim.erasure`, not the top level."""
+    from s3claim import erasure
+
+    assert erasure.__all__ == [
+        "RECEIPT_FORMAT",
+        "ErasableStore",
+        "ErasureReceipt",
+        "issue_receipt",
+        "verify_receipt",
+    ]
+    assert not set(erasure.__all__) & set(s3claim.__all__)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), erasure.ErasableStore)
+    assert all(hasattr(s3claim.S3ClaimCheckStore, name) for name in ("erase", "forget"))

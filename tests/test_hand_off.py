@@ -3,7 +3,7 @@
 The child's handle reads there (by offset, by path, by search, as a reference) for the
 child's own TTL, whatever becomes of the parent's claim; `forget` of the tenant or of the
 child's run reaches it; nothing crosses a tenant. On S3 the body never passes through the
-process: one HEAD and two server-side copies, counted here with botocore's event hooks.
+process: one HEAD, two server-side copies and an empty mark, counted with botocore's hooks.
 """
 
 from __future__ import annotations
@@ -172,7 +172,9 @@ def test_on_s3_the_body_never_passes_through_the_process(setup: Any) -> None:
         client.meta.events.unregister("before-call.s3", before)
         client.meta.events.unregister("after-call.s3", after)
     # the claim, then its line index (the contract is text, so no structure index to copy)
-    assert sent == ["HeadObject", "CopyObject", "CopyObject"]
+    # beside the empty mark that makes the copy count as one in an erasure's receipt
+    assert sent[:2] == ["HeadObject", "CopyObject"]
+    assert sorted(sent[2:]) == ["CopyObject", "PutObject"]
     assert sum(received) < 2_000  # the copies' answers: XML, never the body
     assert read_all(claim_check, CHILD, child) == CONTRACT
 

@@ -30,7 +30,8 @@ _STORES = ("s3claim", "naive")
 
 
 def _keys(prefixes: list[str], count: int) -> list[str]:
-    return [f"{prefixes[i % len(prefixes)]}{uuid.UUID(int=i).hex}" for i in range(count)]
+    """Named as claims are (a width digit, 32 hex): an erasure counts claims by their keys."""
+    return [f"{prefixes[i % len(prefixes)]}1{uuid.UUID(int=i).hex}" for i in range(count)]
 
 
 def _once(bench: Bench, name: str, claims: int) -> tuple[float, Counter[str], dict[str, float]]:

@@ -9,8 +9,9 @@
 2. Hand-off of one claim (64 Mi characters in the full profile) to another run of the same
    tenant, on moto's HTTP server, counted on the wire: (a) the server-side copy s3claim
    ships (a HeadObject, then a CopyObject of the claim and one of each index beside it, with
-   new sealed metadata), against (b) reading the claim back and putting it again. Time and
-   requests of the hand-off and of one 4,096-character fetch after it (median of 15).
+   new sealed metadata, and the copy's empty mark), against (b) reading the claim back and
+   putting it again. Time and requests of the hand-off and of one 4,096-character fetch
+   after it (median of 15).
 
 Budgets: by reference, at most 2,000 characters in all; the shipped hand-off, at most 3
 requests and 4 KiB through the process whatever the claim's size.

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.claimcheck import CheckIn, ClaimCheck
+from s3claim.erasure import ErasableStore, ErasureReceipt
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
@@ -98,6 +99,12 @@ class ThreadedAsyncStore:
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._workers.run(self.store.forget, tenant=tenant, run=run)
+
+    async def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt:
+        """The store's `erase` (its receipt), on a worker."""
+        if not isinstance(self.store, ErasableStore):
+            raise self._cannot("erase with a receipt")
+        return await self._workers.run(self.store.erase, tenant=tenant, run=run)
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self.store!r}, max_workers={self._workers.max_workers})"

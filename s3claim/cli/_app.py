@@ -9,6 +9,7 @@ import typer
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import audit, fetch, forget, keygen, ls, put, runs
+from s3claim.cli._receipts import verify_receipt_command
 from s3claim.cli._serve import serve
 from s3claim.cli.demo import demo
 from s3claim.version import __version__
@@ -33,6 +34,7 @@ app = typer.Typer(
 )
 for command in (demo, put, fetch, ls, runs, audit, forget, keygen, doctor, serve):
     app.command(epilog=EPILOG)(command)
+app.command("verify-receipt", epilog=EPILOG)(verify_receipt_command)
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 
 

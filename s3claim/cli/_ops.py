@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import sys
+from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from s3claim.cli._config import (
     when,
 )
 from s3claim.cli._exit import CliError, handled
+from s3claim.cli._receipts import open_receipt, summary
 from s3claim.cli._table import Column, collected, counting, print_table
 from s3claim.journal import RunInfo
 from s3claim.s3 import S3AuditTrail
@@ -192,6 +194,13 @@ def forget(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object: what was erased, and where.")
     ] = False,
+    receipt: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the erasure's signed receipt (JSON) here; check it with verify-receipt.",
+            show_default=False,
+        ),
+    ] = None,
     bucket: BucketOption = None,
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
@@ -199,8 +208,9 @@ def forget(
 ) -> None:
     """Erase every claim of a tenant, or of one run: every version, every delete marker.
 
-    A run's journal (`s3claim runs`) lives under the run's prefix and goes with it; the
-    count printed is of claims.
+    A run's journal (`s3claim runs`) and audit trail (`s3claim audit`) go with it; the count
+    printed is of claims. With --receipt, what went by kind is written to the file, signed
+    under S3CLAIM_HANDLE_KEY (`s3claim verify-receipt FILE`).
 
     Needs the S3CLAIM_HANDLE_KEY the claims were written with: under another key the tenant
     maps to other keys, and nothing is found.
@@ -216,13 +226,21 @@ def forget(
                 abort=True,
                 err=True,
             )
-        with counting(f"Forgetting {what}", "removed") as update:
-            removed = store.forget(tenant=tenant, run=run, progress=update)
+        out = None if receipt is None else open_receipt(receipt)  # before anything is erased
+        with out or nullcontext(), counting(f"Forgetting {what}", "removed") as update:
+            signed = store.erase(tenant=tenant, run=run, progress=update)
+            if out is not None:
+                out.write(signed.to_json() + "\n")
+    removed = signed.claims
     if as_json:
         record = {"tenant": tenant, "run": run, "bucket": target.bucket, "removed": removed}
+        if receipt is not None:
+            record["receipt"] = str(receipt)
         typer.echo(json.dumps(record))
         return
     typer.echo(f"Removed {removed} claim(s) of {what}.")
+    if receipt is not None:
+        typer.echo(f"Receipt: {receipt} ({summary(signed)})")
 
 
 def keygen() -> None:

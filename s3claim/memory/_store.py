@@ -17,9 +17,11 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from s3claim.clock import Clock, SystemClock
+from s3claim.erasure import ErasureReceipt, issue_receipt
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, content_digest, utf8_of
@@ -56,6 +58,8 @@ class _Entry:
     size: int
     """What the caps count: the text's UTF-8 bytes and the index's bytes."""
     tool: str | None = None
+    handed_off: bool = False
+    """A hand-off copy (`hand_off`), as an erasure's receipt counts it."""
 
 
 class MemoryClaimCheckStore(RangedStore):
@@ -153,7 +157,7 @@ class MemoryClaimCheckStore(RangedStore):
             raise ValueError("a claim is handed off within its tenant only")
         parent = self._entry(scope, handle)
         child = self._key.handed_off(handle, to)
-        entry = dataclasses.replace(parent, scope=to, expires_at=0.0)
+        entry = dataclasses.replace(parent, scope=to, expires_at=0.0, handed_off=True)
         self._hold(child, entry, ttl_seconds)
         return child
 
@@ -229,20 +233,48 @@ class MemoryClaimCheckStore(RangedStore):
         return entry
 
     @traced_forget
-    def forget(self, *, tenant: str, run: str | None = None) -> int:
+    def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt:
         """Erase a tenant's claims (or one run's) and the bound journals' records of them;
-        returns how many claims went."""
-        for journal in list(self._journals):
-            journal.erase_records(tenant=tenant, run=run)
+        return the signed receipt (`s3claim.erasure`), under this store's handle key.
+
+        A memory store keeps no versions, no audit trail and nothing unnamed: those counts
+        are 0, and what it swept is named as an S3 store's prefixes would be.
+        """
+        started = self._clock.now()
+        journals = sum(j.erase_records(tenant=tenant, run=run) for j in list(self._journals))
         with self._lock:
             doomed = [
                 handle
                 for handle, entry in self._entries.items()
                 if entry.scope.tenant == tenant and (run is None or entry.scope.run == run)
             ]
+            entries = [self._entries[handle] for handle in doomed]
             for handle in doomed:
                 self._drop(handle)
-        return len(doomed)
+        tenant_tag = self._key.tenant_tag(tenant)
+        run_tag = None if run is None else self._key.run_tag(Scope(tenant, run))
+        return issue_receipt(
+            self._key,
+            store="memory",
+            tenant=tenant_tag,
+            run=run_tag,
+            swept=(f"{tenant_tag}/" if run_tag is None else f"{tenant_tag}/{run_tag}/",),
+            started_at=datetime.fromtimestamp(started, UTC),
+            finished_at=datetime.fromtimestamp(self._clock.now(), UTC),
+            claims=len(entries),
+            hand_offs=sum(e.handed_off for e in entries),
+            indexes=sum(e.index is not None for e in entries),
+            journals=journals,
+            audit_records=0,
+            other=0,
+            versions=0,
+            delete_markers=0,
+            remaining=0,  # dropped under one lock: none of them was left after it
+        )
+
+    def forget(self, *, tenant: str, run: str | None = None) -> int:
+        """Erase a tenant's claims (or one run's) as `erase` does; returns how many went."""
+        return self.erase(tenant=tenant, run=run).claims
 
     def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
         """Every claim of a tenant (or one run) held now, oldest first (`ListableStore`);

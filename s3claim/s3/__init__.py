@@ -7,7 +7,7 @@
   reading engine (`_reads`). `AsyncS3ClaimCheckStore`: its reads from an event loop, on
   aiobotocore (`_async`).
 - `S3RunJournal`: each run's record beside the run's claims (`_journal`).
-- `S3AuditTrail`: the audit trail of redemptions kept beside them too (`_audit`).
+- `S3AuditTrail`: the audit trail of redemptions, in the bucket's audit area (`_audit`).
 - `RetryPolicy` (`_retry`) and the one table of S3 error codes (`_errors`), shared by all.
 - `S3ClaimSettings`: the `S3CLAIM_*` variables; `s3claim.s3.admin`: provisioning, the
   doctor's checks and the capability probes the CLI uses.

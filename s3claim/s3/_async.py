@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from botocore.config import Config
 
 from s3claim.aio import DEFAULT_MAX_WORKERS, ThreadedAsyncStore
+from s3claim.erasure import ErasureReceipt
 from s3claim.errors import ClaimUnavailableError
 from s3claim.extras import require_extra
 from s3claim.handles import is_handle
@@ -100,6 +101,10 @@ class AsyncS3ClaimCheckStore:
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._threads.forget(tenant=tenant, run=run)
+
+    async def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt:
+        """The sync store's `erase` (its signed receipt), on a worker."""
+        return await self._threads.erase(tenant=tenant, run=run)
 
     async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
         """The sync store's `hand_off` (a HeadObject and server-side copies), on a worker."""

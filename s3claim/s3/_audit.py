@@ -1,9 +1,12 @@
-"""S3AuditTrail: the audit trail kept in the claim bucket, beside each run's claims.
+"""S3AuditTrail: the audit trail kept in the claim bucket, in an area of its own.
 
-Each record is one small object at `{run prefix}audit/{milliseconds}-{random}`, under the
-tenant's prefix, so `forget` (of the tenant or of the run) erases the trail with the claims
-and `s3claim audit --tenant ...` lists it. Records hold keyed tags, sizes and outcomes, never
-content (`s3claim.telemetry.AuditRecord`), and expire with the bucket's longest day class.
+Each record is one small object at `{prefix}audit/{tenant tag}/{run tag}/{milliseconds}-
+{random}` (`_layout`), so `forget` (of the tenant or of the run) erases the trail with the
+claims and `s3claim audit --tenant ...` lists it with one listing of the area. Not under the
+tenant's prefix: a redemption refused after `forget(tenant)` (or one that raced it) is still
+kept, and never recreates the erased prefix, which only a check-in writes. Records hold keyed
+tags, sizes and outcomes, never content (`s3claim.telemetry.AuditRecord`), and expire with
+the bucket's longest day class.
 Keeping is a logging handler on the `s3claim.audit` logger, so every face that redeems a
 handle keeps its records with no wiring of its own; it costs one PUT per record, sent from
 the thread that redeemed, and a PUT that fails is logged (by type) and dropped, never raised
@@ -21,7 +24,6 @@ from functools import partial
 from s3claim.s3._bucket import Bucket
 from s3claim.s3._layout import is_audit_key
 from s3claim.s3._store import S3ClaimCheckStore
-from s3claim.scope import Scope
 from s3claim.telemetry import AuditRecord, names
 
 __all__ = ["S3AuditTrail"]
@@ -55,7 +57,7 @@ class S3AuditTrail:
             raise ValueError("an audit record's tenant and run must be keyed tags")
         bucket = self.bucket
         name = f"{round(record.at * 1000):013d}-{secrets.token_hex(4)}"
-        key = f"{bucket.layout.prefix}{record.tenant}/{record.run}/{names.AUDIT_FOLDER}/{name}"
+        key = f"{bucket.layout.prefix}{names.AUDIT_FOLDER}/{record.tenant}/{record.run}/{name}"
         # Kept as long as the bucket keeps anything: the largest day class.
         bucket.put(
             key,
@@ -68,13 +70,9 @@ class S3AuditTrail:
     def records(self, *, tenant: str, run: str | None = None) -> Iterator[AuditRecord]:
         """A tenant's records (or one run's), run by run, oldest first within a run."""
         bucket = self.bucket
-        if run is not None:
-            under = bucket.layout.run_prefix(Scope(tenant, run)) + names.AUDIT_FOLDER + "/"
-        else:
-            under = bucket.layout.tenant_prefix(tenant)
-        for key in bucket.keys(under):
+        for key in bucket.keys(bucket.layout.audit_prefix(tenant, run)):
             if not is_audit_key(key):
-                continue  # a claim or a journal
+                continue  # nothing the trail wrote
             body = bucket.request(
                 "GetObject", partial(bucket.client.get_object, Bucket=bucket.name, Key=key)
             )["Body"].read()

@@ -2,12 +2,22 @@
 
 Tenant and run appear only as keyed hashes (`HandleKey`), so a listing reveals no name and no
 name can move a key out of its place; tenant first, then run, so `forget` erases either with
-a prefix listing. The digest is the handle's own hex digits. Beside a claim, never named like
-one (33 hex digits): its index (`{claim key}.index`), and under its run's prefix the run's
-journal (`journal`) and audit trail (`audit/{record}`), which erasing the prefix erases too.
+a prefix listing. The digest is the handle's own digits (its width and 32 hex). Beside a
+claim, never named like one: its index (`{claim key}.index`), the mark of a hand-off copy
+(`{claim key}.handoff`, empty: an erasure counts copies by key, reading none), and under its
+run's prefix the run's journal (`journal`). Only a check-in (a put, a hand-off, a journal's
+save) writes under a tenant's prefix.
+
+The audit trail is apart, at `{prefix}audit/{tenant_tag}/{run_tag}/{record}`: a refused read
+after an erasure is kept there without recreating the erased prefix, and `forget` sweeps
+the tenant's (or run's) part of it too (`erased_prefixes`). "audit" is no tenant tag (32
+hex), so the two never meet.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Literal
 
 from s3claim.handles import HANDLE_PREFIX, HandleKey
 from s3claim.s3._seal import Seal
@@ -16,17 +26,35 @@ from s3claim.telemetry import names
 
 __all__ = [
     "AUDIT_FOLDER",
+    "HAND_OFF_SUFFIX",
     "INDEX_SUFFIX",
     "JOURNAL_NAME",
+    "Kind",
     "Layout",
     "is_audit_key",
     "is_claim_key",
+    "is_hand_off_key",
+    "is_index_key",
     "is_journal_key",
+    "kind_of",
 ]
 
 JOURNAL_NAME = "journal"
 INDEX_SUFFIX = ".index"
+HAND_OFF_SUFFIX = ".handoff"
 AUDIT_FOLDER = names.AUDIT_FOLDER
+
+Kind = Literal["claim", "index", "hand_off", "journal", "audit", "other"]
+"""What an object under a swept prefix is, told by its key alone (`kind_of`)."""
+
+_TAG = "[0-9a-f]{32}"
+_CLAIM = re.compile(rf"{_TAG}/{_TAG}/[124][0-9a-f]{{32}}")  # tenant/run/digest
+_AUDIT = re.compile(rf"{AUDIT_FOLDER}/{_TAG}/{_TAG}/\d{{13}}-[0-9a-f]{{8}}")
+_OLD_AUDIT = re.compile(rf"{_TAG}/{_TAG}/{AUDIT_FOLDER}/[^/]+")  # beside the claims, before
+
+
+def _tail(key: str, parts: int) -> str:
+    return "/".join(key.rsplit("/", parts)[-parts:])
 
 
 def is_journal_key(key: str) -> bool:
@@ -34,13 +62,38 @@ def is_journal_key(key: str) -> bool:
 
 
 def is_claim_key(key: str) -> bool:
-    """A claim's own object: not a journal, an audit record or an index beside a claim."""
-    return not (is_journal_key(key) or is_audit_key(key) or key.endswith(INDEX_SUFFIX))
+    """A claim's own object (a hand-off copy's included): `{tenant}/{run}/{digest}`."""
+    return _CLAIM.fullmatch(_tail(key, 3)) is not None
+
+
+def is_index_key(key: str) -> bool:
+    return key.endswith(INDEX_SUFFIX) and is_claim_key(key.removesuffix(INDEX_SUFFIX))
+
+
+def is_hand_off_key(key: str) -> bool:
+    """The mark beside a hand-off copy (the copy itself is a claim's key)."""
+    return key.endswith(HAND_OFF_SUFFIX) and is_claim_key(key.removesuffix(HAND_OFF_SUFFIX))
 
 
 def is_audit_key(key: str) -> bool:
-    parts = key.rsplit("/", 2)
-    return len(parts) == 3 and parts[1] == AUDIT_FOLDER
+    """An audit record: in the audit area, or (kept by an earlier version) beside the claims."""
+    return (
+        _AUDIT.fullmatch(_tail(key, 4)) is not None
+        or _OLD_AUDIT.fullmatch(_tail(key, 4)) is not None
+    )
+
+
+def kind_of(key: str) -> Kind:
+    """What the object at `key` is, by its key alone."""
+    if is_claim_key(key):
+        return "claim"
+    if is_index_key(key):
+        return "index"
+    if is_hand_off_key(key):
+        return "hand_off"
+    if is_journal_key(key):
+        return "journal"
+    return "audit" if is_audit_key(key) else "other"
 
 
 class Layout:
@@ -58,6 +111,16 @@ class Layout:
 
     def run_tag(self, scope: Scope) -> str:
         return self._key.run_tag(scope)
+
+    def audit_prefix(self, tenant: str, run: str | None = None) -> str:
+        """Where the audit records of a tenant (or of one run) are kept."""
+        under = f"{self.prefix}{AUDIT_FOLDER}/{self._key.tenant_tag(tenant)}/"
+        return under if run is None else f"{under}{self.run_tag(Scope(tenant, run))}/"
+
+    def erased_prefixes(self, tenant: str, run: str | None = None) -> tuple[str, str]:
+        """What erasing a tenant (or one run) sweeps: its claims' prefix and its audit's."""
+        claims = self.tenant_prefix(tenant) if run is None else self.run_prefix(Scope(tenant, run))
+        return claims, self.audit_prefix(tenant, run)
 
     def object_key(self, scope: Scope, handle: str) -> str:
         """The key for a well-formed handle (the caller has checked it with `is_handle`)."""

@@ -21,11 +21,14 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Unpack
 
 import s3claim.s3._format as _format
 from s3claim.clock import Clock, SystemClock
+from s3claim.erasure import ErasureReceipt, issue_receipt
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.handles import (
     HANDLE_PREFIX,
@@ -38,7 +41,7 @@ from s3claim.handles import (
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
-from s3claim.s3._layout import Layout
+from s3claim.s3._layout import HAND_OFF_SUFFIX, Layout
 from s3claim.s3._lifecycle import day_class
 from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sync_sender
 from s3claim.s3._retry import RetryPolicy
@@ -66,6 +69,8 @@ __all__ = ["S3ClaimCheckStore"]
 _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry, tool), to skip repeat puts for free
 and keep the first check-in's tool when one refreshes the claim."""
+_MARK = "application/octet-stream"
+"""The mark of a hand-off copy: an empty object beside it (`_layout.HAND_OFF_SUFFIX`)."""
 
 
 class S3ClaimCheckStore(RangedStore):
@@ -212,7 +217,9 @@ class S3ClaimCheckStore(RangedStore):
         of its objects puts it under `to`'s run prefix with new sealed metadata (`to`'s run,
         its own expiry, and the key the block tags are bound to). No byte of the body passes
         through this process; the copy lives on whatever becomes of the original, until its
-        own expiry or a `forget` of its tenant or run.
+        own expiry or a `forget` of its tenant or run. Once the claim's copy stands, an empty
+        object beside it marks it a copy (sent beside the index's copy), so that an erasure
+        counts hand-off copies by key (`erase`), reading none.
         """
         check_ttl(ttl_seconds)
         if to.tenant != scope.tenant:
@@ -226,10 +233,12 @@ class S3ClaimCheckStore(RangedStore):
         days = day_class(ttl_seconds, bucket.classes)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)
         original = meta.blocks_key or claim.key  # a hand-off of a hand-off: still the original
-        copies = [(claim.key, layout.object_key(to, child), original, meta.size, meta.width)]
+        child_key = layout.object_key(to, child)
+        copies = [(claim.key, child_key, original, meta.size, meta.width)]
         if meta.index_size:
             index_keys = layout.index_key(scope, handle), layout.index_key(to, child)
             copies.append((*index_keys, layout.index_of(original), meta.index_size, None))
+        mark: Future[bool] | None = None
         for source, target, blocks_key, size, width in copies:
             fields = _format.metadata(
                 expires_at=expires_at,
@@ -245,12 +254,60 @@ class S3ClaimCheckStore(RangedStore):
             sealed = layout.seal(target).metadata(fields)
             if not bucket.copy(source, target, content_type=content_type, meta=sealed, days=days):
                 raise ClaimUnavailableError  # gone between the HEAD and the copy
-        self._remember(layout.object_key(to, child), expires_at, meta.tool)
+            if mark is None:  # the claim's copy stands: mark it, beside the index's copy
+                marking = partial(bucket.put, child_key + HAND_OFF_SUFFIX, b"", meta={}, days=days)
+                mark = bucket.beside(partial(marking, content_type=_MARK))
+        assert mark is not None
+        mark.result()
+        self._remember(child_key, expires_at, meta.tool)
         return child
 
     # -- forget -------------------------------------------------------------------------
 
     @traced_forget
+    def erase(
+        self,
+        *,
+        tenant: str,
+        run: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ErasureReceipt:
+        """Erase a tenant (or one run): its claims, their indexes and hand-off marks, its
+        journals and audit records, every version and every delete marker; return the
+        signed receipt (`s3claim.erasure`). Sweeps the tenant's (or run's) claims prefix and
+        its part of the audit area, each until a listing finds nothing: 2 requests per 1,000
+        objects and one listing more per prefix. `progress(claims so far)` after each batch.
+        """
+        if not isinstance(tenant, str) or not tenant:
+            raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
+        bucket, layout = self._bucket, self._bucket.layout
+        swept = layout.erased_prefixes(tenant, run)
+        started = self._clock.now()
+        try:
+            erased = self._eraser.erase(swept, progress=progress)
+        finally:
+            with self._lock:
+                for key in [k for k in self._written if k.startswith(swept[0])]:
+                    del self._written[key]
+        return issue_receipt(
+            bucket.key,
+            store=f"s3://{bucket.name}",
+            tenant=bucket.key.tenant_tag(tenant),
+            run=None if run is None else bucket.key.run_tag(Scope(tenant, run)),
+            swept=swept,
+            started_at=datetime.fromtimestamp(started, UTC),
+            finished_at=datetime.fromtimestamp(self._clock.now(), UTC),
+            claims=erased.claims,
+            hand_offs=erased.keys["hand_off"],
+            indexes=erased.keys["index"],
+            journals=erased.keys["journal"],
+            audit_records=erased.keys["audit"],
+            other=erased.keys["other"],
+            versions=erased.versions,
+            delete_markers=erased.delete_markers,
+            remaining=0,  # each prefix was listed until it came back empty
+        )
+
     def forget(
         self,
         *,
@@ -258,25 +315,11 @@ class S3ClaimCheckStore(RangedStore):
         run: str | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Erase every claim of a tenant (or of one run): every version, every delete marker.
-
-        Returns the number of claims (distinct keys) removed; a claim's index, and a run's
-        journal and audit trail, go with it but are not claims, so they are not counted.
-        `progress(removed_so_far)` is called after each batch.
+        """Erase every claim of a tenant (or of one run) as `erase` does; returns the number
+        of claims (distinct keys, hand-off copies included) removed. A claim's index, and a
+        run's journal and audit trail, go with it but are not claims, so they are not counted.
         """
-        layout = self._bucket.layout
-        if run is not None:
-            prefix = layout.run_prefix(Scope(tenant=tenant, run=run))
-        elif isinstance(tenant, str) and tenant:
-            prefix = layout.tenant_prefix(tenant)
-        else:
-            raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
-        try:
-            return self._eraser.erase(prefix, progress=progress)
-        finally:
-            with self._lock:
-                for key in [k for k in self._written if k.startswith(prefix)]:
-                    del self._written[key]
+        return self.erase(tenant=tenant, run=run, progress=progress).claims
 
     # -- listing (`ListableStore`; not part of the store protocol) -------------------------
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from s3claim.errors import ClaimStoreError
+from s3claim.handles import HandleKey
 from s3claim.s3._bucket import Bucket
 from s3claim.s3._config import check_bucket as check_bucket_name
-from s3claim.s3._config import load_settings, make_client
+from s3claim.s3._config import handle_key_of, load_settings, make_client
 from s3claim.s3._doctor import Check, Status, check_bucket
 from s3claim.s3._errors import explain, is_fixable
 from s3claim.s3._journal import S3RunJournal
@@ -33,6 +34,7 @@ __all__ = [
     "Target",
     "check_bucket",
     "explain",
+    "handle_key",
     "is_fixable",
     "lifecycle_rules",
     "load_settings",
@@ -63,6 +65,12 @@ class Target:
         return cls(
             settings, make_client(endpoint_url=settings.endpoint_url, region=settings.region)
         )
+
+
+def handle_key(settings: S3ClaimSettings) -> HandleKey:
+    """The key S3CLAIM_HANDLE_KEY holds (an erasure receipt's is derived from it); a missing
+    or short one is refused by that name."""
+    return handle_key_of(settings.handle_key, name="S3CLAIM_HANDLE_KEY")
 
 
 def open_bucket(target: Target) -> Bucket:

@@ -1,10 +1,10 @@
 """The audit trail: one structured record per redemption (fetch, search, refusal).
 
 Records go to the `s3claim.audit` logger at INFO, the record's JSON as the message and the
-`AuditRecord` itself as `record.audit`, so any logging handler can ship or keep them; the S3
-store's `audit_handler()` keeps them in the bucket under the tenant's prefix, where `forget`
-erases them with everything else. A record names when, the tenant and run (keyed tags,
-never names), the handle, the window or the pattern's length, and the outcome: never
+`AuditRecord` itself as `record.audit`, so any logging handler can ship or keep them;
+`S3AuditTrail(store).handler()` keeps them in the bucket's audit area, where `forget` erases
+a tenant's (or a run's) with everything else. A record names when, the tenant and run (keyed
+tags, never names), the handle, the window or the pattern's length, and the outcome: never
 content, never the pattern.
 """
 
@@ -15,6 +15,7 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from s3claim.safejson import loads
 from s3claim.telemetry._names import AUDIT_LOGGER
 
 __all__ = ["AuditRecord", "audit_enabled", "emit_audit"]
@@ -44,7 +45,7 @@ class AuditRecord:
     @classmethod
     def from_json(cls, text: str | bytes) -> AuditRecord:
         """The record `to_json` wrote; `ValueError` for anything else."""
-        data: Any = json.loads(text)
+        data: Any = loads(text)
         if not isinstance(data, dict):
             raise ValueError("an audit record is a JSON object")
         try:

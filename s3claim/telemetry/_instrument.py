@@ -102,7 +102,8 @@ def agent_run_span(agent: str) -> Operation:
 
 
 def traced_forget(method: _F) -> _F:
-    """`forget(self, *, tenant, run=None, ...)`: an erasure, with the claims it removed."""
+    """`forget(self, *, tenant, run=None, ...)` or `erase(...)`: an erasure, with the claims
+    it removed (the count `forget` returns, or an erasure receipt's `claims`)."""
 
     @functools.wraps(method)
     def forget(self: Any, *, tenant: str, run: str | None = None, **kwargs: Any) -> Any:
@@ -110,7 +111,7 @@ def traced_forget(method: _F) -> _F:
             if op.recording and isinstance(tenant, str) and tenant:
                 op.attributes.update(tenant_attributes(self, tenant, run))
             removed = method(self, tenant=tenant, run=run, **kwargs)
-            op.set(claims_deleted=removed)
+            op.set(claims_deleted=getattr(removed, "claims", removed))
             return removed
 
     return cast(_F, forget)

@@ -112,7 +112,7 @@ def test_forget_pages_through_thousands_of_versions_and_markers(s3_rig: Rig) -> 
     for scope, count in ((doomed, 600), (spared, 50)):
         prefix = run_prefix(rig, scope)
         for i in range(count):
-            key = f"{prefix}{uuid.UUID(int=i).hex}"
+            key = f"{prefix}1{uuid.UUID(int=i).hex}"
             backend.put_object(rig.bucket, key, b"x\x00\x00\x00")
             backend.put_object(rig.bucket, key, b"y\x00\x00\x00")
             if i % 2:

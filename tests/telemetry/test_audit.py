@@ -24,6 +24,7 @@ from s3claim import (
 from s3claim.cli import app
 from s3claim.hosting import run_claim_tool
 from s3claim.s3 import S3AuditTrail
+from s3claim.s3._layout import is_audit_key
 from s3claim.s3._provision import provision_bucket
 from s3claim.telemetry import AuditRecord, Operation
 from tests.telemetry.conftest import Telemetry
@@ -136,7 +137,7 @@ def kept(s3: Any, provisioned: str) -> Iterator[tuple[S3ClaimCheckStore, S3Audit
         logging.getLogger("s3claim.audit").removeHandler(handler)
 
 
-def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
+def test_the_bucket_keeps_the_trail_in_its_audit_area(
     telemetry: Telemetry, kept: tuple[S3ClaimCheckStore, S3AuditTrail], s3: Any
 ) -> None:
     store, trail = kept
@@ -150,16 +151,16 @@ def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
     assert list(trail.records(tenant="acme")) == telemetry.audit_records
     mine = list(trail.records(tenant="acme", run="matter-7"))
     assert mine == telemetry.audit_records[:5]
-    run_prefix = store.layout.run_prefix(SCOPE)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=store.bucket.name)["Contents"]]
-    audit_keys = [k for k in keys if "/audit/" in k]
+    audit_keys = [k for k in keys if is_audit_key(k)]
     assert len(audit_keys) == 10
-    assert sum(k.startswith(run_prefix + "audit/") for k in audit_keys) == 5
+    assert all(k.startswith(store.layout.audit_prefix("acme")) for k in audit_keys)
+    assert sum(k.startswith(store.layout.audit_prefix("acme", "matter-7")) for k in audit_keys) == 5
+    assert not any(k.startswith(store.layout.tenant_prefix("acme")) for k in audit_keys)
     for key in audit_keys:  # what each object holds: a record, never content
         body = s3.get_object(Bucket=store.bucket.name, Key=key)["Body"].read().decode()
         assert AuditRecord.from_json(body) in telemetry.audit_records
         assert "Clause" not in body and "term 59" not in body
-    assert [c.handle for c in store.claims(tenant="acme")] != []  # listing skips the records
     assert len(list(store.claims(tenant="acme"))) == 2
 
     assert store.forget(tenant="acme", run="matter-8") == 1  # claims only are counted
@@ -167,6 +168,33 @@ def test_the_bucket_keeps_the_trail_beside_the_runs_claims(
     assert store.forget(tenant="acme") == 1
     assert list(trail.records(tenant="acme")) == []
     assert s3.list_objects_v2(Bucket=store.bucket.name).get("KeyCount") == 0
+
+
+def test_a_refusal_after_forget_is_kept_without_recreating_the_tenants_prefix(
+    telemetry: Telemetry, kept: tuple[S3ClaimCheckStore, S3AuditTrail], s3: Any
+) -> None:
+    """Adversarial: forget(tenant), then one refused fetch with the trail kept: nothing is
+    written under the erased prefix (no version, no delete marker), and the refusal is
+    still in the trail; forgetting again leaves nothing of the tenant."""
+    store, trail = kept
+    name = store.bucket.name
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    handle = _redeem(store)
+    assert store.forget(tenant="acme") == 1
+    (fetch, *_) = claim_tools(store)
+    context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
+
+    refused = run_claim_tool(fetch, {"handle": handle}, context)
+
+    assert refused.is_error
+    under = s3.list_object_versions(Bucket=name, Prefix=store.layout.tenant_prefix("acme"))
+    assert under.get("Versions", []) == [] and under.get("DeleteMarkers", []) == []
+    (record,) = trail.records(tenant="acme")
+    assert (record.operation, record.outcome, record.handle) == ("fetch", "unavailable", handle)
+    assert record == telemetry.audit_records[-1]
+    receipt = store.erase(tenant="acme")
+    assert (receipt.audit_records, receipt.claims, receipt.remaining) == (1, 0, 0)
+    assert s3.list_object_versions(Bucket=name).get("Versions", []) == []
 
 
 def test_a_record_the_bucket_refuses_is_dropped_and_logged(

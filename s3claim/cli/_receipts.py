@@ -1,0 +1,93 @@
+"""`s3claim verify-receipt`: check an erasure receipt (`forget --receipt`) against the key.
+
+It verifies what a holder of S3CLAIM_HANDLE_KEY signed, not what happened in the bucket: it
+reads the file and the key, and sends no request (docs/security.md, "Erasure receipts").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+from pydantic import ValidationError
+
+from s3claim.cli._exit import CliError, Exit, handled
+from s3claim.erasure import ErasureReceipt, verify_receipt
+from s3claim.s3.admin import handle_key, load_settings
+from s3claim.scope import Scope
+from s3claim.tools import describe_validation_error
+
+__all__ = ["open_receipt", "read_receipt", "summary", "verify_receipt_command"]
+
+
+def open_receipt(path: Path) -> TextIO:
+    """The file `forget --receipt` writes the receipt's canonical JSON to, opened before the
+    erasure: a path it cannot write is refused while nothing is erased yet."""
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"--receipt {path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def read_receipt(path: Path) -> ErasureReceipt:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return ErasureReceipt.from_json(data)
+    except ValidationError as exc:
+        why = describe_validation_error(exc)
+        raise CliError(f"{path} is not an erasure receipt ({why})") from None
+    except ValueError:  # not JSON, not UTF-8, nested too deep
+        raise CliError(f"{path} is not an erasure receipt (not JSON)") from None
+
+
+def verify_receipt_command(
+    receipt: Annotated[
+        Path, typer.Argument(help="The receipt `forget --receipt` wrote.", show_default=False)
+    ],
+    tenant: Annotated[
+        str | None, typer.Option(help="Also check the receipt erased this tenant.")
+    ] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Also check it erased this run (of --tenant).")
+    ] = None,
+) -> None:
+    """Check an erasure receipt under S3CLAIM_HANDLE_KEY: one line, and exit 0 when it verifies.
+
+    Exit 1 when it does not (a field edited, forged, signed under another key, or not of
+    --tenant/--run); 2 when the file is not a receipt or the key is missing. Sends no request.
+    """
+    with handled():
+        if run is not None and tenant is None:
+            raise CliError("--run needs --tenant: a run is named within its tenant")
+        found = read_receipt(receipt)
+        key = handle_key(load_settings())
+        if not verify_receipt(found, key):
+            raise CliError(
+                f"{receipt} does not verify under S3CLAIM_HANDLE_KEY: edited, forged, or "
+                "signed under another key",
+                Exit.FAILED,
+            )
+        if tenant is not None:
+            run_tag = None if run is None else key.run_tag(Scope(tenant, run))
+            expected = key.tenant_tag(tenant), run_tag
+            if (found.tenant, found.run) != expected:
+                what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
+                raise CliError(f"{receipt} verifies, but is not an erasure of {what}", Exit.FAILED)
+    typer.echo(f"verified: {summary(found)}")
+
+
+def summary(receipt: ErasureReceipt) -> str:
+    """What the receipt says, on one line: where, whom (by tag), when, what went."""
+    whom = f"tenant {receipt.tenant}" + (f" run {receipt.run}" if receipt.run else "")
+    when = f"{receipt.started_at:%Y-%m-%d %H:%M:%SZ}"
+    return (
+        f"{receipt.store} {whom} erased {when}: {receipt.claims} claim(s) "
+        f"({receipt.hand_offs} hand-off copies), {receipt.indexes} index(es), "
+        f"{receipt.journals} journal(s), {receipt.audit_records} audit record(s), "
+        f"{receipt.other} other; {receipt.versions} version(s), "
+        f"{receipt.delete_markers} delete marker(s); {receipt.remaining} left"
+    )

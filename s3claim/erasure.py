@@ -1,0 +1,123 @@
+"""Erasure receipts: what one erasure removed, signed so it can be checked later.
+
+A store that can erase with a receipt (`ErasableStore.erase`) returns an `ErasureReceipt`:
+the tenant and run erased (keyed tags, never names), the prefixes swept, when the erasure
+started and finished (UTC), what went by kind (claims, of which hand-off copies; indexes,
+journals, audit records, anything else; every object version and delete marker) and what a
+final listing still found (0: an erasure that leaves anything raises instead). Its `mac` is
+HMAC-SHA256, under a key derived from the handle key for receipts alone, of its canonical
+JSON (`to_json` without `mac`: sorted keys, no spaces), so `verify_receipt(receipt, key)` says
+whether any field was edited since. It proves what a holder of the handle key signed, not
+what happened: whoever holds the key can sign any receipt (docs/security.md, "Erasure
+receipts").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Final, Literal, Protocol, runtime_checkable
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    StringConstraints,
+)
+
+from s3claim.handles import HandleKey
+from s3claim.safejson import loads
+
+__all__ = ["RECEIPT_FORMAT", "ErasableStore", "ErasureReceipt", "issue_receipt", "verify_receipt"]
+
+RECEIPT_FORMAT: Final = "s3claim-erasure-receipt/1"
+_PURPOSE = ("erasure receipt", RECEIPT_FORMAT)  # the subkey's: receipts MAC under no other key
+
+
+def _utc(moment: datetime) -> datetime:
+    if moment.utcoffset():
+        raise ValueError("times are UTC")
+    return moment.astimezone(UTC)
+
+
+_Tag = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+_Time = Annotated[AwareDatetime, AfterValidator(_utc)]
+_Mac = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class ErasureReceipt(BaseModel):
+    """One erasure, as the store that did it signed it (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["s3claim-erasure-receipt/1"] = RECEIPT_FORMAT
+    store: str
+    """Where: `s3://{bucket}` for an S3 store, `memory` for the memory store."""
+    tenant: _Tag
+    """The tenant's keyed tag (`store.tenant_tag(name)`)."""
+    run: _Tag | None = None
+    """The run's keyed tag, or None for the whole tenant."""
+    swept: tuple[str, ...]
+    """The key prefixes listed and emptied (keyed tags, never names)."""
+    started_at: _Time
+    finished_at: _Time
+    claims: NonNegativeInt
+    """Claims erased (distinct keys), hand-off copies included: what `forget` returns."""
+    hand_offs: NonNegativeInt
+    """Of the claims, how many were hand-off copies (`ClaimCheck.hand_off`)."""
+    indexes: NonNegativeInt
+    """Indexes beside claims (lines, JSON structure)."""
+    journals: NonNegativeInt
+    """Run journals."""
+    audit_records: NonNegativeInt
+    other: NonNegativeInt
+    """Objects under the prefixes of no kind above (an S3 store's only)."""
+    versions: NonNegativeInt
+    """Object versions deleted, of every kind (an S3 store's; one an object unversioned)."""
+    delete_markers: NonNegativeInt
+    remaining: NonNegativeInt
+    """What a final listing of every prefix still found: 0."""
+    mac: _Mac
+
+    def to_json(self) -> str:
+        """The receipt as canonical JSON: sorted keys, no spaces, times as ISO 8601 `Z`."""
+        return _canonical(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ErasureReceipt:
+        """A receipt read back; `ValueError` for anything that is not one (whether it
+        verifies is `verify_receipt`'s question)."""
+        return cls.model_validate(loads(text))  # pydantic's ValidationError is a ValueError
+
+
+@runtime_checkable
+class ErasableStore(Protocol):
+    """A store whose erasure returns a receipt; its `forget` returns the receipt's `claims`."""
+
+    def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt: ...
+
+
+def issue_receipt(key: HandleKey, **fields: object) -> ErasureReceipt:
+    """A receipt of these fields (all but `mac`), signed under `key`'s receipt subkey."""
+    unsigned = ErasureReceipt.model_validate({**fields, "mac": "0" * 64})
+    return unsigned.model_copy(update={"mac": _mac(unsigned, key)})
+
+
+def verify_receipt(receipt: ErasureReceipt, key: HandleKey | str | bytes) -> bool:
+    """Whether `receipt` is as a holder of `key` signed it: False once any field is edited,
+    and for a receipt signed under another key."""
+    key = key if isinstance(key, HandleKey) else HandleKey(key)
+    return hmac.compare_digest(_mac(receipt, key), receipt.mac)
+
+
+def _mac(receipt: ErasureReceipt, key: HandleKey) -> str:
+    signed = _canonical(receipt.model_dump(mode="json", exclude={"mac"})).encode("utf-8")
+    return hmac.new(key.subkey(*_PURPOSE), signed, hashlib.sha256).hexdigest()
+
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

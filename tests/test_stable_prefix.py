@@ -61,7 +61,9 @@ def test_two_instances_replaying_one_run_send_the_model_the_same_bytes(bucket: s
     assert first["messages"] == second["messages"]
     requests = first["requests"]
     assert len(requests) == 6
-    assert first["reused"] == 3  # the log and a file in turn 2; the orders in turn 5
+    assert (
+        first["reused"] == 3
+    )  # the log and m1.py in turn 2; in turn 5 the log (read anew after the write)
     for earlier, later in itertools.pairwise(requests):
         assert later.startswith(earlier)  # nothing placed is ever changed
     # Every knob is at work in what was sent: files under the threshold checked in for the

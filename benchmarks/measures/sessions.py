@@ -210,7 +210,10 @@ def _sessions() -> tuple[Session, ...]:
         Session(
             "ten files",
             "Read these ten modules and say where the handle prefix is defined.",
-            (Turn(files, (Question(files[6], "line", r"(?m)^(def|class) "),)),),
+            (
+                Turn(files, (Question(files[6], "line", r"(?m)^(def|class) "),)),
+                Turn(("pyproject.toml",), (Question("pyproject.toml", "line", r"(?m)^timeout"),)),
+            ),
         ),
     )
 
@@ -710,7 +713,7 @@ def _tuned(store: MemoryClaimCheckStore) -> ClaimCheck:
     return ClaimCheck(store, policy=TUNED_POLICY, per_tool=TUNED_PER_TOOL)
 
 
-TUNED_POLICY = ClaimCheckPolicy()
+TUNED_POLICY = ClaimCheckPolicy(turn_budget_chars=16_384)
 TUNED_PER_TOOL: dict[str, ClaimCheckPolicy] = {}
 TUNED_TOOLS: dict[str, Any] = {}
 

@@ -715,7 +715,7 @@ def _tuned(store: MemoryClaimCheckStore) -> ClaimCheck:
 
 TUNED_POLICY = ClaimCheckPolicy(turn_budget_chars=16_384)
 TUNED_PER_TOOL: dict[str, ClaimCheckPolicy] = {}
-TUNED_TOOLS: dict[str, Any] = {}
+TUNED_TOOLS: dict[str, Any] = {"reuse_seconds": 300}
 
 
 def replay(session: Session, system: str) -> Stats:

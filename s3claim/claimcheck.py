@@ -16,6 +16,7 @@ from s3claim._reading import (
 )
 from s3claim._windows import render_members
 from s3claim.errors import ConfigurationError
+from s3claim.handles import HANDLE_PREFIX
 from s3claim.links import DEFAULT_LINK_TTL_SECONDS, LinkableStore, check_base_url, link
 from s3claim.policy import ROOT_LISTING_CHARS, ClaimCheckPolicy
 from s3claim.scope import Scope
@@ -25,6 +26,8 @@ from s3claim.wording import marker, picked_line, picks_note
 
 __all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck", "most_notes_chars"]
 
+_ANY_HANDLE = f"{HANDLE_PREFIX}1{'0' * 32}"
+"""A handle's length, for measuring a preview before its claim is stored."""
 DEFAULT_MAX_REFERENCE_CHARS = 1_000_000
 """What one tool call's claim references may resolve to, in all: ten 92,000-character
 contracts, and a bound on what a model can make the host read for one call."""
@@ -130,22 +133,35 @@ class ClaimCheck:
                 record_duration("put", time.perf_counter() - started, outcome="failed")
                 raise
             record_duration("put", time.perf_counter() - started, outcome="ok")
-            head = extract_head(content, policy.head_chars)
-            tail = extract_tail(content, policy.tail_chars, after=len(head))
-            notes = _preview_notes(content, policy, head=head, tail=tail, searchable=searchable)
-            line = marker(
-                total_chars=total,
-                shown_chars=len(head),
-                handle=handle,
-                searchable=searchable,
-                references=self.references,
-                tail_chars=len(tail),
-                noted=bool(notes),
-            )
-            text = "\n\n".join([head, line, *notes, *([tail] if tail else [])])
+            text = self._preview(content, policy, handle=handle, searchable=searchable)
             op.outcome = "stored"
             op.set(handle=handle, chars_shown=len(text))
             return CheckIn(text, handle, total)
+
+    def preview_chars(self, content: str, *, tool: str, searchable: bool = False) -> int:
+        """Exactly the characters `check_in` leaves in the conversation for `content` once it
+        is stored (its head, marker, notes and tail; every handle is as long), without
+        storing it: what a turn's plan measures a check-in by (`s3claim.turns`)."""
+        policy = self.policy_for(tool)
+        return len(self._preview(content, policy, handle=_ANY_HANDLE, searchable=searchable))
+
+    def _preview(
+        self, content: str, policy: ClaimCheckPolicy, *, handle: str, searchable: bool
+    ) -> str:
+        """What a stored result leaves in the conversation: head, marker, notes, tail."""
+        head = extract_head(content, policy.head_chars)
+        tail = extract_tail(content, policy.tail_chars, after=len(head))
+        notes = _preview_notes(content, policy, head=head, tail=tail, searchable=searchable)
+        line = marker(
+            total_chars=len(content),
+            shown_chars=len(head),
+            handle=handle,
+            searchable=searchable,
+            references=self.references,
+            tail_chars=len(tail),
+            noted=bool(notes),
+        )
+        return "\n\n".join([head, line, *notes, *([tail] if tail else [])])
 
     def hand_off(
         self, handle: str, *, scope: Scope, to: Scope, ttl_seconds: int | None = None

@@ -278,8 +278,14 @@ class AgentRunner:
         ran = [self._run_only(call, context) for call in calls]
         results = [
             TurnResult(len(r.text))
-            if isinstance(r, ToolAnswer)
-            else TurnResult(len(r.text), self._policy(r.tool))
+            if isinstance(r, ToolAnswer) or self.claim_check is None
+            else TurnResult(
+                len(r.text),
+                self.claim_check.policy_for(r.tool),
+                kept=self.claim_check.preview_chars(
+                    r.text, tool=r.tool, searchable=self._searchable
+                ),
+            )
             for r in ran
         ]
         plan = plan_turn(

@@ -14,7 +14,9 @@ A result is never checked in for either when it would not shrink: no longer than
 tail and marker. `plan_turn` is a pure function of the results' sizes, their policies and the
 conversation's size, so a replayed or resumed turn makes the same choices; `RunningTurn` is
 the same rule for a host that sees a turn's results one at a time (an adapter's framework).
-Sizes only: nothing here sees content.
+Sizes only: nothing here sees content. A check-in counts as what it leaves in the
+conversation: measured exactly by the host (`ClaimCheck.preview_chars`, the preview built
+once more before the claim is stored), or at its longest (`kept_chars`) when not measured.
 """
 
 from __future__ import annotations
@@ -57,12 +59,21 @@ class TurnResult:
     `policy`: its tool's claim-check policy, or None for a result never checked in (an error,
     a claim tool's window), which still takes its place in the turn. `settled`: already in
     the conversation as it is (decided by a host that sees results one at a time): counted,
-    never chosen.
+    never chosen. `kept`: exactly what it leaves in the conversation once checked in
+    (`ClaimCheck.preview_chars`); None, the most it could (`kept_chars`).
     """
 
     chars: int
     policy: ClaimCheckPolicy | None = None
     settled: bool = False
+    kept: int | None = None
+
+    def shrinks(self) -> bool:
+        """Whether checking it in makes it smaller than it is."""
+        if self.policy is None:
+            return False
+        kept = self.kept if self.kept is not None else kept_chars(self.chars, self.policy)
+        return self.chars > kept
 
 
 def kept_chars(chars: int, policy: ClaimCheckPolicy) -> int:
@@ -109,7 +120,7 @@ def plan_turn(
     spent = used_chars
     for index, result in enumerate(results):
         if result.policy is not None and not result.settled:
-            reason = _alone(result.chars, result.policy, spent, window_chars)
+            reason = _alone(result, spent, window_chars)
             if reason is not None:
                 chosen[index] = reason
         spent += _in_turn(result, index in chosen)
@@ -123,7 +134,7 @@ def plan_turn(
         if result.policy is not None
         and not result.settled
         and index not in chosen
-        and shrinks(result.chars, result.policy)
+        and result.shrinks()
     ]
     for index in sorted(candidates, key=lambda i: (-results[i].chars, i)):
         if total <= budget:
@@ -133,9 +144,9 @@ def plan_turn(
     return chosen
 
 
-def _alone(
-    chars: int, policy: ClaimCheckPolicy, spent: int, window_chars: int | None
-) -> CheckInReason | None:
+def _alone(result: TurnResult, spent: int, window_chars: int | None) -> CheckInReason | None:
+    policy, chars = result.policy, result.chars
+    assert policy is not None
     if chars >= policy.threshold_chars:
         return "threshold"
     window = policy.context_window_chars or window_chars
@@ -143,12 +154,12 @@ def _alone(
     if share is None or window is None:
         return None
     room = max(0, window - spent)
-    return "room" if chars > share * room and shrinks(chars, policy) else None
+    return "room" if chars > share * room and result.shrinks() else None
 
 
 def _in_turn(result: TurnResult, checked_in: bool) -> int:
     if checked_in and result.policy is not None:
-        return kept_chars(result.chars, result.policy)
+        return result.kept if result.kept is not None else kept_chars(result.chars, result.policy)
     return result.chars
 
 
@@ -177,17 +188,20 @@ class RunningTurn:
         self._lock = threading.Lock()
         self._results: list[TurnResult] = []
 
-    def take(self, chars: int, policy: ClaimCheckPolicy) -> CheckInReason | None:
+    def take(
+        self, chars: int, policy: ClaimCheckPolicy, *, kept: int | None = None
+    ) -> CheckInReason | None:
         """Why the next result is checked in (None: it passes), counted into the turn as
-        what it will leave in the conversation."""
+        what it will leave in the conversation (`kept` once checked in, when known)."""
         with self._lock:
-            reason = plan_turn([*self._results, TurnResult(chars, policy)]).get(len(self._results))
-            kept = kept_chars(chars, policy) if reason is not None else chars
-            self._results.append(TurnResult(kept, policy, settled=True))
+            result = TurnResult(chars, policy, kept=kept)
+            reason = plan_turn([*self._results, result]).get(len(self._results))
+            left = _in_turn(result, reason is not None)
+            self._results.append(TurnResult(left, policy, settled=True))
             return reason
 
     @property
     def chars(self) -> int:
-        """What the turn's results have taken so far (a check-in counted at its longest)."""
+        """What the turn's results have taken so far."""
         with self._lock:
             return sum(r.chars for r in self._results)

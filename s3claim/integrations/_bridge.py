@@ -186,7 +186,8 @@ class Bridge:
         forced: CheckInReason | None = None
         if self._turns is not None and turn is not None:
             policy = self.claim_check.policy_for(tool)
-            forced = self._turns.of(scope, turn).take(len(text), policy)
+            kept = self.claim_check.preview_chars(text, tool=tool, searchable=self._searchable)
+            forced = self._turns.of(scope, turn).take(len(text), policy, kept=kept)
         context = self._context(scope, agent)
         admitted = admit(
             text,

@@ -91,7 +91,11 @@ def claim_check_result(
     text = JOIN.join(text_of(part, tool=tool) for part in parts)
     # MCP has no batches (a JSON-RPC batch is refused since 2025-06-18): a turn's budget is
     # applied to each call as a turn of its own, so it acts as a lower threshold.
-    reason = plan_turn([TurnResult(len(text), claim_check.policy_for(tool))]).get(0)
+    policy = claim_check.policy_for(tool)
+    kept = None  # measured exactly only where a budget may force a check-in
+    if policy.turn_budget_chars is not None and len(text) < policy.threshold_chars:
+        kept = claim_check.preview_chars(text, tool=tool, searchable=searchable)
+    reason = plan_turn([TurnResult(len(text), policy, kept=kept)]).get(0)
     if reason is None:
         return _small(result)
     admitted = admit(

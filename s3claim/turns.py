@@ -200,6 +200,12 @@ class RunningTurn:
             self._results.append(TurnResult(left, policy, settled=True))
             return reason
 
+    def count(self, chars: int) -> None:
+        """Count a result the turn never checks in (a claim tool's window, a repeat read's
+        earlier answer, a refusal): it takes its place in the conversation all the same."""
+        with self._lock:
+            self._results.append(TurnResult(chars, settled=True))
+
     @property
     def chars(self) -> int:
         """What the turn's results have taken so far."""

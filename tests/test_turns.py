@@ -1,23 +1,13 @@
-"""The turn budget and the window-aware threshold: the plan, the runner, an adapter."""
+"""The turn budget and the window-aware threshold: the plan and the runner (the adapters' running
+total: tests/test_knobs_in_adapters.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from s3claim import (
@@ -280,43 +270,3 @@ def test_the_room_never_checks_in_later_than_the_threshold() -> None:
     first, second = tool_texts(result.messages)
     assert MARKER_SEEN.search(first) and second == part(4_095, 11)
     assert [e.reason for e in stored(result.events)] == ["threshold"]
-
-
-# -- an adapter: a running total over the turn ---------------------------------------------
-
-
-def test_pydantic_ai_keeps_a_running_total_per_model_response() -> None:
-    def read(seed: int) -> str:
-        """Return a part of the record."""
-        return part(3_000, seed)
-
-    def reply(*seeds: int) -> ModelResponse:
-        return ModelResponse(
-            parts=[ToolCallPart("read", {"seed": s}, tool_call_id=f"c{s}") for s in seeds]
-        )
-
-    replies = [reply(1, 2, 3), reply(4), ModelResponse(parts=[TextPart("ok")])]
-    seen: list[list[ModelMessage]] = []
-
-    def script(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
-        seen.append(list(messages))
-        return replies.pop(0)
-
-    events: list[Event] = []
-    policy = ClaimCheckPolicy(turn_budget_chars=5_000)
-    toolset = ClaimCheckToolset(
-        FunctionToolset([read]),
-        ClaimCheck(MemoryClaimCheckStore(), policy=policy),
-        on_event=events.append,
-    )
-    agent = Agent(FunctionModel(script), toolsets=[toolset])
-    asyncio.run(agent.run("Read.", deps={"tenant": "acme"}, conversation_id="matter-7"))
-    # The three calls of turn 1 may finish in any order: the first counted passes whole,
-    # the other two would each take the turn past 5,000. Turn 2 starts afresh.
-    assert [e.reason for e in stored(events)] == ["turn_budget", "turn_budget"]
-    returns = [
-        p.content for m in seen[2] if isinstance(m, ModelRequest) for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]  # fmt: skip
-    assert sum(bool(MARKER_SEEN.search(r)) for r in returns[:3]) == 2
-    assert returns[3] == part(3_000, 4)

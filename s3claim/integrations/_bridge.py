@@ -143,25 +143,49 @@ class Bridge:
     def _context(self, scope: Scope, agent: str) -> RunContext:
         return RunContext(scope=scope, agent=agent, emit=self._emit)
 
+    def _counted(self, text: str, scope: Scope, turn: Hashable) -> str:
+        """`text`, counted into its turn's running total: it enters the conversation whole."""
+        if self._turns is not None and turn is not None:
+            self._turns.of(scope, turn).count(len(text))
+        return text
+
     def recall(
-        self, arguments: Mapping[str, Any] | str, *, tool: str, scope: Scope, agent: str
+        self,
+        arguments: Mapping[str, Any] | str,
+        *,
+        tool: str,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
     ) -> Recall[str] | None:
         """Before a framework tool runs (`s3claim.reuse`): its earlier answer in `.answer`, to
-        give instead of running it; or what `admit` takes to remember this one. A call of a
-        tool that is not read-only ends reuse in the run. None when nothing is reused."""
+        give instead of running it (counted into `turn`); or what `admit` takes to remember
+        this one. A call of a tool that is not read-only ends reuse in the run. None when
+        nothing is reused."""
         if self._reads is None:
             return None
-        return self._reads.recall(
+        recall = self._reads.recall(
             scope, tool, arguments, reuse_seconds=self._reuse.get(tool, 0),
             read_only=tool in self._read_only, agent=agent, emit=self._emit,
         )  # fmt: skip
+        if recall.answer is not None:
+            self._counted(recall.answer, scope, turn)
+        return recall
 
     async def recall_async(
-        self, arguments: Mapping[str, Any] | str, *, tool: str, scope: Scope, agent: str
+        self,
+        arguments: Mapping[str, Any] | str,
+        *,
+        tool: str,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
     ) -> Recall[str] | None:
         if self._reads is None:
             return None
-        return await self._workers.run(self.recall, arguments, tool=tool, scope=scope, agent=agent)
+        return await self._workers.run(
+            self.recall, arguments, tool=tool, scope=scope, agent=agent, turn=turn
+        )
 
     def admit(
         self,
@@ -182,7 +206,7 @@ class Bridge:
         try:
             text = text_of(value, tool=tool)
         except ToolError as error:
-            return refusal_text(error)
+            return self._counted(refusal_text(error), scope, turn)
         forced: CheckInReason | None = None
         if self._turns is not None and turn is not None:
             policy = self.claim_check.policy_for(tool)
@@ -234,10 +258,9 @@ class Bridge:
         resolved = self.resolve(parsed, tool=tool, scope=scope, agent=agent)
         return json.dumps(resolved, ensure_ascii=False)
 
-    @staticmethod
-    def refusal(error: ToolError) -> str:
-        """What the model reads when a reference could not be resolved."""
-        return refusal_text(error)
+    def refusal(self, error: ToolError, *, scope: Scope, turn: Hashable = None) -> str:
+        """What the model reads when a reference could not be resolved (counted into `turn`)."""
+        return self._counted(refusal_text(error), scope, turn)
 
     async def resolve_async(
         self, arguments: Mapping[str, Any], *, tool: str, scope: Scope, agent: str
@@ -256,10 +279,18 @@ class Bridge:
         )
 
     def call(
-        self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
     ) -> str:
-        """A claim tool's answer, or its error rendered for the model; never checked in."""
-        return run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
+        """A claim tool's answer, or its error rendered for the model; never checked in, and
+        counted into `turn` (a window read in a turn takes its room like any result)."""
+        text = run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
+        return self._counted(text, scope, turn)
 
     async def admit_async(
         self,
@@ -276,6 +307,14 @@ class Bridge:
         )
 
     async def call_async(
-        self, name: str, arguments: Mapping[str, Any] | str, *, scope: Scope, agent: str
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        scope: Scope,
+        agent: str,
+        turn: Hashable = None,
     ) -> str:
-        return await self._workers.run(self.call, name, arguments, scope=scope, agent=agent)
+        return await self._workers.run(
+            self.call, name, arguments, scope=scope, agent=agent, turn=turn
+        )

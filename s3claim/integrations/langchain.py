@@ -111,26 +111,27 @@ class ClaimCheckMiddleware(AgentMiddleware):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _Result]
     ) -> _Result:
-        call, scope = request.tool_call, self._scope(request.runtime)
-        if call["name"] in self._bridge.tools:
-            text = self._bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT)
+        call, scope, turn = request.tool_call, self._scope(request.runtime), _turn(request)
+        bridge = self._bridge
+        if call["name"] in bridge.tools:
+            text = bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn)
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
-        recall = self._bridge.recall(call["args"], tool=call["name"], scope=scope, agent=_AGENT)
+        recall = bridge.recall(
+            call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
+        )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
-        if self._bridge.references:
+        if bridge.references:
             try:
-                args = self._bridge.resolve(
-                    call["args"], tool=call["name"], scope=scope, agent=_AGENT
-                )
+                args = bridge.resolve(call["args"], tool=call["name"], scope=scope, agent=_AGENT)
             except ToolError as error:  # the tool does not run
-                return _refused(call, self._bridge.refusal(error))
+                return _refused(call, bridge.refusal(error, scope=scope, turn=turn))
             request = request.override(tool_call={**call, "args": dict(args)})
         result = handler(request)
         if not _is_text(result):
             return result
-        text = self._bridge.admit(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request),
+        text = bridge.admit(
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=turn,
             recall=_kept(recall, result),
         )  # fmt: skip
         return result.model_copy(update={"content": text})
@@ -138,13 +139,15 @@ class ClaimCheckMiddleware(AgentMiddleware):
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[_Result]]
     ) -> _Result:
-        call, scope = request.tool_call, self._scope(request.runtime)
+        call, scope, turn = request.tool_call, self._scope(request.runtime), _turn(request)
         bridge = self._bridge
         if call["name"] in bridge.tools:
-            text = await bridge.call_async(call["name"], call["args"], scope=scope, agent=_AGENT)
+            text = await bridge.call_async(
+                call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn
+            )
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
         recall = await bridge.recall_async(
-            call["args"], tool=call["name"], scope=scope, agent=_AGENT
+            call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
         )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
@@ -154,13 +157,13 @@ class ClaimCheckMiddleware(AgentMiddleware):
                     call["args"], tool=call["name"], scope=scope, agent=_AGENT
                 )
             except ToolError as error:  # the tool does not run
-                return _refused(call, bridge.refusal(error))
+                return _refused(call, bridge.refusal(error, scope=scope, turn=turn))
             request = request.override(tool_call={**call, "args": dict(args)})
         result = await handler(request)
         if not _is_text(result):
             return result
         text = await bridge.admit_async(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=_turn(request),
+            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=turn,
             recall=_kept(recall, result),
         )  # fmt: skip
         return result.model_copy(update={"content": text})

@@ -98,6 +98,11 @@ def _agent(context: ToolContext[Any]) -> str:
     return getattr(context.agent, "name", None) or "agent"
 
 
+def _turn(context: ToolContext[Any]) -> tuple[int, int]:
+    """The model response that made the call: the run's usage, by the responses so far."""
+    return (id(context.usage), context.usage.requests)
+
+
 def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     twin = copy.copy(tool)  # the SDK's copy rebinds its failure handling to the twin
     inner = twin.on_invoke_tool
@@ -105,8 +110,10 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
 
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         scope = scope_for(context)  # before the tool runs: a missing tenant is found first
-        agent = _agent(context)
-        recall = await bridge.recall_async(arguments, tool=tool.name, scope=scope, agent=agent)
+        agent, turn = _agent(context), _turn(context)
+        recall = await bridge.recall_async(
+            arguments, tool=tool.name, scope=scope, agent=agent, turn=turn
+        )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return recall.answer
         try:  # references resolved here; the SDK then validates the arguments as usual
@@ -114,12 +121,11 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
                 arguments, tool=tool.name, scope=scope, agent=agent
             )
         except ToolError as error:  # the tool does not run
-            return bridge.refusal(error)
+            return bridge.refusal(error, scope=scope, turn=turn)
         output = await inner(context, arguments)
         value = _checkable(output)
         if value is None:
             return output
-        turn = (id(context.usage), context.usage.requests)  # the run's model responses so far
         return await bridge.admit_async(
             value, tool=tool.name, scope=scope, agent=agent, turn=turn, recall=recall
         )
@@ -154,8 +160,10 @@ def _structured(output: Any) -> ToolOutputText | ToolOutputImage | ToolOutputFil
 
 def _claim_tool(tool: Tool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        scope = scope_for(context)
-        return await bridge.call_async(tool.name, arguments, scope=scope, agent=_agent(context))
+        return await bridge.call_async(
+            tool.name, arguments, scope=scope_for(context), agent=_agent(context),
+            turn=_turn(context),
+        )  # fmt: skip
 
     return FunctionTool(
         name=tool.name,

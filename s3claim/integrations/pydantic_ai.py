@@ -129,8 +129,12 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         scope, agent = self._scope(ctx), self._agent(ctx)
         turn = (ctx.run_id, ctx.run_step)
         if name in self.bridge.tools:
-            return await self.bridge.call_async(name, tool_args, scope=scope, agent=agent)
-        recall = await self.bridge.recall_async(tool_args, tool=name, scope=scope, agent=agent)
+            return await self.bridge.call_async(
+                name, tool_args, scope=scope, agent=agent, turn=turn
+            )
+        recall = await self.bridge.recall_async(
+            tool_args, tool=name, scope=scope, agent=agent, turn=turn
+        )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return recall.answer
         if isinstance(tool.args_validator, _Deferred):
@@ -139,7 +143,7 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
                     tool_args, tool=name, scope=scope, agent=agent
                 )
             except ToolError as error:  # the tool does not run
-                return self.bridge.refusal(error)
+                return self.bridge.refusal(error, scope=scope, turn=turn)
             validator = tool.args_validator.validator
             try:
                 tool_args = validator.validate_python(dict(resolved))

@@ -52,7 +52,9 @@ def test_claim_tool_arguments_that_are_not_a_json_object_are_refused(
     arguments: str, message: str
 ) -> None:
     bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
-    answer = asyncio.run(bridge.call_async("fetch_result", arguments, scope=SCOPE, agent="a"))
+    answer = asyncio.run(
+        bridge.aside(bridge.call, "fetch_result", arguments, scope=SCOPE, agent="a")
+    )
     assert json.loads(answer) == {
         "error": "invalid_arguments",
         "message": f"the arguments {message}",
@@ -62,7 +64,7 @@ def test_claim_tool_arguments_that_are_not_a_json_object_are_refused(
 def test_a_claim_tool_reads_what_the_bridge_checked_in() -> None:
     bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
     content = "x" * 10_000
-    head = asyncio.run(bridge.admit_async(content, tool="read", scope=SCOPE, agent="a"))
+    head = asyncio.run(bridge.aside(bridge.admit, content, tool="read", scope=SCOPE, agent="a"))
     handle = head.split("handle='", 1)[1].split("'", 1)[0]
     window = bridge.call("fetch_result", {"handle": handle, "offset": 8192}, scope=SCOPE, agent="a")
     assert window == "x" * (10_000 - 8192) + "\n\n" + end_note(

@@ -3,7 +3,7 @@
 Framework-free, so the three adapters stay translations: a result goes through the boundary
 (`text_of`) and the one admission path (`admit`); a claim tool is one of `claim_tools(store)`,
 described to the framework generically and run by `run_claim_tool`, as every host runs it.
-The async variants do the same work on a worker thread: serialising and neutralising a
+An async framework runs each step on a worker thread (`aside`): serialising and neutralising a
 92,212-character result alone takes milliseconds, and a check-in or fetch may wait on S3.
 
 A framework runs a turn's calls one at a time (or at once) and hands each result over as it
@@ -17,7 +17,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -42,6 +42,9 @@ from s3claim.tools import RunContext, Tool
 from s3claim.turns import CheckInReason, RunningTurn, refuse_room_share
 
 __all__ = ["Bridge", "field_of", "scope_of"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def field_of(context: object, name: str) -> Any:
@@ -172,21 +175,6 @@ class Bridge:
             self._counted(recall.answer, scope, turn)
         return recall
 
-    async def recall_async(
-        self,
-        arguments: Mapping[str, Any] | str,
-        *,
-        tool: str,
-        scope: Scope,
-        agent: str,
-        turn: Hashable = None,
-    ) -> Recall[str] | None:
-        if self._reads is None:
-            return None
-        return await self._workers.run(
-            self.recall, arguments, tool=tool, scope=scope, agent=agent, turn=turn
-        )
-
     def admit(
         self,
         value: Any,
@@ -262,22 +250,6 @@ class Bridge:
         """What the model reads when a reference could not be resolved (counted into `turn`)."""
         return self._counted(refusal_text(error), scope, turn)
 
-    async def resolve_async(
-        self, arguments: Mapping[str, Any], *, tool: str, scope: Scope, agent: str
-    ) -> Mapping[str, Any]:
-        if not self.references or not has_references(arguments):
-            return arguments
-        return await self._workers.run(self.resolve, arguments, tool=tool, scope=scope, agent=agent)
-
-    async def resolve_json_async(
-        self, arguments: str, *, tool: str, scope: Scope, agent: str
-    ) -> str:
-        if not self.references:
-            return arguments
-        return await self._workers.run(
-            self.resolve_json, arguments, tool=tool, scope=scope, agent=agent
-        )
-
     def call(
         self,
         name: str,
@@ -292,29 +264,7 @@ class Bridge:
         text = run_claim_tool(self.tools[name], arguments, self._context(scope, agent)).text
         return self._counted(text, scope, turn)
 
-    async def admit_async(
-        self,
-        value: Any,
-        *,
-        tool: str,
-        scope: Scope,
-        agent: str,
-        turn: Hashable = None,
-        recall: Recall[str] | None = None,
-    ) -> str:
-        return await self._workers.run(
-            self.admit, value, tool=tool, scope=scope, agent=agent, turn=turn, recall=recall
-        )
-
-    async def call_async(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | str,
-        *,
-        scope: Scope,
-        agent: str,
-        turn: Hashable = None,
-    ) -> str:
-        return await self._workers.run(
-            self.call, name, arguments, scope=scope, agent=agent, turn=turn
-        )
+    async def aside(self, function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """`function` (one of the bridge's steps) on a worker thread, for an async framework:
+        the event loop stays free while a result is serialised, checked in or read."""
+        return await self._workers.run(function, *args, **kwargs)

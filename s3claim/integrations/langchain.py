@@ -142,19 +142,19 @@ class ClaimCheckMiddleware(AgentMiddleware):
         call, scope, turn = request.tool_call, self._scope(request.runtime), _turn(request)
         bridge = self._bridge
         if call["name"] in bridge.tools:
-            text = await bridge.call_async(
-                call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn
+            text = await bridge.aside(
+                bridge.call, call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn
             )
             return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
-        recall = await bridge.recall_async(
-            call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
+        recall = await bridge.aside(
+            bridge.recall, call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
         )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
         if bridge.references:
             try:
-                args = await bridge.resolve_async(
-                    call["args"], tool=call["name"], scope=scope, agent=_AGENT
+                args = await bridge.aside(
+                    bridge.resolve, call["args"], tool=call["name"], scope=scope, agent=_AGENT
                 )
             except ToolError as error:  # the tool does not run
                 return _refused(call, bridge.refusal(error, scope=scope, turn=turn))
@@ -162,9 +162,9 @@ class ClaimCheckMiddleware(AgentMiddleware):
         result = await handler(request)
         if not _is_text(result):
             return result
-        text = await bridge.admit_async(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=turn,
-            recall=_kept(recall, result),
+        text = await bridge.aside(
+            bridge.admit, result.content, tool=call["name"], scope=scope, agent=_AGENT,
+            turn=turn, recall=_kept(recall, result),
         )  # fmt: skip
         return result.model_copy(update={"content": text})
 

@@ -111,14 +111,14 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         scope = scope_for(context)  # before the tool runs: a missing tenant is found first
         agent, turn = _agent(context), _turn(context)
-        recall = await bridge.recall_async(
-            arguments, tool=tool.name, scope=scope, agent=agent, turn=turn
+        recall = await bridge.aside(
+            bridge.recall, arguments, tool=tool.name, scope=scope, agent=agent, turn=turn
         )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return recall.answer
         try:  # references resolved here; the SDK then validates the arguments as usual
-            arguments = await bridge.resolve_json_async(
-                arguments, tool=tool.name, scope=scope, agent=agent
+            arguments = await bridge.aside(
+                bridge.resolve_json, arguments, tool=tool.name, scope=scope, agent=agent
             )
         except ToolError as error:  # the tool does not run
             return bridge.refusal(error, scope=scope, turn=turn)
@@ -126,8 +126,8 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
         value = _checkable(output)
         if value is None:
             return output
-        return await bridge.admit_async(
-            value, tool=tool.name, scope=scope, agent=agent, turn=turn, recall=recall
+        return await bridge.aside(
+            bridge.admit, value, tool=tool.name, scope=scope, agent=agent, turn=turn, recall=recall
         )
 
     twin.on_invoke_tool = invoke
@@ -160,8 +160,8 @@ def _structured(output: Any) -> ToolOutputText | ToolOutputImage | ToolOutputFil
 
 def _claim_tool(tool: Tool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        return await bridge.call_async(
-            tool.name, arguments, scope=scope_for(context), agent=_agent(context),
+        return await bridge.aside(
+            bridge.call, tool.name, arguments, scope=scope_for(context), agent=_agent(context),
             turn=_turn(context),
         )  # fmt: skip
 

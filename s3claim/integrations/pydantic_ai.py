@@ -129,18 +129,18 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         scope, agent = self._scope(ctx), self._agent(ctx)
         turn = (ctx.run_id, ctx.run_step)
         if name in self.bridge.tools:
-            return await self.bridge.call_async(
-                name, tool_args, scope=scope, agent=agent, turn=turn
+            return await self.bridge.aside(
+                self.bridge.call, name, tool_args, scope=scope, agent=agent, turn=turn
             )
-        recall = await self.bridge.recall_async(
-            tool_args, tool=name, scope=scope, agent=agent, turn=turn
+        recall = await self.bridge.aside(
+            self.bridge.recall, tool_args, tool=name, scope=scope, agent=agent, turn=turn
         )
         if recall is not None and recall.answer is not None:  # the tool does not run
             return recall.answer
         if isinstance(tool.args_validator, _Deferred):
             try:
-                resolved = await self.bridge.resolve_async(
-                    tool_args, tool=name, scope=scope, agent=agent
+                resolved = await self.bridge.aside(
+                    self.bridge.resolve, tool_args, tool=name, scope=scope, agent=agent
                 )
             except ToolError as error:  # the tool does not run
                 return self.bridge.refusal(error, scope=scope, turn=turn)
@@ -154,14 +154,19 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         if isinstance(result, ToolReturn):
             if _untouched(result.return_value):
                 return result
-            text = await self.bridge.admit_async(
-                result.return_value, tool=name, scope=scope, agent=agent, turn=turn
+            text = await self.bridge.aside(
+                self.bridge.admit,
+                result.return_value,
+                tool=name,
+                scope=scope,
+                agent=agent,
+                turn=turn,
             )
             return replace(result, return_value=text)  # its content is not the claim's: not kept
         if _untouched(result):
             return result
-        return await self.bridge.admit_async(
-            result, tool=name, scope=scope, agent=agent, turn=turn, recall=recall
+        return await self.bridge.aside(
+            self.bridge.admit, result, tool=name, scope=scope, agent=agent, turn=turn, recall=recall
         )
 
 

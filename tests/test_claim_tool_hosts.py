@@ -387,7 +387,7 @@ class TestBridge(ClaimToolContract):
     def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         bridge = Bridge(ClaimCheck(self.store), on_event=self.events.append)
         text = asyncio.run(
-            bridge.call_async(tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
+            bridge.aside(bridge.call, tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
         )
         return text, _is_refusal(text)
 

@@ -99,13 +99,14 @@ $(CHECKOV_STAMP): | $(UV)
 
 # Four workers (pytest-xdist) on two cores: much of the suite waits on servers, subprocesses
 # and terraform, not on a core. A test file runs whole on one worker (its module fixtures once),
-# and each worker starts S3 servers of its own.
+# and each worker starts S3 servers of its own. Files are handed out in collection order (not
+# largest first by test count): tests/conftest.py puts the longest first, so none trails.
 pytest: $(STAMP) $(CHECKOV_STAMP)
-	$(VENV)/bin/pytest -n 4 --dist loadfile
+	$(VENV)/bin/pytest -n 4 --dist loadfile --no-loadscope-reorder
 
 # The same suite under coverage (about a third slower, so not part of `make test`).
 coverage: $(STAMP) $(CHECKOV_STAMP)
-	$(VENV)/bin/pytest -n 4 --dist loadfile --cov --cov-report=term:skip-covered
+	$(VENV)/bin/pytest -n 4 --dist loadfile --no-loadscope-reorder --cov --cov-report=term:skip-covered
 
 # Benchmarks (benchmarks/, one harness: `python -m benchmarks --help`). Each study's section is
 # saved under benchmarks/results/ and every page rendered from there: docs/benchmarks.md, and

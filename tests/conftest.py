@@ -171,11 +171,23 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(line)
 
 
-# The files that wait longest run first: under pytest-xdist (`make test`) a file goes whole to
-# one worker in collection order, so the Terraform apply (minutes of the provider's waiters,
-# little CPU) starts at once beside the rest instead of trailing at the end of the run.
-FIRST = ("test_terraform.py",)
+# The longest files run first (longest first: wall seconds under `make test`, 2026-12-06), so
+# that none trails at the end of the run: under pytest-xdist (`make test`, with
+# `--no-loadscope-reorder`) a file goes whole to one worker, in collection order. The Terraform
+# apply is minutes of the provider's waiters and little CPU; the lifecycle file is 40 client
+# cycles of the MCP proxy; the JSON-path budgets put two large documents on moto.
+FIRST = (
+    "tests/test_terraform.py",  # 137 s
+    "tests/mcp_proxy/test_lifecycle.py",  # 102 s
+    "tests/test_json_path_budgets.py",  # 49 s
+    "tests/test_packaging.py",  # 38 s
+    "tests/test_search.py",  # 36 s
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name not in FIRST)
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(item.config.rootpath).as_posix()
+        return FIRST.index(path) if path in FIRST else len(FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order

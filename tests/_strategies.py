@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
+from hypothesis import settings
 from hypothesis import strategies as st
+
+CI = bool(os.environ.get("CI"))
+"""Under CI (`make test` on a fresh machine, five minutes for the whole suite) hypothesis runs
+its "ci" profile (loaded by tests/conftest.py): a fifth of each test's examples, no example
+database (every run draws afresh, so runs add up), and the blob that reproduces a failure."""
+
+settings.register_profile("ci", max_examples=20, database=None, print_blob=True)
+
+
+def examples(n: int) -> int:
+    """A property test's examples: `n` at a developer's desk, a fifth of them (10 at least)
+    under CI."""
+    return max(10, n // 5) if CI else n
+
 
 PIECES = [
     " ",

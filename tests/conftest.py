@@ -16,8 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from s3claim import ClaimCheckStore, ManualClock, MemoryClaimCheckStore
+from tests._strategies import CI
+
+if CI:
+    settings.load_profile("ci")  # registered in tests/_strategies.py, beside `examples`
 
 
 @pytest.fixture(autouse=True)
@@ -175,11 +180,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # that none trails at the end of the run: under pytest-xdist (`make test`, with
 # `--no-loadscope-reorder`) a file goes whole to one worker, in collection order. The Terraform
 # apply is minutes of the provider's waiters and little CPU; the lifecycle file is 40 client
-# cycles of the MCP proxy; the JSON-path budgets put two large documents on moto.
+# cycles of the MCP proxy.
 FIRST = (
     "tests/test_terraform.py",  # 137 s
     "tests/mcp_proxy/test_lifecycle.py",  # 102 s
-    "tests/test_json_path_budgets.py",  # 49 s
     "tests/test_packaging.py",  # 38 s
     "tests/test_search.py",  # 36 s
 )

@@ -21,7 +21,7 @@ from s3claim._boundary import _forgery
 from s3claim._boundary._forgery import RULES, fold, folded_view
 from s3claim.hosting import neutralise
 from s3claim.wording import footer, marker
-from tests._strategies import unicode_text
+from tests._strategies import examples, unicode_text
 
 DOCS = Path(__file__).parent.parent / "docs" / "security.md"
 _IGNORED = regex.compile(r"\p{DI}")
@@ -303,7 +303,7 @@ def _delimiters_as_one(view: str) -> str:
     return view.translate(str.maketrans("<[>]:_$", "(())---"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(forged_text)
 def test_no_text_that_normalises_to_a_token_survives(text: str) -> None:
     out = neutralise(text)
@@ -315,7 +315,7 @@ def test_no_text_that_normalises_to_a_token_survives(text: str) -> None:
         assert out == text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(forged_text, st.integers(min_value=4, max_value=64))
 def test_blocks_and_the_prefilter_change_nothing(text: str, block: int) -> None:
     """However the text is cut into blocks, and whatever the NFKD prefilter lets through,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from s3claim._reading._head import extract_head
-from tests._strategies import unicode_text
+from tests._strategies import examples, unicode_text
 
 _CLUSTER = regex.compile(r"\X")
 
@@ -76,7 +76,7 @@ def _space(char: str) -> bool:
     return regex.match(r"\s", char) is not None
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(unicode_text, st.integers(min_value=1, max_value=300))
 def test_head_is_a_prefix_within_budget_at_a_cluster_and_word_boundary(
     text: str, head_chars: int

@@ -25,6 +25,7 @@ from s3claim._reading._lines import (
 from s3claim.errors import ClaimUnavailableError
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
+from tests._strategies import examples
 from tests.conftest import StoreUnderTest
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -146,7 +147,7 @@ def test_a_bad_line_is_a_developer_mistake(line: Any) -> None:
         store.read_line(SCOPE, handle, line, limit=10)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.text(alphabet=st.sampled_from("ab\r\né"), max_size=80),
     st.integers(1, 30),

@@ -35,6 +35,7 @@ from s3claim.events import Event
 from s3claim.scope import Scope
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._s3 import stored_bytes
+from tests._strategies import examples
 from tests.conftest import StoreUnderTest
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -375,7 +376,9 @@ PATTERNS = [
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     text=st.text(alphabet="abAB \n", max_size=300),

@@ -21,6 +21,7 @@ from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._aio import Blocking
+from tests._strategies import examples
 from tests.conftest import StoreUnderTest
 
 TTL = 3600
@@ -97,7 +98,7 @@ def test_round_trip(store: ClaimCheckStore) -> None:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

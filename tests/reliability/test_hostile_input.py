@@ -30,7 +30,7 @@ from s3claim.handles import is_handle
 from s3claim.hosting import neutralise
 from s3claim.s3._format import MAX_OBJECT_BYTES
 from s3claim.wording import UNAVAILABLE_MESSAGE
-from tests._strategies import unicode_text
+from tests._strategies import examples, unicode_text
 from tests.reliability._support import (
     Rig,
     call,
@@ -46,7 +46,7 @@ from tests.reliability._support import (
 
 POLICY = ClaimCheckPolicy(threshold_chars=64, head_chars=48)
 PER_STORE = settings(
-    max_examples=30,
+    max_examples=examples(30),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -340,7 +340,7 @@ FETCH_ARGUMENTS = st.fixed_dictionaries(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -409,7 +409,7 @@ FRAGMENTS = [
 ]
 
 
-@settings(max_examples=3_000, deadline=None)
+@settings(max_examples=examples(3_000), deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join))
 def test_neutralised_text_carries_no_forgery_and_is_a_fixed_point(text: str) -> None:
     from s3claim._boundary import _forgery

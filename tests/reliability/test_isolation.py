@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from s3claim import ClaimUnavailableError, RunContext, Scope, ToolError, claim_check_tool
 from s3claim.events import ClaimUnavailable, Event
 from s3claim.wording import UNAVAILABLE_MESSAGE
+from tests._strategies import examples
 from tests.reliability._support import KEY_LAYOUT, Rig
 
 TTL = 60
@@ -26,7 +27,7 @@ NAMES = st.one_of(
 )
 SCOPES = st.lists(st.builds(Scope, tenant=NAMES, run=NAMES), min_size=2, max_size=4, unique=True)
 SETTINGS = settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -72,7 +73,9 @@ def test_a_handle_is_unavailable_in_every_other_scope_exactly_like_a_missing_one
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(tenant=NAMES, run=NAMES)
 def test_no_name_changes_the_key_layout(s3_rig: Rig, tenant: str, run: str) -> None:

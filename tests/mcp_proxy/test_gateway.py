@@ -53,7 +53,11 @@ from tests.mcp_proxy._support import (
     received,
     text_of,
 )
-from tests.mcp_proxy.test_lifecycle import MARK, _marked  # processes by a variable's value
+from tests.mcp_proxy.test_lifecycle import (  # processes by a variable's value
+    EXIT_SECONDS,
+    MARK,
+    _marked,
+)
 
 runner = CliRunner()
 
@@ -268,7 +272,9 @@ def test_a_stdio_gateway_serves_its_client_and_leaves_nothing_running(tmp_path: 
             began = time.monotonic()
         return time.monotonic() - began  # the client closed stdin and waited for the exit
 
-    assert anyio.run(scenario) < 1.0
+    # Within the client's grace, as every exit in tests/mcp_proxy/test_lifecycle.py: alone it
+    # is about 0.6 s; under `make test`'s load one single exit took 1.01 s.
+    assert anyio.run(scenario) < EXIT_SECONDS
     assert _marked(mark) == []  # the gateway ended both before it exited
 
 

@@ -62,7 +62,7 @@ from benchmarks.report import (
     splice,
 )
 from benchmarks.stats import fmt_ms
-from devkit.servers import s3rver_version
+from devkit.third_party import s3rver_version
 from s3claim import HandleKey
 
 ROOT = Path(__file__).resolve().parent.parent

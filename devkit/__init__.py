@@ -2,7 +2,8 @@
 
 - `servers`: S3 servers on 127.0.0.1 (moto in-process or as a child, s3rver from npm, moto on
   https), a one-attempt client for them, and `Wire`, which counts what a client sent;
-- `mcp_servers`: pinned MCP servers written by others, installed from npm on first use;
+- `third_party`: the programs written by others the tests run (s3rver, the reference MCP
+  servers, the conformance suite, the Inspector), pinned, installed from npm on first use;
 - `documents`: deterministic texts of each width, and JSON, built to a size;
 - `journal_costs`: the run journal's requests and bytes, counted on the wire.
 

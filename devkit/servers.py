@@ -37,8 +37,9 @@ from typing import Any, Protocol
 import boto3
 from botocore.config import Config
 
+from devkit.third_party import S3RVER_VERSION, NpmUnavailable, install_s3rver
+
 __all__ = [
-    "S3RVER_VERSION",
     "ChildServer",
     "Endpoint",
     "MotoServer",
@@ -53,8 +54,6 @@ __all__ = [
     "stop_session",
 ]
 
-S3RVER_VERSION = "3.7.1"
-NODE_DIR = Path(__file__).parent / ".node"
 _START_TIMEOUT = 30.0
 
 
@@ -298,51 +297,11 @@ class MotoServerCommand(ChildServer):
         super().__init__([str(binary), "-p", str(port)], ready=re.compile(r"$^"), port=port)
 
 
-def install_s3rver() -> Path:
-    """npm-install the pinned s3rver into devkit/.node unless it is there already."""
-    binary = NODE_DIR / "node_modules" / ".bin" / "s3rver"
-    package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
-    if binary.exists() and f'"version": "{S3RVER_VERSION}"' in package.read_text():
-        return binary
-    npm = shutil.which("npm")
-    if npm is None:
-        raise S3rverUnavailable("npm is not installed")
-    NODE_DIR.mkdir(exist_ok=True)
-    done = subprocess.run(
-        [
-            npm,
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--prefer-offline",
-            f"s3rver@{S3RVER_VERSION}",
-        ],
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if done.returncode != 0 or not binary.exists():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise S3rverUnavailable(f"npm install s3rver@{S3RVER_VERSION} failed: {' '.join(tail)}")
-    return binary
-
-
-def s3rver_version() -> str | None:
-    package = NODE_DIR / "node_modules" / "s3rver" / "package.json"
-    if not package.exists():
-        return None
-    found = re.search(r'"version":\s*"([^"]+)"', package.read_text())
-    return found.group(1) if found else None
-
-
 def start_timing_server() -> tuple[Endpoint, str | None]:
     """s3rver if it can be had, else moto in a child process and the reason why not."""
     try:
         return S3rver(), None
-    except (S3rverUnavailable, OSError, subprocess.SubprocessError) as exc:
+    except (S3rverUnavailable, NpmUnavailable, OSError, subprocess.SubprocessError) as exc:
         return MotoSubprocess(), str(exc)
 
 

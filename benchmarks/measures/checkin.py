@@ -22,6 +22,7 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, median, time_once
 from devkit.documents import CHARSETS, NAMES, document
 from devkit.servers import Endpoint, S3rver, S3rverUnavailable, make_client
+from devkit.third_party import NpmUnavailable
 from s3claim import RetryPolicy, S3ClaimCheckStore, Scope
 
 __all__ = ["TURN_SECONDS", "run"]
@@ -36,7 +37,7 @@ def _server(bench: Bench) -> tuple[Endpoint, Any, str | None]:
     server on plain http (the harness stops it), and why."""
     try:
         server = S3rver(tls=True)
-    except (S3rverUnavailable, OSError, subprocess.SubprocessError, ImportError) as exc:
+    except (S3rverUnavailable, NpmUnavailable, OSError, subprocess.SubprocessError) as exc:
         return bench.timing, make_client(bench.timing), f"{type(exc).__name__}: {exc}"
     try:
         client = make_client(server)

@@ -39,8 +39,8 @@ from benchmarks.context import Bench, empty_bucket
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ms, fmt_ratio, median
 from devkit.documents import KiB, MiB, document
-from devkit.mcp_servers import FILESYSTEM_VERSION, install_filesystem
 from devkit.servers import make_client
+from devkit.third_party import FILESYSTEM_VERSION, install_filesystem
 
 __all__ = ["run"]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit.mcp_servers import install_conformance
+from devkit.third_party import install_conformance
 from tests.mcp_proxy._support import PYTHON, http_proxy
 
 FIXTURE = str(Path(__file__).with_name("_conformance_upstream.py"))

@@ -36,8 +36,8 @@ from mcp_types import (
 )
 from typer.testing import CliRunner
 
-from devkit.mcp_servers import install_everything, install_filesystem
 from devkit.mcp_upstream import document
+from devkit.third_party import install_everything, install_filesystem
 from s3claim.cli import app
 from s3claim.errors import ConfigurationError
 from s3claim.mcp import MCP_PATH, Gateway

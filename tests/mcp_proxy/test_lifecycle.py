@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from devkit.mcp_servers import install_everything, install_inspector
+from devkit.third_party import install_everything, install_inspector
 from tests.mcp_proxy._support import PYTHON, ROOT, processes_marked, proxy_argv
 
 CYCLES = 20

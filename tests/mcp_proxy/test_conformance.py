@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from devkit.servers import free_port
 from devkit.third_party import install_conformance
 from tests.mcp_proxy._support import PYTHON, http_proxy
 
@@ -34,16 +35,9 @@ _SUMMARY = re.compile(r"^([✓✗]) ([a-z0-9-]+): (\d+) passed, (\d+) failed", r
 _SCENARIOS = 32  # the suite's server scenarios in 0.1.16
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _fixture_over_http() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [PYTHON, FIXTURE, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -21,7 +21,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from devkit.third_party import install_everything, install_inspector
-from tests.mcp_proxy._support import PYTHON, ROOT, processes_marked, proxy_argv
+from tests.mcp_proxy._support import PYTHON, ROOT, live_processes, processes_marked, proxy_argv
 
 CYCLES = 20
 EXIT_SECONDS = 2.0
@@ -34,14 +34,9 @@ def _marked(mark: str) -> list[tuple[int, str]]:
 
 def _proxy_pid(mark: str) -> int:
     """The proxy process this test launched, found by the mark in its command line."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"mcp-proxy" in cmdline and f"{MARK}={mark}".encode() in cmdline:
-                return int(entry.name)
+    for process in live_processes():
+        if b"mcp-proxy" in process.argv and f"{MARK}={mark}".encode() in process.argv:
+            return process.pid
     raise AssertionError("the proxy is not running")
 
 

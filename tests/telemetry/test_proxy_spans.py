@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from opentelemetry.trace import SpanKind
 
+from devkit.servers import free_port
 from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
 from s3claim.mcp import ClaimCheckProxy, HttpUpstream, Scoping, StdioUpstream, Upstream
 from s3claim.telemetry import _spans, check_in_operation
@@ -29,16 +30,9 @@ from tests.telemetry.conftest import Telemetry
 UPSTREAM = str(Path(__file__).with_name("_meta_upstream.py"))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def http_upstream() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([PYTHON, UPSTREAM, "--http", str(port)])
     try:
         deadline = time.monotonic() + 30

@@ -40,7 +40,6 @@ from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     AsyncClaimCheckStore,
     ClaimCheckStore,
-    SearchableStore,
     Window,
 )
 from s3claim.tools import RunContext, Tool, ToolRegistry, tool
@@ -111,7 +110,6 @@ __all__ = [
     "S3RunJournal",
     "Scope",
     "ScriptedProvider",
-    "SearchableStore",
     "SystemClock",
     "ThreadedAsyncStore",
     "Tool",

@@ -1,5 +1,5 @@
-"""What `fetch_result` answers, and how it is asked: one way to a window, and the text the
-model reads back (the window with its footer or end note, a value with its members).
+"""What `fetch_result` answers: the text the model reads back of a window (the window with its
+footer or end note, a value with its members).
 
 Pure: no store, no events. `s3claim.claim_tools` reads the window and hands it here, so the
 four ways to a window share one rendering of where the window sits and how to go on (every
@@ -8,17 +8,19 @@ word of it in `s3claim.wording`).
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, create_model, model_validator
-from pydantic_core import PydanticCustomError
-
 import s3claim.wording as wording
-from s3claim._reading import LineWindow, PathRead, Window, escape
+from s3claim._reading import LineWindow, PathRead, Read, Window, escape
 
-__all__ = ["one_address", "render_lines", "render_members", "render_offset", "render_path"]
+__all__ = ["render", "render_lines", "render_members", "render_offset", "render_path"]
 
-_ADDRESSES = frozenset(wording.ADDRESSES)
+
+def render(answer: Read, handle: str, *, line: int | None) -> str:
+    """What the model reads of any window (`line`: the line a read by line asked for)."""
+    if isinstance(answer, PathRead):
+        return render_path(answer, handle)
+    if isinstance(answer, LineWindow):
+        return render_lines(answer, handle, line=line)
+    return render_offset(answer, handle)
 
 
 def render_offset(window: Window, handle: str) -> str:
@@ -125,26 +127,3 @@ def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
 def _token(key: str | None, index: int, cut: bool) -> str:
     """A member as its pointer token; a key cut for the listing ends in an ellipsis."""
     return str(index) if key is None else escape(key) + ("…" if cut else "")
-
-
-def one_address(arguments: type[BaseModel]) -> type[BaseModel]:
-    """`fetch_result`'s arguments, refusing a call that gives more than one way to a window,
-    or `lines` without a way that reads by line.
-
-    Which ways were *given* is what counts (an explicit `offset=0` beside `path` is refused),
-    so the check sits on the validated model, where pydantic records the fields set; only
-    `from_end=false` is no way at all (it says what the call does not want).
-    """
-
-    def check(model: BaseModel) -> BaseModel:
-        given = model.model_fields_set & _ADDRESSES
-        if getattr(model, "from_end", False) is False:
-            given = given - {"from_end"}
-        if len(given) > 1:
-            raise PydanticCustomError("addresses", wording.addresses_message(set(given)))
-        if getattr(model, "lines", None) is not None and not given & {"line", "from_end"}:
-            raise PydanticCustomError("lines", wording.LINES_WITHOUT_LINE_MESSAGE)
-        return model
-
-    validators: dict[str, Any] = {"one_address": model_validator(mode="after")(check)}
-    return create_model(arguments.__name__, __base__=arguments, __validators__=validators)

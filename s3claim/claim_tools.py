@@ -3,55 +3,57 @@
 `fetch_result` redeems a handle one window at a time (by offset, by line, from the end, by
 JSON path); `search_result` finds text in a claim without reading it all. `claim_tools(store)`
 is the set every host offers (the runner, the framework adapters, the MCP proxy), each run
-by `s3claim.hosting.run_claim_tool`, so a claim tool behaves the same whoever hosts it.
+by `s3claim.hosting.Host`, so a claim tool behaves the same whoever hosts it. A window is
+named by an `Address` (`s3claim._reading._address`), read by the one reader
+(`s3claim.store.read`) and shown by `s3claim._windows`; what the model is told of a read that
+failed is said here (`read_refusal`), for every door that reads a claim.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import regex
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
 import s3claim.wording as wording
+from s3claim._boundary import neutralise
 from s3claim._reading import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
-    LineWindow,
     MatchTooLongError,
-    NoIndexError,
-    NoLineIndexError,
-    PathRead,
     PatternTooCostlyError,
     SearchBusyError,
     SearchResult,
-    at_most_lines,
     compile_pattern,
     search_slot,
     search_text,
 )
-from s3claim._windows import one_address, render_lines, render_offset, render_path
-from s3claim.errors import ClaimUnavailableError, ToolError
-from s3claim.events import ClaimFetched, ClaimSearched, ClaimSearchFailed
-from s3claim.handles import is_handle
-from s3claim.hosting import (
-    claim_unavailable,
-    failure_reason,
-    neutralise,
-    read_refusal,
-    store_refusal,
+from s3claim._windows import render
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
+from s3claim.events import (
+    ClaimFetched,
+    ClaimFetchFailed,
+    ClaimSearched,
+    ClaimSearchFailed,
+    ClaimUnavailable,
 )
+from s3claim.handles import is_handle
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
+    Address,
+    AddressError,
     ClaimCheckStore,
-    LineReadableStore,
-    PathReadableStore,
-    SearchableStore,
-    Window,
+    NoIndexError,
+    NoLineIndexError,
+    PathError,
+    PathRead,
+    RangedStore,
+    read,
 )
 from s3claim.telemetry import Operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
@@ -62,11 +64,17 @@ __all__ = [
     "claim_check_tool",
     "claim_search_tool",
     "claim_tools",
+    "claim_unavailable",
+    "failure_reason",
+    "fetch_text",
+    "read_refusal",
+    "store_refusal",
 ]
 
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _log = logging.getLogger("s3claim")
+_ADDRESS = frozenset({"offset", "line", "from_end", "path", "lines"})
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
 _LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})
 _LINES_SCHEMA = WithJsonSchema({"title": "Lines", "type": "integer", "minimum": 1})
@@ -100,88 +108,106 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         ),
         lines: Annotated[int | None, Field(ge=1, strict=True), _LINES_SCHEMA, _no_default] = None,
     ) -> str:
-        if path is not None:
-            return _read_path(store, context, handle, path, limit)
-        if line is not None or from_end:
-            return _read_lines(store, context, handle, line, limit, lines)
-        window = _redeem(context, handle, lambda: store.fetch(context.scope, handle, offset, limit))
-        return render_offset(window, handle)
+        # One way at most was given (`_one_way`, on the arguments): offset is the default.
+        given = {"line": line, "path": path, "lines": lines}
+        address = Address.of(
+            {k: v for k, v in given.items() if v is not None}
+            | ({"from_end": True} if from_end else {})
+            | ({} if line is not None or path is not None or from_end else {"offset": offset})
+        )
+        return fetch_text(store, context, handle, address, length=limit)
 
     fetch_result.__doc__ = wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
     built = tool(fetch_result)
-    return replace(
-        built, arguments=one_address(built.arguments), check_in=False, redeems=store, read_only=True
+    validators: dict[str, Any] = {"one_way": model_validator(mode="after")(_one_way)}
+    arguments = create_model(
+        built.arguments.__name__, __base__=built.arguments, __validators__=validators
     )
+    return replace(built, arguments=arguments, check_in=False, redeems=store, read_only=True)
 
 
-_W = TypeVar("_W", Window, LineWindow, PathRead)
+def _one_way(arguments: BaseModel) -> BaseModel:
+    """`fetch_result`'s arguments name one address (`Address`): which ways were *given* is
+    what counts (an explicit offset=0 beside path is refused), so the check sits on the
+    validated arguments, where pydantic records the fields set."""
+    given = {name: getattr(arguments, name) for name in arguments.model_fields_set & _ADDRESS}
+    try:
+        Address.of(given)
+    except AddressError as exc:
+        raise PydanticCustomError("address", exc.message) from None
+    return arguments
 
 
-def _redeem(context: RunContext, handle: str, read: Callable[[], _W]) -> _W:
-    """One read of a window, its failures rendered for the model, its event emitted.
-
-    The store's read is the operation's span (`s3claim.store.RangedStore`); this is what the
-    model is told of it.
-    """
+def fetch_text(
+    store: ClaimCheckStore, context: RunContext, handle: str, address: Address, *, length: int
+) -> str:
+    """What `fetch_result` answers for `address` (a claim resource's read too): the window
+    with its footer or end note, or the `ToolError` the model is told instead."""
     known = handle if is_handle(handle) else None
     try:
-        window = read()
+        answer = read(store, context.scope, handle, address, length=length)
     except Exception as exc:  # told to the model, never the run's end
-        raise read_refusal(exc, context, known, reader="fetch_result") from None
-    start = window.start if isinstance(window, PathRead) else window.offset
+        raise read_refusal(exc, context, known, reader=FETCH_TOOL_NAME) from None
+    start = answer.start if isinstance(answer, PathRead) else answer.offset
     context.emit(
         ClaimFetched(
-            handle=handle,
-            offset=start,
-            chars=len(window.text),
-            total_chars=window.total_chars,
+            handle=handle, offset=start, chars=len(answer.text), total_chars=answer.total_chars
         )
     )
-    return window
+    return render(answer, handle, line=address.line)
 
 
-def _read_lines(
-    store: ClaimCheckStore,
-    context: RunContext,
-    handle: str,
-    line: int | None,
-    limit: int,
-    lines: int | None,
-) -> str:
-    """`fetch_result(handle, line=N)` or `fetch_result(handle, from_end=True)`, cut to
-    `lines` lines when given (the store reads `limit` characters either way)."""
-
-    def read() -> LineWindow:
-        if not isinstance(store, LineReadableStore):
-            raise NoLineIndexError
-        if line is None:
-            window = store.read_end(context.scope, handle, limit=limit)
-        else:
-            window = store.read_line(context.scope, handle, line, limit=limit)
-        return window if lines is None else at_most_lines(window, lines, from_end=line is None)
-
-    return render_lines(_redeem(context, handle, read), handle, line=line)
+def read_refusal(
+    exc: Exception, context: RunContext, handle: str | None, *, reader: str
+) -> ToolError:
+    """What the model is told of a read of a claim that failed (the claim tool's, a
+    reference's): the uniform refusal, the reading mode's own refusal, or the store's fault,
+    logged by type and emitted as `claim_fetch_failed`."""
+    if isinstance(exc, ToolError):
+        return exc
+    if isinstance(exc, ClaimUnavailableError):
+        return claim_unavailable(context, handle)
+    if isinstance(exc, NoLineIndexError):
+        return ToolError("cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True)
+    if isinstance(exc, PathError):
+        return ToolError(exc.kind, exc.message)
+    if isinstance(exc, NoIndexError):
+        return ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True)
+    _log.warning("%s: store failed for %s (%s)", reader, handle, failure_reason(exc))
+    context.emit(ClaimFetchFailed(handle=handle, error=type(exc).__name__))
+    return store_refusal(exc)
 
 
-def _read_path(
-    store: ClaimCheckStore, context: RunContext, handle: str, path: str, limit: int
-) -> str:
-    """`fetch_result(handle, path=...)`: the value at a JSON Pointer, and its members."""
+def claim_unavailable(context: RunContext, handle: str | None) -> ToolError:
+    context.emit(ClaimUnavailable(handle=handle))
+    return ToolError("claim_unavailable", wording.UNAVAILABLE_MESSAGE)
 
-    def read() -> PathRead:
-        if not isinstance(store, PathReadableStore):
-            raise NoIndexError
-        return store.read_path(context.scope, handle, path, limit=limit)
 
-    # A read by path is a fetch like any other: one span, one audit record (never the path).
-    return render_path(_redeem(context, handle, read), handle)
+def store_refusal(exc: Exception) -> ToolError:
+    """What the model is told of a store fault: try again only when that may help.
+
+    A damaged object is the uniform refusal, as a handle that cannot be redeemed: the model
+    can do nothing different with it, and trying again reads the same bytes. A store that
+    refuses this process (access, bucket, credentials, region) will refuse it again.
+    """
+    if isinstance(exc, ClaimStoreError) and exc.reason == "damaged":
+        return ToolError("claim_unavailable", wording.UNAVAILABLE_MESSAGE)
+    if isinstance(exc, ClaimStoreError) and not exc.transient:
+        return ToolError("store_unavailable", wording.STORE_REFUSED_MESSAGE)
+    return ToolError("store_unavailable", wording.STORE_UNAVAILABLE_MESSAGE)
+
+
+def failure_reason(exc: Exception) -> str:
+    """For the log line: the error's type, and a store error's reason."""
+    reason = getattr(exc, "reason", None)
+    return f"{type(exc).__name__}: {reason}" if isinstance(reason, str) else type(exc).__name__
 
 
 def claim_search_tool(store: ClaimCheckStore) -> Tool:
     """The `search_result` tool for `store`; give it to agents beside `fetch_result`."""
-    if not isinstance(store, SearchableStore):
-        raise TypeError(f"{type(store).__name__} cannot be searched: it has no scan()")
-    searchable: SearchableStore = store
+    if not isinstance(store, RangedStore):
+        raise TypeError(f"{type(store).__name__} cannot be searched: it serves no ranges")
+    searchable: RangedStore = store
 
     def search_result(
         context: RunContext,
@@ -218,7 +244,7 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
 
 def _search(
     context: RunContext,
-    store: SearchableStore,
+    store: RangedStore,
     known: str | None,
     compiled: regex.Pattern[str],
     offset: int,
@@ -264,8 +290,9 @@ def _search(
 def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:
     """Every tool that reads `store`'s claims: what a host offers beside its own tools.
 
-    `fetch_result`, and `search_result` when the store can be searched (both of ours can).
+    `fetch_result`, and `search_result` when the store is of the second level (a
+    `RangedStore`: both of ours are).
     """
-    if isinstance(store, SearchableStore):
+    if isinstance(store, RangedStore):
         return (claim_check_tool(store), claim_search_tool(store))
     return (claim_check_tool(store),)

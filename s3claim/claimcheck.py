@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from s3claim._reading import (
@@ -17,10 +17,10 @@ from s3claim._reading import (
 from s3claim._windows import render_members
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HANDLE_PREFIX
-from s3claim.links import DEFAULT_LINK_TTL_SECONDS, LinkableStore, check_base_url, link
+from s3claim.links import DEFAULT_LINK_TTL_SECONDS, check_base_url, link
 from s3claim.policy import ROOT_LISTING_CHARS, ClaimCheckPolicy
 from s3claim.scope import Scope
-from s3claim.store import ClaimCheckStore, ClaimInfo, HandOffStore, ListableStore, takes_tool
+from s3claim.store import ClaimCheckStore, ClaimInfo, RangedStore
 from s3claim.telemetry import check_in_operation, record_duration
 from s3claim.wording import marker, picked_line, picks_note
 
@@ -74,10 +74,9 @@ class ClaimCheck:
                 f"max_reference_chars must be a positive integer, got {max_reference_chars!r}"
             )
         self.link_base_url = None if link_base_url is None else check_base_url(link_base_url)
-        if self.link_base_url is not None and not isinstance(store, LinkableStore):
+        if self.link_base_url is not None and not isinstance(store, RangedStore):
             raise ConfigurationError(f"link_base_url: {type(store).__name__} cannot serve links")
         self.store = store
-        self._put_tool = takes_tool(store.put)  # the store lists what each claim's tool was
         self.references = bool(references)
         self.max_reference_chars = max_reference_chars
         self.policy = policy or ClaimCheckPolicy()
@@ -122,13 +121,12 @@ class ClaimCheck:
                 op.outcome = "passed"
                 op.set(chars_shown=total)
                 return CheckIn(content, None, total)
-            started = time.perf_counter()
+            started, ttl = time.perf_counter(), policy.ttl_seconds
             try:
-                if self._put_tool:  # beyond the protocol's put: `ListableStore`'s
-                    put: Callable[..., str] = self.store.put
-                    handle = put(scope, content, ttl_seconds=policy.ttl_seconds, tool=tool)
+                if isinstance(self.store, RangedStore):  # it lists what each claim's tool was
+                    handle = self.store.put(scope, content, ttl_seconds=ttl, tool=tool)
                 else:
-                    handle = self.store.put(scope, content, ttl_seconds=policy.ttl_seconds)
+                    handle = self.store.put(scope, content, ttl_seconds=ttl)
             except Exception:
                 record_duration("put", time.perf_counter() - started, outcome="failed")
                 raise
@@ -176,7 +174,7 @@ class ClaimCheck:
         """
         if to.tenant != scope.tenant:
             raise ValueError("a claim is handed off within its tenant only, never to another")
-        if not isinstance(self.store, HandOffStore):
+        if not isinstance(self.store, RangedStore):
             raise TypeError(f"{type(self.store).__name__} cannot hand claims off")
         ttl = ttl_seconds if ttl_seconds is not None else self.policy.ttl_seconds
         return self.store.hand_off(scope, handle, to=to, ttl_seconds=ttl)
@@ -188,9 +186,9 @@ class ClaimCheck:
 
         Expired claims are listed until the store drops them (`ClaimInfo.expires_at`). On
         S3, one HeadObject a claim. Raises `TypeError` for a store that cannot list
-        (`ListableStore`).
+        (a store of the first level only).
         """
-        if not isinstance(self.store, ListableStore):
+        if not isinstance(self.store, RangedStore):
             raise TypeError(f"{type(self.store).__name__} cannot list its claims")
         return self.store.claims(tenant=scope.tenant, run=scope.run)
 

@@ -1,6 +1,6 @@
 """Erasure receipts: what one erasure removed, signed so it can be checked later.
 
-A store that can erase with a receipt (`ErasableStore.erase`) returns an `ErasureReceipt`:
+A store of the second level (`s3claim.store.RangedStore.erase`) returns an `ErasureReceipt`:
 the tenant and run erased (keyed tags, never names), the prefixes swept, when the erasure
 started and finished (UTC), what went by kind (claims, of which hand-off copies; indexes,
 journals, audit records, anything else; every object version and delete marker) and what a
@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Final, Literal, Protocol, runtime_checkable
+from typing import Annotated, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -32,7 +32,7 @@ from pydantic import (
 from s3claim.handles import HandleKey
 from s3claim.safejson import loads
 
-__all__ = ["RECEIPT_FORMAT", "ErasableStore", "ErasureReceipt", "issue_receipt", "verify_receipt"]
+__all__ = ["RECEIPT_FORMAT", "ErasureReceipt", "issue_receipt", "verify_receipt"]
 
 RECEIPT_FORMAT: Final = "s3claim-erasure-receipt/1"
 _PURPOSE = ("erasure receipt", RECEIPT_FORMAT)  # the subkey's: receipts MAC under no other key
@@ -92,13 +92,6 @@ class ErasureReceipt(BaseModel):
         """A receipt read back; `ValueError` for anything that is not one (whether it
         verifies is `verify_receipt`'s question)."""
         return cls.model_validate(loads(text))  # pydantic's ValidationError is a ValueError
-
-
-@runtime_checkable
-class ErasableStore(Protocol):
-    """A store whose erasure returns a receipt; its `forget` returns the receipt's `claims`."""
-
-    def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt: ...
 
 
 def issue_receipt(key: HandleKey, **fields: object) -> ErasureReceipt:

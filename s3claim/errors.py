@@ -21,9 +21,12 @@ error codes and the names of causes.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from s3claim.wording import RUN_NOT_FOUND_MESSAGE, UNAVAILABLE_MESSAGE
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "ClaimCheckError",
@@ -37,6 +40,7 @@ __all__ = [
     "StoreFailure",
     "ToolError",
     "UpstreamError",
+    "describe_validation_error",
 ]
 
 StoreFailure = Literal[
@@ -165,3 +169,13 @@ class UpstreamError(S3ClaimError):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """What was wrong, by field name and reason only: the input could be anything (tool
+    content, a secret), so it is left out. A reason about the whole input is said alone."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(loc) for loc in item["loc"])
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "; ".join(parts)

@@ -1,495 +1,87 @@
-"""Hosting the claim check: what every host does with a tool call, in order, written once.
+"""Hosting the claim check: the one pipeline from a tool call to what the model reads.
 
-A host (s3claim's `AgentRunner`, the framework adapters in `s3claim.integrations`, the MCP
-proxy, or one of your own) runs an agent's tools and hands the model their results. For a
-claim check to behave the same whoever hosts it, each host takes the same three steps:
+A host runs an agent's tools and hands the model their results: s3claim's `AgentRunner`,
+the framework adapters (`s3claim.integrations`), the MCP proxy and each endpoint of a
+gateway, or one of your own. Every one of them calls one `Host`, so a claim check behaves
+the same whoever hosts it, and each knob (references, the turn budget, the room's share,
+repeat reads) is wired once, here:
 
-1. **Before the tool runs**, `resolve_arguments` (or `resolve_references` directly): a tool
-   argument that is a claim reference (`{"$claim": handle}`, when the `ClaimCheck` allows
-   them) becomes what it names, in the run's scope, bounded per call; a reference that
-   cannot be redeemed is the uniform `claim_unavailable` refusal and the tool does not run.
-2. **After it returns**, the result boundary (`result_text` for a tool with a declared type,
-   `text_of` for another framework's), then `admit`: the one path from a result's text into
-   the conversation, checking it in when it is oversized and falling back, never failing
-   the run, when the store does.
-3. **For the claim tools themselves** (`fetch_result`, `search_result`: `claim_tools(store)`),
-   `run_claim_tool`: the arguments validated, the scope the host's (never the model's),
-   every failure the error result the model reads.
+    host = Host(claim_check, on_event=print)
+    call = host.begin("read_contract", arguments, host.context(scope, agent="counsel"))
+    if call.answer is None:                  # else the host answered: the tool does not run
+        try:
+            answer = host.finish(call, read_contract(**call.arguments))
+        except Exception as exc:
+            answer = host.failed(call, exc)
+    # `host.run(...)` takes these steps for a tool you can call in-process.
 
-Each step emits the run's events and never lets a store fault escape into the agent's
-loop. `tests/test_claim_tool_hosts.py` runs one suite through every host of ours.
+`begin` runs a claim tool (`fetch_result`, `search_result`: `s3claim.claim_tools`) itself;
+answers a repeat read from its claim (`s3claim.reuse`); and resolves claim references
+(`{"$claim": handle}`, when the `ClaimCheck` allows them) in the run's scope, bounded per
+call. A reference that cannot be redeemed is the refusal the model reads, and the tool does
+not run. `finish` takes the result through the boundary (`result_text` for an s3claim `Tool`,
+whose declared type is known; `text_of` for another framework's), then admission: the one
+path into the conversation, checking the result in at its threshold, for its turn's budget
+or past its share of the room (`s3claim.turns`), and falling back, never failing the run,
+when the store does. A call of a tool that is not read-only ends reuse in its run once it
+has run. Every step emits the run's events and no store fault escapes into the agent's loop.
+
+docs/adapters.md shows a host of your own; tests/hosts/ runs one suite through every host.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import s3claim.wording as wording
 from s3claim._boundary import folded_view, neutralise, refusal_text, result_text, text_of
+from s3claim.claim_tools import SEARCH_TOOL_NAME, claim_tools, read_refusal
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
+from s3claim.errors import ClaimUnavailableError, ConfigurationError, ToolError
+from s3claim.errors import describe_validation_error as describe
 from s3claim.events import (
-    ClaimFetchFailed,
     ClaimPassed,
-    ClaimUnavailable,
+    Event,
     ToolFailed,
     ToolResultStored,
     ToolResultStoreFailed,
     ToolResultTruncated,
 )
 from s3claim.handles import is_handle
+from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
 from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads
-from s3claim.store import (
-    ClaimCheckStore,
-    LineReadableStore,
-    NoIndexError,
-    NoLineIndexError,
-    PathError,
-    PathReadableStore,
-    at_most_lines,
-)
+from s3claim.scope import Scope
+from s3claim.store import Address, AddressError, LineWindow, PathRead, Read, read
 from s3claim.telemetry import Operation, check_in_operation, names
-from s3claim.tools import RunContext, Tool, describe_validation_error
-from s3claim.turns import CheckInReason
+from s3claim.tools import RunContext, Tool
+from s3claim.turns import CheckInReason, RunningTurn, TurnResult, plan_turn, refuse_room_share
 
 __all__ = [
     "REFERENCE_KEY",
+    "Call",
+    "Host",
     "ToolAnswer",
-    "admit",
-    "claim_unavailable",
-    "described",
-    "failure_answer",
-    "failure_reason",
     "folded_view",
-    "has_references",
     "neutralise",
-    "read_refusal",
     "refusal_text",
-    "resolve_arguments",
-    "resolve_references",
     "result_text",
-    "run_claim_tool",
-    "store_refusal",
     "text_of",
     "truncate",
 ]
 
 _log = logging.getLogger("s3claim")
-
-
-# -- 1. before the tool runs: claim references -------------------------------------------
-
 REFERENCE_KEY = "$claim"
-_NARROWINGS = ({"offset", "length"}, {"line", "lines"}, {"path"})
-
-
-class Reference(BaseModel):
-    """One reference's shape: the handle, and at most one way to narrow it."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    claim: str = Field(alias=REFERENCE_KEY)
-    offset: NonNegativeInt | None = None
-    length: PositiveInt | None = None
-    line: PositiveInt | None = None
-    lines: PositiveInt | None = None
-    path: str | None = None
-    as_: Literal["link"] | None = Field(None, alias="as")
-    """"link": the tool receives a link to the claim (`s3claim.links`), not its content."""
-
-    def __repr__(self) -> str:
-        return f"Reference(handle={self.claim if is_handle(self.claim) else None!r})"
-
-
-def has_references(value: Any, depth: int = 0) -> bool:
-    """Whether any value in the arguments is a reference (cheap: no store is touched).
-
-    Arguments nested past `MAX_DEPTH` count as holding one, so resolving them refuses them
-    clearly rather than hand an unresolved reference on."""
-    if depth > MAX_DEPTH:
-        return True
-    if isinstance(value, Mapping):
-        return REFERENCE_KEY in value or any(has_references(v, depth + 1) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(has_references(v, depth + 1) for v in value)
-    return False
-
-
-def described(description: str, claim_check: ClaimCheck | None) -> str:
-    """A tool's description as the model reads it: one line more when references resolve."""
-    if claim_check is None or not claim_check.references:
-        return description
-    said = wording.REFERENCE_DESCRIPTION
-    if claim_check.link_base_url is not None:
-        said = f"{said} {wording.REFERENCE_LINK_DESCRIPTION}"
-    return f"{description}\n\n{said}" if description else said
-
-
-def resolve_arguments(
-    arguments: Mapping[str, Any],
-    *,
-    claim_check: ClaimCheck | None,
-    tool: str,
-    context: RunContext,
-) -> Mapping[str, Any]:
-    """What a host hands its tool: the arguments as they came when references are off (the
-    spec's behaviour), else with every reference resolved (`ToolError` when one fails)."""
-    if claim_check is None or not claim_check.references or not has_references(arguments):
-        return arguments
-    return resolve_references(arguments, claim_check=claim_check, tool=tool, context=context)
-
-
-def resolve_references(
-    arguments: Mapping[str, Any], *, claim_check: ClaimCheck, tool: str, context: RunContext
-) -> dict[str, Any]:
-    """The arguments with every reference replaced by what it names (`ToolError` if one fails).
-
-    Every reference is checked for shape before any is read, so a malformed one costs no
-    request; the characters resolved in one call, all references together, are bounded.
-    """
-    if REFERENCE_KEY in arguments:
-        raise ToolError(
-            "invalid_arguments",
-            "the arguments are an object of named parameters, not a claim reference: pass the "
-            'reference as a parameter\'s value, such as {"text": {"$claim": handle}}',
-        )
-    found: list[Reference] = []
-    _collect(arguments, found, depth=0)
-    if not found:
-        return dict(arguments)
-    budget = _Budget(claim_check.max_reference_chars)
-    values = [_resolve(ref, claim_check, context, tool=tool, budget=budget) for ref in found]
-    replaced = _replace(arguments, iter(values))
-    assert isinstance(replaced, dict)
-    return replaced
-
-
-def _collect(value: Any, found: list[Reference], *, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise ToolError("invalid_arguments", f"the arguments nest deeper than {MAX_DEPTH} levels")
-    if isinstance(value, Mapping):
-        if REFERENCE_KEY in value:
-            found.append(_shape(value))
-            return
-        for each in value.values():
-            _collect(each, found, depth=depth + 1)
-    elif isinstance(value, list | tuple):
-        for each in value:
-            _collect(each, found, depth=depth + 1)
-
-
-def _shape(value: Mapping[str, Any]) -> Reference:
-    if any(isinstance(v, Mapping | list | tuple) for v in value.values()):
-        raise ToolError(
-            "invalid_arguments",
-            "a claim reference holds a handle and numbers or a path only: it cannot hold an "
-            "object, a list or another reference",
-        )
-    try:
-        reference = Reference.model_validate(dict(value))
-    except ValidationError as exc:
-        raise ToolError(
-            "invalid_arguments", f"claim reference: {describe_validation_error(exc)}"
-        ) from None
-    given = {k for k in value if k not in (REFERENCE_KEY, "as")}
-    if reference.as_ is not None and given:
-        raise ToolError(
-            "invalid_arguments",
-            'a link reference ("as": "link") names the whole claim: the code that reads the '
-            "link narrows it (its query: offset and length, line and lines, path)",
-        )
-    if sum(1 for family in _NARROWINGS if given & family) > 1:
-        raise ToolError(
-            "invalid_arguments",
-            "a claim reference narrows one way at most: offset and length, line and lines, or path",
-        )
-    return reference
-
-
-def _replace(value: Any, values: Iterator[Any]) -> Any:
-    """The same structure, each reference (in `_collect`'s order) replaced by its value."""
-    if isinstance(value, Mapping):
-        if REFERENCE_KEY in value:
-            return next(values)
-        return {k: _replace(v, values) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replace(v, values) for v in value]
-    return value
-
-
-class _Budget:
-    """What is left of one call's `max_reference_chars`."""
-
-    __slots__ = ("left", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.left = limit
-
-    def refuse(self) -> ToolError:
-        return ToolError(
-            "reference_too_large",
-            f"the claim references in this call name more than {self.limit} characters in "
-            "all (max_reference_chars): narrow them with offset and length, line and lines, "
-            "or path",
-        )
-
-    def take(self, chars: int) -> None:
-        if chars > self.left:
-            raise self.refuse()
-        self.left -= chars
-
-
-def _resolve(
-    ref: Reference, claim_check: ClaimCheck, context: RunContext, *, tool: str, budget: _Budget
-) -> Any:
-    handle = ref.claim if is_handle(ref.claim) else None
-    store = claim_check.store
-    try:
-        if ref.as_ == "link":
-            value, chars = _as_link(claim_check, context, handle), 0
-        elif handle is None:  # malformed: refused here, it never reaches the store
-            raise ClaimUnavailableError
-        elif ref.path is not None:
-            value, chars = _by_path(store, context, handle, ref.path, budget)
-        elif ref.line is not None or ref.lines is not None:
-            text = _by_lines(store, context, handle, ref.line or 1, ref.lines or 1, budget)
-            value, chars = text, len(text)
-        else:
-            text = _by_offset(store, context, handle, ref.offset or 0, ref.length, budget)
-            value, chars = text, len(text)
-    except Exception as exc:  # told to the model, never the run's end
-        raise read_refusal(exc, context, handle, reader="claim reference") from None
-    context.emit(ClaimPassed(tool=tool, handle=handle, chars=chars))
-    return value
-
-
-def _as_link(claim_check: ClaimCheck, context: RunContext, handle: str | None) -> str:
-    """A link to the claim (`ClaimCheck.link`, one metadata read), for the host's link
-    server; the content stays where it is."""
-    base_url = claim_check.link_base_url
-    if base_url is None:
-        raise ToolError("links_unavailable", wording.LINKS_UNAVAILABLE_MESSAGE, own_words=True)
-    if handle is None:  # malformed: refused here, it never reaches the store
-        raise ClaimUnavailableError
-    return claim_check.link(handle, scope=context.scope, base_url=base_url)
-
-
-def _by_offset(
-    store: ClaimCheckStore,
-    context: RunContext,
-    handle: str,
-    offset: int,
-    length: int | None,
-    budget: _Budget,
-) -> str:
-    if length is not None and length > budget.left:
-        raise budget.refuse()  # refused before a byte is read
-    # One read of at most what is left: a claim longer than that is refused after it
-    # (its size is known only from the read), never delivered cut.
-    limit = length if length is not None else max(budget.left, 1)
-    window = store.fetch(context.scope, handle, offset, limit)
-    if length is None and window.next_offset is not None:
-        raise budget.refuse()
-    budget.take(len(window.text))
-    return window.text
-
-
-def _by_path(
-    store: ClaimCheckStore, context: RunContext, handle: str, pointer: str, budget: _Budget
-) -> tuple[Any, int]:
-    if not isinstance(store, PathReadableStore):
-        raise NoIndexError  # refused as a claim that is not JSON (`read_refusal`)
-    answer = store.read_path(context.scope, handle, pointer, limit=max(budget.left, 1))
-    if answer.next_offset is not None:
-        raise budget.refuse()
-    budget.take(len(answer.text))
-    try:  # the exact characters of one JSON value, nesting bounded like any JSON we parse
-        return loads(answer.text), len(answer.text)
-    except json.JSONDecodeError:
-        raise ToolError(
-            "invalid_arguments", f"the value at path nests deeper than {MAX_DEPTH} levels"
-        ) from None
-
-
-def _by_lines(
-    store: ClaimCheckStore,
-    context: RunContext,
-    handle: str,
-    line: int,
-    lines: int,
-    budget: _Budget,
-) -> str:
-    """Lines `line` to `line + lines - 1` (from 1), each with its line break: one read by
-    line of at most what is left of the budget (a line ends at `\\n`, so `\\r\\n` is one
-    break, kept whole). Lines that do not fit in it are refused, never delivered cut."""
-    if not isinstance(store, LineReadableStore):
-        raise ToolError("invalid_arguments", "this store cannot read a claim by lines")
-    read = store.read_line(context.scope, handle, line, limit=max(budget.left, 1))
-    if not read.text:
-        raise ToolError(
-            "no_such_line",
-            f"the claim has {read.total_lines} line(s) (counted at line breaks), so line "
-            f"{line} is past its end",
-        )
-    wanted = at_most_lines(read, lines, from_end=False)
-    short = wanted is read and read.next_offset is not None and read.text.count("\\n") < lines
-    if short or not read.whole:  # the lines asked for run on past what is left
-        raise budget.refuse()
-    budget.take(len(wanted.text))
-    return wanted.text
-
-
-# -- 2. after it returns: admission ------------------------------------------------
-
-
-def truncate(text: str, limit: int) -> str:
-    """The behaviour without a claim check: keep `limit` characters, and say the rest is gone."""
-    return f"{text[:limit]}\n\n{wording.truncation(total_chars=len(text), kept_chars=limit)}"
-
-
-def admit(
-    text: str,
-    *,
-    tool: str,
-    context: RunContext,
-    claim_check: ClaimCheck | None,
-    limit: int | None = None,
-    searchable: bool = False,
-    forced: CheckInReason | None = None,
-) -> str:
-    """What the conversation receives for `text`, a result that has passed the boundary.
-
-    `limit` is where an oversized result is cut without a working claim check. The runner
-    gives its `max_tool_result_chars`; hosts that have none leave it to the tool's policy:
-    without a store, what passes through untouched (below the threshold) is the most that may.
-    `searchable`: the agent has `search_result` for the claim check's store.
-    `forced`: why a result under the threshold is checked in (`turn_budget` or `room`, from
-    `s3claim.turns`); the event and the span say so.
-    """
-    if limit is None:
-        if claim_check is None:
-            raise ValueError("admit without a claim check needs a limit")
-        limit = claim_check.policy_for(tool).threshold_chars
-    owner = claim_check.store if claim_check is not None else None
-    with check_in_operation(owner, context.scope, tool=tool) as op:
-        op.set(chars_total=len(text))
-        forced = None if forced == "threshold" else forced
-        if forced is not None and claim_check is not None:
-            op.set(check_in_reason=forced)
-        admitted = _admit(text, tool, context, claim_check, limit, searchable, forced, op)
-        if op.outcome is None:  # not checked in: passed or cut, without a claim check
-            op.outcome = "passed" if admitted is text else "truncated"
-            op.set(chars_shown=len(admitted))
-        elif op.outcome == "store_failed":
-            op.set(chars_shown=len(admitted))
-        return admitted
-
-
-def _admit(
-    text: str,
-    tool: str,
-    context: RunContext,
-    claim_check: ClaimCheck | None,
-    limit: int,
-    searchable: bool,
-    forced: CheckInReason | None,
-    op: Operation,
-) -> str:
-    if claim_check is None:
-        if len(text) <= limit:
-            return text
-        context.emit(
-            ToolResultTruncated(
-                tool=tool, agent=context.agent, size_chars=len(text), kept_chars=limit
-            )
-        )
-        return truncate(text, limit)
-    try:
-        checked = claim_check.check_in(
-            text, tool=tool, scope=context.scope, searchable=searchable, force=forced is not None
-        )
-    except Exception as exc:  # a store fault degrades the result, never the run
-        op.outcome = "store_failed"
-        op.attributes[names.ERROR_TYPE] = type(exc).__name__
-        _log.warning("check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__)
-        context.emit(
-            ToolResultStoreFailed(
-                tool=tool,
-                agent=context.agent,
-                size_chars=len(text),
-                kept_chars=min(len(text), limit),
-                error=type(exc).__name__,
-            )
-        )
-        return text if len(text) <= limit else truncate(text, limit)
-    if checked.handle is not None:
-        context.emit(
-            ToolResultStored(
-                tool=tool,
-                agent=context.agent,
-                handle=checked.handle,
-                size_chars=checked.total_chars,
-                inline_chars=len(checked.text),
-                reason=forced or "threshold",
-            )
-        )
-    return checked.text
-
-
-# -- 3. the claim tools, and what a failure tells the model -------------------------------
-
-
-def read_refusal(
-    exc: Exception, context: RunContext, handle: str | None, *, reader: str
-) -> ToolError:
-    """What the model is told of a read of a claim that failed (the claim tool's, a
-    reference's): the uniform refusal, the reading mode's own refusal, or the store's fault,
-    logged by type and emitted as `claim_fetch_failed`."""
-    if isinstance(exc, ToolError):
-        return exc
-    if isinstance(exc, ClaimUnavailableError):
-        return claim_unavailable(context, handle)
-    if isinstance(exc, NoLineIndexError):
-        return ToolError("cannot_read_by_line", wording.NO_LINE_INDEX_MESSAGE, own_words=True)
-    if isinstance(exc, PathError):
-        return ToolError(exc.kind, exc.message)
-    if isinstance(exc, NoIndexError):
-        return ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True)
-    _log.warning("%s: store failed for %s (%s)", reader, handle, failure_reason(exc))
-    context.emit(ClaimFetchFailed(handle=handle, error=type(exc).__name__))
-    return store_refusal(exc)
-
-
-def claim_unavailable(context: RunContext, handle: str | None) -> ToolError:
-    context.emit(ClaimUnavailable(handle=handle))
-    return ToolError("claim_unavailable", wording.UNAVAILABLE_MESSAGE)
-
-
-def store_refusal(exc: Exception) -> ToolError:
-    """What the model is told of a store fault: try again only when that may help.
-
-    A damaged object is the uniform refusal, as a handle that cannot be redeemed: the model
-    can do nothing different with it, and trying again reads the same bytes. A store that
-    refuses this process (access, bucket, credentials, region) will refuse it again.
-    """
-    if isinstance(exc, ClaimStoreError) and exc.reason == "damaged":
-        return ToolError("claim_unavailable", wording.UNAVAILABLE_MESSAGE)
-    if isinstance(exc, ClaimStoreError) and not exc.transient:
-        return ToolError("store_unavailable", wording.STORE_REFUSED_MESSAGE)
-    return ToolError("store_unavailable", wording.STORE_UNAVAILABLE_MESSAGE)
-
-
-def failure_reason(exc: Exception) -> str:
-    """For the log line: the error's type, and a store error's reason."""
-    reason = getattr(exc, "reason", None)
-    return f"{type(exc).__name__}: {reason}" if isinstance(reason, str) else type(exc).__name__
+MAX_RUNS = 4096
+"""Runs whose current turn a host remembers (the latest used); an older run's next result
+starts a turn afresh."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +95,680 @@ class ToolAnswer:
         return f"ToolAnswer(chars={len(self.text)}, is_error={self.is_error})"
 
 
-def failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAnswer:
+@dataclass(eq=False)
+class Call:
+    """One tool call on its way through a host (`Host.begin`).
+
+    `answer` is set when the host answered it itself (a claim tool, a repeat read, a refusal
+    of its references): the tool does not run. Otherwise the tool runs with `arguments`
+    (references resolved, in the form they came: a mapping, or a JSON text), and its value
+    goes to `Host.finish`, or its exception to `Host.failed`.
+    """
+
+    tool: str
+    context: RunContext
+    arguments: Mapping[str, Any] | str
+    answer: ToolAnswer | None = None
+    turn: Hashable = None
+    _spec: Tool | None = field(default=None, repr=False)
+    _recall: Recall[str] | None = field(default=None, repr=False)
+    _writes: bool = False
+
+    def __repr__(self) -> str:  # arguments may be content: never in a repr
+        return f"Call(tool={self.tool!r}, answered={self.answer is not None})"
+
+
+class Host:
+    """The tool-call pipeline of one host: a claim check, its claim tools, its knobs.
+
+    `limit`: where an oversized result is cut without a working claim check (the runner's
+    `max_tool_result_chars`; by default the tool's policy threshold). `reuse`: tool name to
+    the seconds its checked-in result answers a repeat call (a tool named there is
+    read-only); `read_only`: other tools whose calls change nothing. `conversation`: whether
+    the host sees the conversation, so a policy's `max_share_of_room` can be honoured (with
+    `window_chars`, the model's context window, when no policy names one); a host that does
+    not refuses such a policy. `searchable`: whether the agent is offered `search_result`
+    (by default, when the store can be searched: the host offers its claim tools, `tools`).
+    `name` says which host in a refusal.
+    """
+
+    def __init__(
+        self,
+        claim_check: ClaimCheck | None,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        limit: int | None = None,
+        reuse: Mapping[str, int] | None = None,
+        read_only: Iterable[str] = (),
+        conversation: bool = False,
+        window_chars: int | None = None,
+        searchable: bool | None = None,
+        name: str = "this host",
+    ) -> None:
+        if limit is not None and limit < 1:
+            raise ConfigurationError(f"limit must be positive, got {limit}")
+        if claim_check is None and limit is None:
+            raise ConfigurationError("a host without a claim check needs a limit")
+        if isinstance(read_only, str):
+            raise TypeError("read_only takes tool names (a list), not one string")
+        policies = (
+            [] if claim_check is None else [claim_check.policy, *claim_check.per_tool.values()]
+        )
+        if claim_check is not None and not conversation:
+            refuse_room_share(claim_check, host=name)
+        for each in policies:
+            if (
+                each.max_share_of_room is not None
+                and (each.context_window_chars or window_chars) is None
+            ):
+                raise ConfigurationError(
+                    "a policy sets max_share_of_room, but neither it (context_window_chars) nor "
+                    "the provider (a context_window_chars attribute) says how large the model's "
+                    "context window is"
+                )
+        self.claim_check = claim_check
+        self.limit = limit
+        self.window_chars = window_chars
+        self.reuse = check_reuse(reuse)
+        self.read_only = frozenset(read_only) | set(self.reuse)
+        self.tools: dict[str, Tool] = (
+            {} if claim_check is None else {t.name: t for t in claim_tools(claim_check.store)}
+        )
+        self.searchable = SEARCH_TOOL_NAME in self.tools if searchable is None else searchable
+        """Whether the agent has `search_result` for the store, so a marker may name it."""
+        self.by_turn = any(
+            p.turn_budget_chars is not None or p.max_share_of_room is not None for p in policies
+        )
+        """Whether a turn's results are admitted together (`finish_turn`): a policy decides
+        by the turn."""
+        self._on_event = on_event
+        self._namespace = ""
+        self._reads: RepeatReads[str] | None = (
+            RepeatReads(claim_check) if claim_check is not None and self.reuse else None
+        )
+        budgeted = any(p.turn_budget_chars is not None for p in policies)
+        self._turns: _Turns | None = _Turns() if budgeted else None
+
+    def beside(
+        self, namespace: str, *, reuse: Mapping[str, int], read_only: Iterable[str] = ()
+    ) -> Host:
+        """This host for tools named without `namespace` (a gateway endpoint of one upstream,
+        whose `read` is the gateway's `{namespace}read`): the same claim check, events, turns
+        and repeat reads, each remembered by the qualified name, so two upstreams' tools of one
+        name never meet, and a write through either ends reuse in the run on both."""
+        other = _copy(self)
+        other._namespace = self._namespace + namespace
+        other.reuse = check_reuse(reuse)
+        other.read_only = frozenset(read_only) | set(other.reuse)
+        if other._reads is None and other.reuse and self.claim_check is not None:
+            other._reads = RepeatReads(self.claim_check)
+        return other
+
+    def context(self, scope: Scope, *, agent: str) -> RunContext:
+        """A run context emitting to this host's `on_event`."""
+        return RunContext(scope=scope, agent=agent, emit=self._emit)
+
+    def _emit(self, event: Event) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def described(self, description: str | None) -> str:
+        """A tool's description as the model reads it: one line more when references resolve."""
+        description = description or ""
+        claim_check = self.claim_check
+        if claim_check is None or not claim_check.references:
+            return description
+        said = wording.REFERENCE_DESCRIPTION
+        if claim_check.link_base_url is not None:
+            said = f"{said} {wording.REFERENCE_LINK_DESCRIPTION}"
+        return f"{description}\n\n{said}" if description else said
+
+    def refuse_collisions(self, names: Iterable[str]) -> None:
+        """A tool of the host's named like a claim tool would shadow it, or be shadowed."""
+        clash = sorted(set(self.tools).intersection(names))
+        if clash:
+            raise ConfigurationError(
+                f"tools named {clash} would collide with the claim check's own; rename them"
+            )
+
+    # -- the pipeline -------------------------------------------------------------------
+
+    def begin(
+        self,
+        tool: str | Tool,
+        arguments: Mapping[str, Any] | str,
+        context: RunContext,
+        *,
+        turn: Hashable = None,
+        read_only: bool | None = None,
+    ) -> Call:
+        """Before the tool runs: a claim tool's answer, a repeat read's, or a refusal of the
+        call's references (then `answer` is set and the tool does not run); else the call,
+        its references resolved. `turn` names the model response that made the call (for a
+        turn budget's running total; None: a turn of its own). `read_only` overrides what
+        the host knows of the tool (an MCP upstream's listing says it)."""
+        spec = tool if isinstance(tool, Tool) else None
+        name = tool.name if isinstance(tool, Tool) else tool
+        call = Call(name, context, arguments, turn=turn, _spec=spec)
+        claim_tool = self.tools.get(name) if spec is None else None if spec.check_in else spec
+        if claim_tool is not None:
+            return self._answered(call, self._claim_tool(claim_tool, arguments, context))
+        if read_only is None:
+            read_only = spec.read_only if spec is not None else name in self.read_only
+        call._writes = not read_only
+        reads = self._reads
+        if reads is not None and read_only:
+            seconds = spec.reuse_seconds if spec is not None else self.reuse.get(name, 0)
+            recall = reads.recall(
+                context.scope, self._namespace + name, arguments, reuse_seconds=seconds,
+                agent=context.agent, emit=context.emit,
+            )  # fmt: skip
+            if recall.answer is not None:  # the earlier result: the tool does not run
+                return self._answered(call, ToolAnswer(recall.answer))
+            call._recall = recall
+        try:
+            call.arguments = self._resolve(arguments, tool=name, context=context)
+        except ToolError as error:  # the tool does not run
+            return self._answered(call, ToolAnswer(refusal_text(error), is_error=True))
+        return call
+
+    def finish(self, call: Call, value: Any, *, keep: bool = True) -> ToolAnswer:
+        """After the tool returned `value`: the boundary, then admission (`admit`). What the
+        model reads. `keep=False`: the answer is not all the model reads of the result (a
+        framework adds content beside it), so a repeat cannot be answered by it."""
+        text = self._boundary(call, value)
+        if isinstance(text, ToolAnswer):
+            return text
+        return self.admit(call, text, keep=keep)
+
+    def admit(self, call: Call, text: str, *, keep: bool = True) -> ToolAnswer:
+        """`finish` for a result whose text has passed the boundary already (an MCP result's
+        text blocks, joined by the proxy): checked in when oversized, or when its turn's
+        running total passes the budget (`RunningTurn`)."""
+        return self._admitted(call, text, self._running(call, text), keep=keep)
+
+    def untouched(self, call: Call) -> None:
+        """The tool ran and its result goes to the model as it came (images, a framework's
+        command): nothing is admitted, but a call that may write still ends reuse."""
+        self._written(call)
+
+    def _admitted(
+        self, call: Call, text: str, forced: CheckInReason | None, *, keep: bool = True
+    ) -> ToolAnswer:
+        """Admission, the answer kept for a repeat when it was checked in, and the run's
+        reuse ended when the call may have written."""
+        if call.answer is not None:
+            raise ValueError("this call was answered by the host: its tool did not run")
+        recall, context = call._recall, call.context
+        admitted = self._admit(
+            text,
+            tool=call.tool,
+            context=context if recall is None else recall.watching(context),
+            forced=forced,
+        )
+        if keep and recall is not None and self._reads is not None:
+            again = reused(admitted)
+            self._reads.keep(recall, again, chars=len(again))
+        self._written(call)
+        return ToolAnswer(admitted)
+
+    def failed(self, call: Call, exc: Exception) -> ToolAnswer:
+        """After the tool raised `exc`: the error result the model reads (a `ToolError` as
+        it said, neutralised unless its words are s3claim's; anything else `tool_failed`,
+        naming only the exception's type), counted into its turn."""
+        self._written(call)
+        answer = _failure_answer(exc, tool=call.tool, context=call.context)
+        self._count(call, len(answer.text))
+        return answer
+
+    def run(
+        self,
+        tool: str | Tool,
+        arguments: Mapping[str, Any] | str,
+        context: RunContext,
+        *,
+        execute: Callable[[Mapping[str, Any] | str], Any] | None = None,
+        turn: Hashable = None,
+    ) -> ToolAnswer:
+        """Every step for one call of a tool this process runs: an s3claim `Tool` (run with
+        its context), a claim tool, or `execute(arguments)` for another."""
+        call = self.begin(tool, arguments, context, turn=turn)
+        if call.answer is not None:
+            return call.answer
+        try:
+            if call._spec is not None:
+                arguments = call.arguments
+                if isinstance(arguments, str):
+                    arguments = _json_object(arguments)
+                value = call._spec.call(arguments, context)
+            elif execute is not None:
+                value = execute(call.arguments)
+            else:
+                raise TypeError(f"Host.run: {call.tool!r} is no claim tool: pass execute=")
+        except Exception as exc:  # the model's to work around, never the run's end
+            return self.failed(call, exc)
+        return self.finish(call, value)
+
+    def finish_turn(self, ran: Sequence[tuple[Call, Any]], *, used_chars: int) -> list[ToolAnswer]:
+        """A whole turn at once, for a host that sees it whole (the runner): each call with its
+        tool's value (or the exception it raised; ignored for a call the host answered), its
+        results admitted by one plan (`s3claim.turns.plan_turn`, largest first), a pure
+        function of their sizes, so a resumed turn chooses alike. `used_chars`: the
+        conversation's characters before the turn."""
+        texts: list[str | ToolAnswer] = []
+        for call, value in ran:
+            if call.answer is not None:
+                texts.append(call.answer)
+            elif isinstance(value, Exception):
+                texts.append(self.failed(call, value))
+            else:
+                texts.append(self._boundary(call, value))
+        claim_check = self.claim_check
+        results = []
+        for (call, _), t in zip(ran, texts, strict=True):
+            if isinstance(t, ToolAnswer):
+                results.append(TurnResult(len(t.text)))
+            elif claim_check is None:
+                results.append(TurnResult(len(t)))
+            else:
+                policy = claim_check.policy_for(call.tool)
+                kept = claim_check.preview_chars(t, tool=call.tool, searchable=self.searchable)
+                results.append(TurnResult(len(t), policy, kept=kept))
+        plan = plan_turn(results, used_chars=used_chars, window_chars=self.window_chars)
+        return [
+            t if isinstance(t, ToolAnswer) else self._admitted(call, t, plan.get(index))
+            for index, ((call, _), t) in enumerate(zip(ran, texts, strict=True))
+        ]
+
+    def end(self, scope: Scope) -> None:
+        """The run is over (a host that knows when, as the runner does): forget its reads."""
+        if self._reads is not None:
+            self._reads.end(scope)
+
+    def restore_reads(
+        self,
+        scope: Scope,
+        calls: Iterable[tuple[str, Mapping[str, Any], str, int, bool]],
+        *,
+        checked_in: Callable[[str, str], float | None],
+    ) -> None:
+        """A resumed run's reads, as its conversation shows them (`RepeatReads.restore`)."""
+        if self._reads is not None:
+            self._reads.restore(scope, calls, checked_in=checked_in)
+
+    @property
+    def remembers_reads(self) -> bool:
+        return self._reads is not None
+
+    # -- the steps ----------------------------------------------------------------------
+
+    def _answered(self, call: Call, answer: ToolAnswer) -> Call:
+        """`call`, answered by the host: the answer counted into its turn."""
+        call.answer = answer
+        self._count(call, len(answer.text))
+        return call
+
+    def _count(self, call: Call, chars: int) -> None:
+        """A text that enters the conversation whole (a window, a repeat, a refusal): it takes
+        its room in its turn all the same."""
+        if self._turns is not None and call.turn is not None:
+            self._turns.of(call.context.scope, call.turn).count(chars)
+
+    def _running(self, call: Call, text: str) -> CheckInReason | None:
+        """Why a result is checked in by its turn's running total (`RunningTurn`; a turn of
+        its own when the call names none), counting it in as what it will leave in the
+        conversation (measured exactly: `ClaimCheck.preview_chars`)."""
+        claim_check = self.claim_check
+        if self._turns is None or claim_check is None:
+            return None
+        scope = call.context.scope
+        turn = RunningTurn() if call.turn is None else self._turns.of(scope, call.turn)
+        policy = claim_check.policy_for(call.tool)
+        kept = claim_check.preview_chars(text, tool=call.tool, searchable=self.searchable)
+        return turn.take(len(text), policy, kept=kept)
+
+    def _written(self, call: Call) -> None:
+        """A call that may write has run: reuse ends in its run, on every instance."""
+        if call._writes and self._reads is not None:
+            self._reads.written(call.context.scope)
+
+    def _claim_tool(
+        self, tool: Tool, arguments: Mapping[str, Any] | str, context: RunContext
+    ) -> ToolAnswer:
+        """A claim tool's answer; never raises for anything the model sent or a store did,
+        and never checked in: a window is already as small as it may be."""
+        try:
+            if isinstance(arguments, str):
+                arguments = _json_object(arguments)
+            return ToolAnswer(str(tool.call(arguments, context)))
+        except Exception as exc:
+            return _failure_answer(exc, tool=tool.name, context=context)
+
+    def _boundary(self, call: Call, value: Any) -> str | ToolAnswer:
+        """The result as safe text (`s3claim._boundary`), or the refusal the model reads."""
+        try:
+            if call._spec is not None:
+                return result_text(call._spec, value)
+            return text_of(value, tool=call.tool)
+        except ToolError as error:
+            self._written(call)
+            answer = ToolAnswer(refusal_text(error), is_error=True)
+            self._count(call, len(answer.text))
+            return answer
+
+    def _resolve(
+        self, arguments: Mapping[str, Any] | str, *, tool: str, context: RunContext
+    ) -> Mapping[str, Any] | str:
+        """The arguments the tool gets: as they came when references are off (the spec's
+        behaviour) or hold none, else with every reference resolved (`ToolError` when one
+        fails). A JSON text is answered as JSON text; one that is no JSON object passes, for
+        its framework to say what is wrong with it."""
+        claim_check = self.claim_check
+        if claim_check is None or not claim_check.references:
+            return arguments
+        if isinstance(arguments, str):
+            try:
+                parsed = loads(arguments)
+            except ValueError:
+                return arguments
+            if not isinstance(parsed, dict) or not _has_references(parsed):
+                return arguments
+            resolved = _References(claim_check, context, tool).resolve(parsed)
+            return json.dumps(resolved, ensure_ascii=False)
+        if not _has_references(arguments):
+            return arguments
+        return _References(claim_check, context, tool).resolve(arguments)
+
+    def _admit(
+        self, text: str, *, tool: str, context: RunContext, forced: CheckInReason | None
+    ) -> str:
+        """What the conversation receives for `text`, a result past the boundary: the one
+        path in, checking it in when it is oversized (or `forced`: `turn_budget`, `room`),
+        and falling back to the text cut at the limit, never failing the run, when the store
+        fails."""
+        claim_check = self.claim_check
+        limit = self.limit
+        if limit is None:
+            assert claim_check is not None
+            limit = claim_check.policy_for(tool).threshold_chars
+        owner = claim_check.store if claim_check is not None else None
+        with check_in_operation(owner, context.scope, tool=tool) as op:
+            op.set(chars_total=len(text))
+            forced = None if forced == "threshold" else forced
+            if forced is not None and claim_check is not None:
+                op.set(check_in_reason=forced)
+            admitted = self._check_in(text, tool, context, limit, forced, op)
+            if op.outcome is None:  # not checked in: passed or cut, without a claim check
+                op.outcome = "passed" if admitted is text else "truncated"
+                op.set(chars_shown=len(admitted))
+            elif op.outcome == "store_failed":
+                op.set(chars_shown=len(admitted))
+            return admitted
+
+    def _check_in(
+        self,
+        text: str,
+        tool: str,
+        context: RunContext,
+        limit: int,
+        forced: CheckInReason | None,
+        op: Operation,
+    ) -> str:
+        claim_check = self.claim_check
+        if claim_check is None:
+            if len(text) <= limit:
+                return text
+            context.emit(
+                ToolResultTruncated(
+                    tool=tool, agent=context.agent, size_chars=len(text), kept_chars=limit
+                )
+            )
+            return truncate(text, limit)
+        try:
+            checked = claim_check.check_in(
+                text, tool=tool, scope=context.scope, searchable=self.searchable,
+                force=forced is not None,
+            )  # fmt: skip
+        except Exception as exc:  # a store fault degrades the result, never the run
+            op.outcome = "store_failed"
+            op.attributes[names.ERROR_TYPE] = type(exc).__name__
+            _log.warning(
+                "check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__
+            )
+            context.emit(
+                ToolResultStoreFailed(
+                    tool=tool,
+                    agent=context.agent,
+                    size_chars=len(text),
+                    kept_chars=min(len(text), limit),
+                    error=type(exc).__name__,
+                )
+            )
+            return text if len(text) <= limit else truncate(text, limit)
+        if checked.handle is not None:
+            context.emit(
+                ToolResultStored(
+                    tool=tool,
+                    agent=context.agent,
+                    handle=checked.handle,
+                    size_chars=checked.total_chars,
+                    inline_chars=len(checked.text),
+                    reason=forced or "threshold",
+                )
+            )
+        return checked.text
+
+
+def _copy(host: Host) -> Host:
+    """A shallow copy of `host`: its state (reads, turns) shared."""
+    other = Host.__new__(Host)
+    other.__dict__.update(host.__dict__)
+    return other
+
+
+class _Turns:
+    """Each run's current turn: a new turn key for a scope starts a new running total."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[Scope, tuple[Hashable, RunningTurn]] = OrderedDict()
+
+    def of(self, scope: Scope, turn: Hashable) -> RunningTurn:
+        with self._lock:
+            held = self._runs.get(scope)
+            if held is None or held[0] != turn:
+                held = (turn, RunningTurn())
+                self._runs[scope] = held
+            self._runs.move_to_end(scope)
+            while len(self._runs) > MAX_RUNS:
+                self._runs.popitem(last=False)
+            return held[1]
+
+
+# -- claim references ---------------------------------------------------------------------
+
+
+class _Reference(BaseModel):
+    """One reference's shape: the handle, an address (`s3claim.store.Address`'s names), and
+    "as": "link" for a link instead of the content."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    claim: str = Field(alias=REFERENCE_KEY)
+    as_: Literal["link"] | None = Field(None, alias="as")
+
+    def __repr__(self) -> str:
+        return f"Reference(handle={self.claim if is_handle(self.claim) else None!r})"
+
+
+def _has_references(value: Any, depth: int = 0) -> bool:
+    """Whether any value in the arguments is a reference (cheap: no store is touched).
+
+    Arguments nested past `MAX_DEPTH` count as holding one, so resolving them refuses them
+    clearly rather than hand an unresolved reference on."""
+    if depth > MAX_DEPTH:
+        return True
+    if isinstance(value, Mapping):
+        return REFERENCE_KEY in value or any(_has_references(v, depth + 1) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_references(v, depth + 1) for v in value)
+    return False
+
+
+class _References:
+    """One call's references, resolved in its scope within `max_reference_chars` in all.
+
+    Every reference is checked for shape before any is read, so a malformed one costs no
+    request. A reference names exact content: by offset, `length` characters or the rest of
+    the claim; by line, `lines` whole lines (one without it); from the end, `lines` lines (or
+    the claim's every line); by path, the whole value. What does not fit in what is left of
+    the call's bound is refused, never delivered cut."""
+
+    def __init__(self, claim_check: ClaimCheck, context: RunContext, tool: str) -> None:
+        self._claim_check = claim_check
+        self._context = context
+        self._tool = tool
+        self._limit = claim_check.max_reference_chars
+        self._left = self._limit
+
+    def resolve(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if REFERENCE_KEY in arguments:
+            raise ToolError(
+                "invalid_arguments",
+                "the arguments are an object of named parameters, not a claim reference: pass "
+                'the reference as a parameter\'s value, such as {"text": {"$claim": handle}}',
+            )
+        found: list[tuple[_Reference, Address]] = []
+        _collect(arguments, found, depth=0)
+        values = [self._value(ref, address) for ref, address in found]
+        replaced = _replace(arguments, iter(values))
+        assert isinstance(replaced, dict)
+        return replaced
+
+    def _refuse(self) -> ToolError:
+        return ToolError(
+            "reference_too_large",
+            f"the claim references in this call name more than {self._limit} characters in "
+            "all (max_reference_chars): narrow them with offset and length, line and lines, "
+            "or path",
+        )
+
+    def _value(self, ref: _Reference, address: Address) -> Any:
+        handle = ref.claim if is_handle(ref.claim) else None
+        context = self._context
+        try:
+            if ref.as_ == "link":
+                value, chars = self._link(handle), 0
+            elif handle is None:  # malformed: refused here, it never reaches the store
+                raise ClaimUnavailableError
+            else:
+                value, chars = self._read(handle, address)
+        except Exception as exc:  # told to the model, never the run's end
+            raise read_refusal(exc, context, handle, reader="claim reference") from None
+        context.emit(ClaimPassed(tool=self._tool, handle=handle, chars=chars))
+        return value
+
+    def _read(self, handle: str, address: Address) -> tuple[Any, int]:
+        if address.length is not None and address.length > self._left:
+            raise self._refuse()  # refused before a byte is read
+        # One read of at most what is left: a claim longer than that is refused after it
+        # (its size is known only from the read), never delivered cut.
+        length = address.length if address.length is not None else max(self._left, 1)
+        answer: Read = read(
+            self._claim_check.store, self._context.scope, handle, address, length=length
+        )
+        if isinstance(answer, LineWindow) and address.way == "line" and not answer.text:
+            total = answer.total_lines
+            raise ToolError(
+                "no_such_line",
+                f"the claim has {total} line(s) (counted at line breaks), so line "
+                f"{address.line} is past its end",
+            )
+        if not address.covered_by(answer):
+            raise self._refuse()
+        self._left -= len(answer.text)
+        if not isinstance(answer, PathRead):
+            return answer.text, len(answer.text)
+        try:  # the exact characters of one JSON value, nesting bounded like any JSON we parse
+            return loads(answer.text), len(answer.text)
+        except json.JSONDecodeError:
+            raise ToolError(
+                "invalid_arguments", f"the value at path nests deeper than {MAX_DEPTH} levels"
+            ) from None
+
+    def _link(self, handle: str | None) -> str:
+        """A link to the claim (`ClaimCheck.link`, one metadata read), for the host's link
+        server; the content stays where it is."""
+        claim_check = self._claim_check
+        base_url = claim_check.link_base_url
+        if base_url is None:
+            raise ToolError("links_unavailable", wording.LINKS_UNAVAILABLE_MESSAGE, own_words=True)
+        if handle is None:  # malformed: refused here, it never reaches the store
+            raise ClaimUnavailableError
+        return claim_check.link(handle, scope=self._context.scope, base_url=base_url)
+
+
+def _collect(value: Any, found: list[tuple[_Reference, Address]], *, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ToolError("invalid_arguments", f"the arguments nest deeper than {MAX_DEPTH} levels")
+    if isinstance(value, Mapping):
+        if REFERENCE_KEY in value:
+            found.append(_shape(value))
+            return
+        for each in value.values():
+            _collect(each, found, depth=depth + 1)
+    elif isinstance(value, list | tuple):
+        for each in value:
+            _collect(each, found, depth=depth + 1)
+
+
+def _shape(value: Mapping[str, Any]) -> tuple[_Reference, Address]:
+    if any(isinstance(v, Mapping | list | tuple) for v in value.values()):
+        raise ToolError(
+            "invalid_arguments",
+            "a claim reference holds a handle and numbers or a path only: it cannot hold an "
+            "object, a list or another reference",
+        )
+    try:
+        reference = _Reference.model_validate(dict(value))
+    except ValidationError as exc:
+        raise ToolError("invalid_arguments", f"claim reference: {describe(exc)}") from None
+    given = {k: v for k, v in value.items() if k not in (REFERENCE_KEY, "as")}
+    if reference.as_ is not None and given:
+        raise ToolError(
+            "invalid_arguments",
+            'a link reference ("as": "link") names the whole claim: the code that reads the '
+            "link narrows it (its query: offset and length, line and lines, path)",
+        )
+    try:
+        address = Address.of(given)
+    except AddressError as exc:
+        raise ToolError("invalid_arguments", f"claim reference: {exc.message}") from None
+    if address.way == "line" and address.lines is None:  # a line, by itself, is one line
+        address = address.model_copy(update={"lines": 1})
+    return reference, address
+
+
+def _replace(value: Any, values: Iterator[Any]) -> Any:
+    """The same structure, each reference (in `_collect`'s order) replaced by its value."""
+    if isinstance(value, Mapping):
+        if REFERENCE_KEY in value:
+            return next(values)
+        return {k: _replace(v, values) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace(v, values) for v in value]
+    return value
+
+
+# -- what a failure tells the model ---------------------------------------------------------
+
+
+def truncate(text: str, limit: int) -> str:
+    """The behaviour without a claim check: keep `limit` characters, and say the rest is gone."""
+    return f"{text[:limit]}\n\n{wording.truncation(total_chars=len(text), kept_chars=limit)}"
+
+
+def _failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAnswer:
     """The error result for a tool call that failed: what every host tells the model.
 
     A `ToolError`'s message may quote the model's own arguments, so it is neutralised like a
@@ -512,26 +777,10 @@ def failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAns
     """
     if isinstance(exc, ToolError):
         return ToolAnswer(refusal_text(exc), is_error=True)
-    _log.warning("tool %s raised %s", tool, type(exc).__name__)
+    _log.warning("tool %s raised %s", tool[:64], type(exc).__name__)
     context.emit(ToolFailed(tool=tool, agent=context.agent, error=type(exc).__name__))
     failed = ToolError("tool_failed", wording.tool_failed_message(type(exc).__name__))
     return ToolAnswer(failed.render(), is_error=True)
-
-
-def run_claim_tool(
-    claim_tool: Tool, arguments: Mapping[str, Any] | str, context: RunContext
-) -> ToolAnswer:
-    """Run one claim tool for any host; never raises for anything the model sent or a store did.
-
-    `arguments` is the model's JSON object, decoded or not (frameworks hand over either).
-    Its output is never checked in: a window is already as small as it may be.
-    """
-    try:
-        if isinstance(arguments, str):
-            arguments = _json_object(arguments)
-        return ToolAnswer(str(claim_tool.call(arguments, context)))
-    except Exception as exc:
-        return failure_answer(exc, tool=claim_tool.name, context=context)
 
 
 def _json_object(arguments: str) -> dict[str, Any]:

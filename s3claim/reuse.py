@@ -4,29 +4,29 @@ A tool may say how long its result answers a repeat call (`@tool(reuse_seconds=3
 adapter's `reuse={...}`, the MCP gateway's `reuse = {...}` per upstream). A call of it with
 the same arguments, in the same run and inside that window, does not run the tool: the model
 receives what it received the first time, byte for byte, after one line (`REUSED_LINE`)
-saying so. Every host takes the same two steps around a call that is not a claim tool's:
-
-    recall = reads.recall(scope, tool, arguments, reuse_seconds=..., read_only=..., ...)
-    if recall.answer is not None:         # the tool does not run
-        return recall.answer
-    context = recall.watching(context)    # learns the handle if the result is checked in
-    ... run the tool; admit its result with `context` ...
-    reads.keep(recall, reused(admitted), chars=...)
+saying so. `s3claim.hosting.Host` takes these steps around every call that is not a claim
+tool's; nothing else calls them.
 
 The decisions, each the simplest honest one:
 
 - **Only results that were checked in are reused**, since the claim is what answers the
   repeat: its head and marker are what the model saw, `fetch_result` reads the rest. A result
   that passed whole has no claim, and its tool runs again.
-- **The key** is the tool's name and a SHA-256 of its arguments as canonical JSON (sorted
-  keys, no whitespace), as the model sent them: the arguments themselves are never kept.
-- **A call of a tool that is not read-only ends reuse in its run** (a write may change what
-  a read returns): the run's reads are forgotten, and a read in flight meanwhile is not
-  remembered. The claim tools are read-only.
-- **A reuse needs its window, its claim's TTL and its claim.** The window runs from the
+- **The key** is the tool's qualified name (a gateway endpoint's upstream prefixed, so two
+  upstreams' `read` never meet), the run's scope, and a SHA-256 of the arguments as canonical
+  JSON (sorted keys, no whitespace), as the model sent them: the arguments are never kept.
+- **A call of a tool that is not read-only ends reuse in its run, on every instance**: once it
+  has run, the run's mark in the store changes (`RangedStore.mark_written`, one request), and
+  a read is reused only while the run's mark is the one it was remembered with. So a write
+  through one instance behind a load balancer ends reuse on all of them, and a read in flight
+  meanwhile is never answered again. The claim tools are read-only.
+- **A reuse needs its window, its claim's TTL and the run's mark.** The window runs from the
   check-in by the store's clock (`store.clock`; tests hold it still); a claim's TTL ends it
-  sooner; and before answering, one character of the claim is read, so a claim erased
-  (`forget`) or evicted runs the tool again rather than hand the model a dead handle.
+  sooner. Each look-up of a reusable call reads the run's mark (one request, `run_mark`), and
+  the first read remembered in a run gives the run a mark if it has none (one conditional
+  write, `new_run_mark`). A `forget` of the run or its tenant erases the mark with the claims,
+  and the memory store drops it with any claim it evicts: a repeat then runs the tool again,
+  rather than hand the model a dead handle.
 - **Memory is per process**, by the run's scope: a host remembers `max_runs` runs (the least
   recently used go first) and `max_reads` reads each. A run the runner resumes from its
   journal, on another instance or after a restart, remembers again what its conversation
@@ -34,12 +34,15 @@ The decisions, each the simplest honest one:
   check-in its claim's expiry dates (the expiry less the policy's TTL). So a resumed run
   answers its repeats as the uninterrupted run would have, byte for byte. Hosts without a
   journal (the adapters, the MCP proxy) start a restarted run with nothing remembered.
+
+docs/reading.md ("Repeat reads") says what it costs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -47,11 +50,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.clock import Clock, SystemClock
 from s3claim.errors import ConfigurationError
 from s3claim.events import Event, ResultReused, ToolResultStored
 from s3claim.safejson import loads
 from s3claim.scope import Scope
+from s3claim.store import RangedStore
 from s3claim.telemetry import count_reuse
 from s3claim.tools import RunContext
 from s3claim.wording import HANDLE_SEEN, REUSED_LINE
@@ -71,6 +74,7 @@ DEFAULT_MAX_RUNS = 1_024
 DEFAULT_MAX_READS = 256
 """Reads remembered per run; the oldest is forgotten first."""
 _T = TypeVar("_T")
+_log = logging.getLogger("s3claim")
 
 
 def reused(text: str) -> str:
@@ -118,7 +122,7 @@ class Recall(Generic[_T]):
     _tool: str = ""
     _key: str | None = field(default=None, repr=False)
     _seconds: int = 0
-    _generation: int = 0
+    _mark: str | None = field(default=None, repr=False)
 
     def watching(self, context: RunContext) -> RunContext:
         """`context`, whose events also tell this recall the handle of a check-in."""
@@ -140,23 +144,17 @@ class _Read(Generic[_T]):
     handle: str
     until: float
     chars: int
-
-
-@dataclass(slots=True)
-class _Run(Generic[_T]):
-    generation: int = 0
-    reads: OrderedDict[str, _Read[_T]] = field(default_factory=OrderedDict)
+    mark: str
 
 
 class RepeatReads(Generic[_T]):
-    """What each run has read, for one host: `_T` is what the host answers (a text, an MCP
-    result). Safe to share between threads."""
+    """What each run has read, for one host (and the endpoints beside it): `_T` is what the
+    host answers. Safe to share between threads."""
 
     def __init__(
         self,
         claim_check: ClaimCheck,
         *,
-        clock: Clock | None = None,
         max_runs: int = DEFAULT_MAX_RUNS,
         max_reads: int = DEFAULT_MAX_READS,
     ) -> None:
@@ -164,12 +162,18 @@ class RepeatReads(Generic[_T]):
             raise ConfigurationError(
                 f"max_runs ({max_runs}) and max_reads ({max_reads}) must be positive"
             )
+        store = claim_check.store
+        if not isinstance(store, RangedStore):
+            raise ConfigurationError(
+                f"repeat reads need a store that keeps run marks (a RangedStore, as both of "
+                f"s3claim's are), got {type(store).__name__}"
+            )
         self._claim_check = claim_check
-        found = getattr(claim_check.store, "clock", None)
-        self._clock = clock or (found if isinstance(found, Clock) else SystemClock())
+        self._store = store
+        self._clock = store.clock
         self._max_runs = max_runs
         self._max_reads = max_reads
-        self._runs: OrderedDict[Scope, _Run[_T]] = OrderedDict()
+        self._runs: OrderedDict[Scope, OrderedDict[str, _Read[_T]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def recall(
@@ -179,51 +183,48 @@ class RepeatReads(Generic[_T]):
         arguments: Mapping[str, Any] | str,
         *,
         reuse_seconds: int,
-        read_only: bool,
         agent: str,
         emit: Callable[[Event], None],
     ) -> Recall[_T]:
-        """Before a call runs: the earlier answer, if this call may have it (emitting
-        `result_reused`); else what `keep` needs. A call of a tool that is not read-only
-        ends reuse in the run here, before it runs. Reads the store (one character)."""
-        if not read_only:
-            self.written(scope)
-            return Recall()
+        """Before a read-only call runs: the earlier answer, if this call may have it
+        (emitting `result_reused`); else what `keep` needs. One request (the run's mark)."""
         key = arguments_key(tool, arguments) if reuse_seconds > 0 else None
         if key is None:
             return Recall()
+        try:
+            mark = self._store.run_mark(scope)
+        except Exception:  # a store fault: run the tool, as without reuse, and keep nothing
+            _log.warning("repeat reads: the run's mark could not be read (%s)", tool[:64])
+            return Recall()
         with self._lock:
-            run = self._run(scope)
-            kept = run.reads.get(key)
-            generation = run.generation
+            kept = self._reads(scope).get(key)
         if kept is not None:
-            if self._clock.now() < kept.until and self._readable(scope, kept.handle):
+            if mark == kept.mark and self._clock.now() < kept.until:
                 emit(ResultReused(tool=tool, agent=agent, handle=kept.handle, chars=kept.chars))
                 count_reuse(tool)
                 return Recall(answer=kept.answer, handle=kept.handle)
-            with self._lock:
-                now_run = self._runs.get(scope)
-                if now_run is not None and now_run.reads.get(key) is kept:
-                    del now_run.reads[key]
-        return Recall(
-            _scope=scope, _tool=tool, _key=key, _seconds=reuse_seconds, _generation=generation
-        )
+            self._drop(scope, key, kept)
+        return Recall(_scope=scope, _tool=tool, _key=key, _seconds=reuse_seconds, _mark=mark)
 
     def keep(self, recall: Recall[_T], answer: _T, *, chars: int) -> None:
         """After a call ran: remember `answer` (the repeat's, line included, of `chars`
-        characters) if its result was checked in and nothing wrote in the run meanwhile."""
-        if recall._key is None or recall._scope is None or recall.handle is None:
+        characters) if its result was checked in, under the run's mark as it was before the
+        call ran (giving the run a mark if it had none)."""
+        scope = recall._scope
+        if recall._key is None or scope is None or recall.handle is None:
             return
+        mark = recall._mark
+        if mark is None:
+            try:
+                mark = self._store.new_run_mark(scope)
+            except Exception:
+                _log.warning("repeat reads: the run could not be given a mark")
+                return
+            if mark is None:  # a write (somewhere) came first: nothing to remember by
+                return
         ttl = self._claim_check.policy_for(recall._tool).ttl_seconds
         until = self._clock.now() + min(recall._seconds, ttl)
-        with self._lock:
-            run = self._runs.get(recall._scope)
-            if run is None or run.generation != recall._generation:
-                return
-            run.reads[recall._key] = _Read(answer, recall.handle, until, chars)
-            run.reads.move_to_end(recall._key)
-            while len(run.reads) > self._max_reads:
-                run.reads.popitem(last=False)
+        self._remember(scope, recall._key, _Read(answer, recall.handle, until, chars, mark))
 
     def restore(
         self: RepeatReads[str],
@@ -235,65 +236,81 @@ class RepeatReads(Generic[_T]):
         """Remember a resumed run's reads from its conversation: each call, in order, as
         (tool, arguments, the text the model got, the tool's reuse seconds, read-only).
         `checked_in(tool, handle)`: when that claim was checked in, None if not known (the
-        read is then not remembered). Only a runner with a journal can know."""
+        read is then not remembered). Only a runner with a journal can know. The reads since
+        the last write are remembered under the run's mark as it is now."""
+        since: list[tuple[str, str, str, str, int]] = []
         prefix = reused("")
         for tool, arguments, text, seconds, read_only in calls:
             if not read_only:
-                self.written(scope)
+                since.clear()
                 continue
             key = arguments_key(tool, arguments) if seconds > 0 else None
             found = HANDLE_SEEN.search(text)
             if key is None or found is None or text.startswith(prefix):
                 continue  # never reusable, not checked in, or itself a repeat
-            at = checked_in(tool, found.group(1))
+            since.append((tool, key, text, found.group(1), seconds))
+        if not since:
+            return
+        try:
+            mark = self._store.run_mark(scope) or self._store.new_run_mark(scope)
+        except Exception:
+            return
+        if mark is None:
+            return
+        for tool, key, text, handle, seconds in since:
+            at = checked_in(tool, handle)
             if at is None:
                 continue
             ttl = self._claim_check.policy_for(tool).ttl_seconds
             answer = reused(text)
-            with self._lock:
-                run = self._run(scope)
-                run.reads[key] = _Read(answer, found.group(1), at + min(seconds, ttl), len(answer))
-                run.reads.move_to_end(key)
-                while len(run.reads) > self._max_reads:
-                    run.reads.popitem(last=False)
+            self._remember(
+                scope, key, _Read(answer, handle, at + min(seconds, ttl), len(answer), mark)
+            )
 
     def written(self, scope: Scope) -> None:
-        """A tool that is not read-only is called in `scope`'s run: forget its reads."""
+        """A call of a tool that is not read-only has run in `scope`'s run: its mark changes
+        on every instance (one request), and this one forgets the run's reads."""
         with self._lock:
-            run = self._runs.get(scope)  # none: nothing read, nothing in flight to forget
-            if run is not None:
-                run.generation += 1
-                run.reads.clear()
+            self._runs.pop(scope, None)
+        try:
+            self._store.mark_written(scope)
+        except Exception:  # other instances may reuse until their windows end: said once
+            _log.warning("repeat reads: the run's mark could not be changed after a write")
 
     def end(self, scope: Scope) -> None:
         """The run is over (the runner knows when): forget it."""
         with self._lock:
             self._runs.pop(scope, None)
 
-    def _run(self, scope: Scope) -> _Run[_T]:
-        """The run's memory, most recently used now (hold the lock)."""
-        run = self._runs.get(scope)
-        if run is None:
-            run = self._runs[scope] = _Run()
+    def _reads(self, scope: Scope) -> OrderedDict[str, _Read[_T]]:
+        """The run's reads, most recently used now (hold the lock)."""
+        reads = self._runs.get(scope)
+        if reads is None:
+            reads = self._runs[scope] = OrderedDict()
             while len(self._runs) > self._max_runs:
                 self._runs.popitem(last=False)
         else:
             self._runs.move_to_end(scope)
-        return run
+        return reads
 
-    def _readable(self, scope: Scope, handle: str) -> bool:
-        """Whether the store still holds the claim: a store fault counts as no, and the
-        tool runs again (as it would without reuse)."""
-        try:
-            self._claim_check.store.fetch(scope, handle, 0, 1)
-        except Exception:
-            return False
-        return True
+    def _remember(self, scope: Scope, key: str, read: _Read[_T]) -> None:
+        with self._lock:
+            reads = self._reads(scope)
+            reads[key] = read
+            reads.move_to_end(key)
+            while len(reads) > self._max_reads:
+                reads.popitem(last=False)
+
+    def _drop(self, scope: Scope, key: str, kept: _Read[_T]) -> None:
+        with self._lock:
+            reads = self._runs.get(scope)
+            if reads is not None and reads.get(key) is kept:
+                del reads[key]
 
     def __len__(self) -> int:
         """Reads remembered, every run's."""
         with self._lock:
-            return sum(len(run.reads) for run in self._runs.values())
+            return sum(len(reads) for reads in self._runs.values())
 
     def __repr__(self) -> str:
         with self._lock:

@@ -23,16 +23,7 @@ from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, RunConflictError, ToolError
 from s3claim.events import Event, ModelCalled, RunFinished, RunResumed
-from s3claim.hosting import (
-    ToolAnswer,
-    admit,
-    described,
-    failure_answer,
-    neutralise,
-    resolve_arguments,
-    result_text,
-    run_claim_tool,
-)
+from s3claim.hosting import Call, Host, ToolAnswer, neutralise
 from s3claim.journal import RunJournal, RunRecord, RunStatus
 from s3claim.messages import (
     AssistantMessage,
@@ -43,13 +34,10 @@ from s3claim.messages import (
     UserMessage,
     conversation_chars,
 )
-from s3claim.policy import ClaimCheckPolicy
 from s3claim.providers import Provider
-from s3claim.reuse import Recall, RepeatReads, reused
 from s3claim.scope import Scope
 from s3claim.telemetry import agent_run_span, tool_call_span
 from s3claim.tools import RunContext, Tool, ToolView
-from s3claim.turns import CheckInReason, TurnResult, plan_turn
 from s3claim.wording import unknown_tool_message
 
 __all__ = ["AgentRunner", "RunResult"]
@@ -101,27 +89,20 @@ class AgentRunner:
                     "same store: every handle would be a dead end. Add "
                     "claim_check_tool(store) to the agent's tools."
                 )
-        policies = (
-            [claim_check.policy, *claim_check.per_tool.values()] if claim_check is not None else []
-        )
-        window = getattr(provider, "context_window_chars", None)
-        for each in policies:
-            if each.max_share_of_room is not None and (each.context_window_chars or window) is None:
-                raise ConfigurationError(
-                    "a policy sets max_share_of_room, but neither it (context_window_chars) nor "
-                    "the provider (a context_window_chars attribute) says how large the model's "
-                    "context window is"
-                )
-        # Decided by the turn: the turn's tools all run before any result is admitted.
-        self._by_turn = any(
-            each.turn_budget_chars is not None or each.max_share_of_room is not None
-            for each in policies
-        )
-        self._window: int | None = window
         search = view.get(SEARCH_TOOL_NAME)
-        self._searchable = (
-            claim_check is not None and search is not None and search.redeems is claim_check.store
+        self.host = Host(
+            claim_check,
+            limit=max_tool_result_chars,
+            reuse={t.name: t.reuse_seconds for t in view.tools if t.reuse_seconds},
+            read_only=[t.name for t in view.tools if t.read_only],
+            conversation=True,
+            window_chars=getattr(provider, "context_window_chars", None),
+            searchable=claim_check is not None
+            and search is not None
+            and search.redeems is claim_check.store,
+            name="AgentRunner",
         )
+        """The tool-call pipeline (`s3claim.hosting`): every call of every turn goes through it."""
         self.provider = provider
         self.tools = view
         self.claim_check = claim_check
@@ -129,11 +110,6 @@ class AgentRunner:
         self.max_turns = max_turns
         self.system = system
         self.journal = journal
-        # Repeat reads are answered from their claims only when some tool declares a window.
-        reusable = any(t.reuse_seconds for t in view.tools)
-        self._reads: RepeatReads[str] | None = (
-            RepeatReads(claim_check) if claim_check is not None and reusable else None
-        )
 
     def run(self, prompt: str, *, tenant: str, run_id: str | None = None) -> RunResult:
         """Run from the prompt. With a journal, a `run_id` already recorded is refused
@@ -174,7 +150,7 @@ class AgentRunner:
             )
         )
         context = RunContext(scope=scope, agent=self.tools.agent, emit=events.append)
-        if self._reads is not None:
+        if self.host.remembers_reads:
             self._restore_reads(scope, record.messages)
         messages = [*record.messages, *self._run_turn(pending, context, record.messages)]
         recorder = _Recorder(journal, scope, entry.version)
@@ -184,7 +160,6 @@ class AgentRunner:
         """The resumed run's reads, as its conversation shows them (`RepeatReads.restore`);
         each claim's check-in is dated by its expiry less its tool's TTL, from one listing of
         the run's claims (made only if the conversation holds a reusable read)."""
-        assert self._reads is not None
         assert self.claim_check is not None
         claim_check = self.claim_check
         calls = []
@@ -215,7 +190,7 @@ class AgentRunner:
             ttl = claim_check.policy_for(tool).ttl_seconds
             return None if expires is None else float(expires - ttl)
 
-        self._reads.restore(scope, calls, checked_in=checked_in)
+        self.host.restore_reads(scope, calls, checked_in=checked_in)
 
     def _loop(
         self, recorder: _Recorder, messages: list[Message], events: list[Event], *, turns: int
@@ -252,8 +227,7 @@ class AgentRunner:
         try:
             yield
         finally:
-            if self._reads is not None:
-                self._reads.end(scope)
+            self.host.end(scope)
 
     def _schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas; with claim references on, each of the agent's own tools says
@@ -263,7 +237,7 @@ class AgentRunner:
             schema = each.schema
             if each.check_in:
                 function = schema["function"]
-                function["description"] = described(function["description"], self.claim_check)
+                function["description"] = self.host.described(function["description"])
             schemas.append(schema)
         return schemas
 
@@ -271,111 +245,58 @@ class AgentRunner:
         self, calls: Sequence[ToolCall], context: RunContext, before: Sequence[Message]
     ) -> list[ToolMessage]:
         """One turn's tool calls, each result admitted as it comes; or, deciding by the turn,
-        all run first (each in its span), then admitted by `plan_turn` (so a check-in's span
-        is then the run's child, beside the tool's)."""
-        if not self._by_turn:
-            return [self._run_tool(call, context) for call in calls]
-        ran = [self._run_only(call, context) for call in calls]
-        results = [
-            TurnResult(len(r.text))
-            if isinstance(r, ToolAnswer) or self.claim_check is None
-            else TurnResult(
-                len(r.text),
-                self.claim_check.policy_for(r.tool),
-                kept=self.claim_check.preview_chars(
-                    r.text, tool=r.tool, searchable=self._searchable
-                ),
-            )
-            for r in ran
+        all run first (each in its span), then admitted by one plan (`Host.finish_turn`; a
+        check-in's span is then the run's child, beside the tool's)."""
+        host = self.host
+        if not host.by_turn:
+            answers = [self._run_tool(call, context) for call in calls]
+        else:
+            ran = [self._run_only(call, context) for call in calls]
+            used = conversation_chars(list(before))
+            answers = host.finish_turn(ran, used_chars=used)
+        return [
+            ToolMessage(tool_call_id=call.id, name=call.name, content=answer.text)
+            for call, answer in zip(calls, answers, strict=True)
         ]
-        plan = plan_turn(
-            results, used_chars=conversation_chars(list(before)), window_chars=self._window
-        )
-        messages = []
-        for index, (call, outcome) in enumerate(zip(calls, ran, strict=True)):
-            if isinstance(outcome, _Ran):
-                outcome = self._admit(outcome, context, forced=plan.get(index))
-            messages.append(ToolMessage(tool_call_id=call.id, name=call.name, content=outcome.text))
-        return messages
 
-    def _policy(self, tool: str) -> ClaimCheckPolicy | None:
-        return self.claim_check.policy_for(tool) if self.claim_check is not None else None
-
-    def _run_tool(self, call: ToolCall, context: RunContext) -> ToolMessage:
+    def _run_tool(self, call: ToolCall, context: RunContext) -> ToolAnswer:
         tool = self.tools.get(call.name)
         with tool_call_span(call.name if tool is not None else None, call.id) as span:
-            answer = self._answer(tool, call, context)
-            if isinstance(answer, _Ran):
-                answer = self._admit(answer, context)
+            answer = (
+                self._unknown(call)
+                if tool is None
+                else self.host.run(tool, call.arguments, context)
+            )
             if answer.is_error:
-                span.outcome = "error"
-            return ToolMessage(tool_call_id=call.id, name=call.name, content=answer.text)
-
-    def _run_only(self, call: ToolCall, context: RunContext) -> ToolAnswer | _Ran:
-        tool = self.tools.get(call.name)
-        with tool_call_span(call.name if tool is not None else None, call.id) as span:
-            answer = self._answer(tool, call, context)
-            if isinstance(answer, ToolAnswer) and answer.is_error:
                 span.outcome = "error"
             return answer
 
-    def _admit(
-        self, ran: _Ran, context: RunContext, *, forced: CheckInReason | None = None
-    ) -> ToolAnswer:
-        recall = ran.recall
-        admitted = admit(
-            ran.text,
-            tool=ran.tool,
-            context=context if recall is None else recall.watching(context),
-            claim_check=self.claim_check,
-            limit=self.max_tool_result_chars,
-            searchable=self._searchable,
-            forced=forced,
+    def _run_only(self, call: ToolCall, context: RunContext) -> tuple[Call, object]:
+        """The call through the host's first step, and its tool run (its value, or the
+        exception it raised), in its span; admitted later, with the turn."""
+        tool = self.tools.get(call.name)
+        with tool_call_span(call.name if tool is not None else None, call.id) as span:
+            if tool is None:
+                span.outcome = "error"
+                return Call(call.name, context, call.arguments, answer=self._unknown(call)), None
+            begun = self.host.begin(tool, call.arguments, context)
+            if begun.answer is not None:
+                if begun.answer.is_error:
+                    span.outcome = "error"
+                return begun, None
+            try:
+                assert not isinstance(begun.arguments, str)
+                return begun, tool.call(begun.arguments, context)
+            except Exception as exc:  # the model's to work around, never the run's end
+                span.outcome = "error"
+                return begun, exc
+
+    def _unknown(self, call: ToolCall) -> ToolAnswer:
+        available = sorted(t.name for t in self.tools.tools)
+        error = ToolError(
+            "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
         )
-        if recall is not None and self._reads is not None:
-            again = reused(admitted)
-            self._reads.keep(recall, again, chars=len(again))
-        return ToolAnswer(admitted)
-
-    def _answer(self, tool: Tool | None, call: ToolCall, context: RunContext) -> ToolAnswer | _Ran:
-        """The answer to a call, or the text of a result yet to be admitted."""
-        if tool is None:
-            available = sorted(t.name for t in self.tools.tools)
-            error = ToolError(
-                "unknown_tool", unknown_tool_message(neutralise(call.name[:64]), available)
-            )
-            return ToolAnswer(error.render(), is_error=True)
-        if not tool.check_in:  # a claim tool: run as every host runs it
-            return run_claim_tool(tool, call.arguments, context)
-        reads, recall = self._reads, None
-        if reads is not None:
-            recall = reads.recall(
-                context.scope, tool.name, call.arguments, reuse_seconds=tool.reuse_seconds,
-                read_only=tool.read_only, agent=context.agent, emit=context.emit,
-            )  # fmt: skip
-            if recall.answer is not None:  # the earlier result: the tool does not run
-                return ToolAnswer(recall.answer)
-        try:
-            arguments = resolve_arguments(
-                call.arguments, claim_check=self.claim_check, tool=tool.name, context=context
-            )
-            text = result_text(tool, tool.call(arguments, context))
-        except Exception as exc:  # the model's to work around, never the run's end
-            return failure_answer(exc, tool=tool.name, context=context)
-        return _Ran(tool.name, text, recall)
-
-
-@dataclass(frozen=True, slots=True)
-class _Ran:
-    """A tool's result past the boundary, not yet admitted (`recall`: its repeat-read
-    look-up, to remember it by once admitted)."""
-
-    tool: str
-    text: str
-    recall: Recall[str] | None = None
-
-    def __repr__(self) -> str:  # the text is tool content: never in a repr
-        return f"_Ran(tool={self.tool!r}, chars={len(self.text)})"
+        return ToolAnswer(error.render(), is_error=True)
 
 
 @dataclass(slots=True)

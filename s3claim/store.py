@@ -1,28 +1,29 @@
-"""The store protocols, and the base every store of ours is built on.
+"""The two levels of store, and the one reader behind every door.
 
-`ClaimCheckStore` is all a claim check needs: put, fetch, forget. `AsyncClaimCheckStore` is
-the same three for coroutines (a sibling, not a mode flag). The other protocols name what a
-store may offer beyond them: a stream for search, reads by line and path, hand-off, and a
-listing of a tenant's or a run's claims (`ListableStore`, each claim a `ClaimInfo`).
-
-`RangedStore` is how a store offers all of them at once: it serves each claim as ranges of
-its text and of its index (`ClaimRanges`; the obspec `get_range` shape), and gets every
-reading mode from the one reading engine (`s3claim._reading`): windows by offset, lines,
-the end, JSON paths and the stream search reads. The memory store and the S3 store are both
-built on it, so a new store gets every mode by offering ranges (and building its index at
-check-in with `build_index`). Each read is one span (`s3claim.fetch`), opened here.
+`ClaimCheckStore` is the first level, all a claim check needs: put, fetch (by offset),
+forget; a store you bind offers at least it. `AsyncClaimCheckStore` is the same three for
+coroutines (a sibling, not a mode flag). `RangedStore` is the second: a store that serves
+each claim as ranges of its text and of its index (`ClaimRanges`; the obspec `get_range`
+shape) gets every reading mode from the one reading engine (`s3claim._reading`): windows by
+offset, lines, the end and JSON paths, the stream search reads; and it offers what the rest
+of s3claim builds on (listing, hand-off, links, repeat reads). The memory store and the S3
+store are both built on it, so a new store gets every mode by offering ranges (and building
+its index at check-in with `build_index`). `read` is the one read of an `Address` for every
+door; each read is one span (`s3claim.fetch`), opened here. docs/reading.md describes the
+modes; docs/s3.md what each costs on S3.
 """
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from s3claim._reading import (
     DEFAULT_FETCH_CHARS,
+    Address,
+    AddressError,
     AsyncClaimRanges,
     ClaimRanges,
     Facts,
@@ -33,6 +34,7 @@ from s3claim._reading import (
     PathError,
     PathRead,
     Plan,
+    Read,
     TextPart,
     Window,
     arun,
@@ -45,8 +47,10 @@ from s3claim._reading import (
     run,
     window_plan,
 )
+from s3claim.clock import Clock
+from s3claim.erasure import ErasureReceipt
 from s3claim.errors import ClaimUnavailableError, ConfigurationError
-from s3claim.handles import is_handle
+from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
 from s3claim.telemetry import Operation, fetch_operation
 
@@ -54,26 +58,23 @@ __all__ = [
     "DEFAULT_FETCH_CHARS",
     "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
+    "Address",
+    "AddressError",
     "AsyncClaimCheckStore",
     "AsyncClaimRanges",
-    "AsyncListableStore",
     "ClaimCheckStore",
     "ClaimInfo",
     "ClaimRanges",
     "Facts",
-    "HandOffStore",
     "IndexPart",
-    "LineReadableStore",
     "LineWindow",
-    "ListableStore",
     "NoIndexError",
     "NoLineIndexError",
     "PathError",
     "PathRead",
-    "PathReadableStore",
     "Plan",
     "RangedStore",
-    "SearchableStore",
+    "Read",
     "TextPart",
     "Window",
     "arun",
@@ -85,13 +86,13 @@ __all__ = [
     "finish",
     "line_plan",
     "path_plan",
+    "read",
     "read_outcome",
     "recorded_tool",
-    "takes_tool",
     "window_plan",
 ]
 
-_T = TypeVar("_T", Window, LineWindow, PathRead)
+_T = TypeVar("_T", bound=Window | LineWindow | PathRead)
 
 
 @runtime_checkable
@@ -154,26 +155,6 @@ class ClaimInfo:
     when characters follow it (0 for an empty claim)."""
 
 
-@runtime_checkable
-class ListableStore(Protocol):
-    """A store that lists the claims of a tenant, or of one run, without reading content.
-
-    For an application to show what an agent stored, and offer to erase it (`forget`).
-    Such a store's `put` takes `tool=` (`put(scope, content, *, ttl_seconds, tool=None)`),
-    which `ClaimCheck.check_in` passes, and lists it. A same-content put in the same run is
-    the same claim: the first check-in's tool is the one listed.
-    """
-
-    def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]: ...
-
-
-@runtime_checkable
-class AsyncListableStore(Protocol):
-    """`ListableStore` for coroutines: the same listing, gathered into a list."""
-
-    async def claims(self, *, tenant: str, run: str | None = None) -> list[ClaimInfo]: ...
-
-
 def recorded_tool(tool: object) -> str | None:
     """What a store records of `put`'s `tool`: the name, when it is one it keeps (valid
     Unicode, 1 to `MAX_TOOL_NAME_BYTES` bytes of UTF-8)."""
@@ -186,73 +167,18 @@ def recorded_tool(tool: object) -> str | None:
     return tool if size <= MAX_TOOL_NAME_BYTES else None
 
 
-def takes_tool(put: Callable[..., Any]) -> bool:
-    """Whether a store's `put` takes the `tool` keyword: a store written before it (or a
-    subclass overriding `put` without it) is called as it was, and lists no tool."""
-    try:
-        parameter = inspect.signature(put).parameters.get("tool")
-    except (TypeError, ValueError):  # no signature to read: call it as before
-        return False
-    return parameter is not None and parameter.kind in (
-        inspect.Parameter.KEYWORD_ONLY,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    )
-
-
-@runtime_checkable
-class SearchableStore(Protocol):
-    """A store that can stream a claim's text, start to end, in pieces.
-
-    `scan` checks the handle, the scope and the expiry exactly as `fetch` does, raising
-    `ClaimUnavailableError` (before yielding anything) for every handle `fetch` refuses.
-    """
-
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]: ...
-
-
-@runtime_checkable
-class LineReadableStore(Protocol):
-    """A store that reads a claim by line and from its end.
-
-    Both check the handle, scope and expiry exactly as `fetch` does. `read_line` starts at
-    the beginning of line `line` (1-based) and holds whole lines, up to `limit` characters;
-    `read_end` is the claim's last `limit` characters at most, from a line start when they
-    hold one. A line past the last reads empty.
-    """
-
-    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> LineWindow: ...
-
-    def read_end(self, scope: Scope, handle: str, *, limit: int) -> LineWindow: ...
-
-
-@runtime_checkable
-class HandOffStore(Protocol):
-    """A store that can make a claim readable in another run of the same tenant.
-
-    `hand_off` checks the handle in `scope` exactly as `fetch` does (`ClaimUnavailableError`),
-    and returns the claim's handle in `to`, readable there for `ttl_seconds` whatever
-    becomes of the original. The content does not pass through the caller's process.
-    """
-
-    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str: ...
-
-
-@runtime_checkable
-class PathReadableStore(Protocol):
-    """A store that reads JSON claims by JSON Pointer.
-
-    `read_path` checks the handle, scope and expiry exactly as `fetch` does; it raises
-    `PathError` for a pointer to nothing and `NoIndexError` for a claim that is not JSON.
-    """
-
-    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead: ...
-
-
 class RangedStore(ABC):
-    """A store that serves its claims as ranges, and so reads them every way.
+    """The second level of store: one that serves its claims as ranges, and so does
+    everything a claim check offers beyond put, fetch and forget.
 
-    A subclass implements `ranges` (and `put`, `forget`); every read below checks the handle's
-    form first (a malformed one never reaches the store) and is one `s3claim.fetch` span.
+    A subclass implements `ranges` (each claim as ranges of its text and index), `put`
+    (taking `tool=`, which its listing keeps), `forget`, `claims`, `hand_off`, `expiry`, its
+    `clock` and `handle_key`, and the run marks that end repeat reads on every instance
+    (`mark_written`, `run_mark`, `new_run_mark`); every reading mode comes from the engine
+    here (`read`, by an `Address`), each read checking the handle's form first (a malformed
+    one never reaches the store) and each one `s3claim.fetch` span. Both stores of s3claim
+    are built on it; a store that offers only the first level (`ClaimCheckStore`) is read
+    by offset alone.
     """
 
     @abstractmethod
@@ -263,6 +189,81 @@ class RangedStore(ABC):
         (`ClaimUnavailableError`), and `stream` does so before it returns.
         """
 
+    @abstractmethod
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
+        """Store `content` for `scope` (`tool`: whose result it is, which `claims` lists)."""
+
+    @abstractmethod
+    def forget(self, *, tenant: str, run: str | None = None) -> int:
+        """Erase a tenant's claims (or one run's); how many claims went."""
+
+    @abstractmethod
+    def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt:
+        """Erase as `forget` does, and return the signed receipt of what went
+        (`s3claim.erasure`)."""
+
+    @abstractmethod
+    def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
+        """The claims of a tenant, or of one run, without reading their content.
+
+        A same-content put in the same run is the same claim: the first check-in's tool is
+        the one listed."""
+
+    @abstractmethod
+    def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
+        """The claim's handle in the run `to` (same tenant), readable there for
+        `ttl_seconds` whatever becomes of the original; checked in `scope` as `fetch`
+        checks it (`ClaimUnavailableError`). The content does not pass through the caller."""
+
+    @abstractmethod
+    def expiry(self, scope: Scope, handle: str) -> float:
+        """When the claim stops being readable (the store's clock), refused as `fetch`
+        refuses (`ClaimUnavailableError`): one metadata read."""
+
+    @property
+    @abstractmethod
+    def clock(self) -> Clock:
+        """The clock claims expire by (and repeat reads count by)."""
+
+    @property
+    @abstractmethod
+    def handle_key(self) -> HandleKey:
+        """The secret behind handles, tags and links."""
+
+    @abstractmethod
+    def run_mark(self, scope: Scope) -> str | None:
+        """The run's mark: a token that changes whenever a call that may write runs in it,
+        on any instance sharing the store (`mark_written`), and is gone once the run (or its
+        tenant) is forgotten or loses a claim; None when it has none. One request at most."""
+
+    @abstractmethod
+    def new_run_mark(self, scope: Scope) -> str | None:
+        """Give a run that has no mark one, and return it; None when it has one already
+        (a call that may write came first, on some instance). One request at most."""
+
+    @abstractmethod
+    def mark_written(self, scope: Scope) -> None:
+        """A call that may write has run in the run: change its mark. One request."""
+
+    def read(self, scope: Scope, handle: str, address: Address, *, length: int) -> Read:
+        """The window `address` names, of at most `length` characters: the one read behind
+        every door (the claim tools, references, links, resource URIs, the command line), by
+        the reading method of its way (so a subclass that wraps one wraps every door's)."""
+        match address.way:
+            case "path":
+                assert address.path is not None
+                return self.read_path(scope, handle, address.path, limit=length)
+            case "line":
+                assert address.line is not None
+                window = self.read_line(scope, handle, address.line, limit=length)
+            case "from_end":
+                window = self.read_end(scope, handle, limit=length)
+            case "offset":
+                return self.fetch(scope, handle, address.offset or 0, length)
+        if address.lines is None:
+            return window
+        return at_most_lines(window, address.lines, from_end=address.from_end)
+
     def fetch(
         self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
     ) -> Window:
@@ -272,23 +273,25 @@ class RangedStore(ABC):
     def read_line(
         self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        """Whole lines from the start of `line` (`LineReadableStore`)."""
+        """Whole lines from the start of `line` (1-based), up to `limit` characters."""
         return self._read(scope, handle, None, line_plan(line, limit))
 
     def read_end(
         self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        """The last window, from a line's start when it holds one (`LineReadableStore`)."""
+        """The claim's last `limit` characters at most, from a line's start when they hold one."""
         return self._read(scope, handle, None, end_plan(limit))
 
     def read_path(
         self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> PathRead:
-        """The value at a JSON Pointer, and its first members (`PathReadableStore`)."""
+        """The value at a JSON Pointer, and its first members (`PathError` for a pointer to
+        nothing, `NoIndexError` for a claim that is not JSON)."""
         return self._read(scope, handle, 0, path_plan(pointer, limit=limit))
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]:
-        """The claim's text in pieces (`SearchableStore`); refuses as `fetch` does."""
+        """The claim's text, start to end, in pieces (search reads it so); refuses as
+        `fetch` does, before yielding anything."""
         if not is_handle(handle):
             raise ClaimUnavailableError
         return self.ranges(scope, handle).stream()
@@ -306,6 +309,21 @@ class RangedStore(ABC):
                 raise
             finish(op, answer)
             return answer
+
+
+def read(
+    store: ClaimCheckStore, scope: Scope, handle: str, address: Address, *, length: int
+) -> Read:
+    """The window `address` names in any store: every way in a `RangedStore`; by offset
+    alone in a store of the first level (another way is refused as the claim's lack of the
+    index it needs: `NoLineIndexError`, `NoIndexError`)."""
+    if isinstance(store, RangedStore):
+        return store.read(scope, handle, address, length=length)
+    if address.way == "path":
+        raise NoIndexError
+    if address.way != "offset":
+        raise NoLineIndexError
+    return store.fetch(scope, handle, address.offset or 0, length)
 
 
 class _Nowhere:

@@ -9,7 +9,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
-from s3claim.errors import ConfigurationError, ToolError
+from s3claim.errors import ConfigurationError, ToolError, describe_validation_error
 from s3claim.events import Event
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
@@ -24,15 +24,6 @@ class RunContext:
     scope: Scope
     agent: str
     emit: Callable[[Event], None]
-
-
-def describe_validation_error(error: ValidationError) -> str:
-    """Field paths and reasons only: the offending input could be anything, so it is left out."""
-    parts = []
-    for item in error.errors(include_url=False, include_input=False, include_context=False):
-        where = ".".join(str(loc) for loc in item["loc"]) or "value"
-        parts.append(f"{where}: {item['msg']}")
-    return "; ".join(parts)
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,6 +16,7 @@ __all__ = [
     "CONTINUE_SEEN",
     "END_SEEN",
     "FETCH_DESCRIPTION",
+    "FROM_END_FLAG_MESSAGE",
     "HANDLE_SEEN",
     "LINES_WITHOUT_LINE_MESSAGE",
     "LINE_SEEN",
@@ -36,6 +37,8 @@ __all__ = [
     "claim_link_name",
     "end_note",
     "footer",
+    "given_twice_message",
+    "length_too_long_message",
     "line_footer",
     "long_line_footer",
     "marker",
@@ -50,7 +53,9 @@ __all__ = [
     "strip_notes",
     "tool_failed_message",
     "truncation",
+    "unknown_address_message",
     "unknown_tool_message",
+    "whole_number_message",
 ]
 
 UNAVAILABLE_MESSAGE = "claim unavailable: expired, never stored, or not in this scope"
@@ -316,6 +321,29 @@ def addresses_message(given: set[str]) -> str:
         f"give one of offset, line, from_end or path, not several: this call gives {listed}. "
         f"To read one way, {drops}"
     )
+
+
+FROM_END_FLAG_MESSAGE = (
+    "from_end is a flag: give it no value, 1 or true (0 or false: not from the end)"
+)
+
+
+def unknown_address_message(name: str, names: tuple[str, ...]) -> str:
+    """A text door (a query, a URI) named a parameter no address has."""
+    return f"unknown parameter {name[:40]!r}: a window is named by {', '.join(names)}"
+
+
+def given_twice_message(name: str) -> str:
+    return f"{name} is given more than once: give it once"
+
+
+def whole_number_message(name: str, *, digits: int) -> str:
+    """A text door's number that is not one (the value itself is never quoted)."""
+    return f"{name} must be a whole number: 1 to {digits} ASCII digits"
+
+
+def length_too_long_message(most: int) -> str:
+    return f"length is at most {most} characters here: read a longer stretch window by window"
 
 
 def path_members(

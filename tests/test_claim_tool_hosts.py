@@ -26,12 +26,11 @@ from s3claim import (
     Scope,
     ScriptedProvider,
     ToolCall,
-    Window,
     claim_tools,
 )
-from s3claim._reading._lines import LineWindow
 from s3claim.integrations._bridge import Bridge
 from s3claim.messages import ToolMessage
+from s3claim.store import Address, Read
 from s3claim.wording import (
     LINES_WITHOUT_LINE_MESSAGE,
     UNAVAILABLE_MESSAGE,
@@ -50,20 +49,10 @@ class FlakyStore(MemoryClaimCheckStore):
 
     failing = False
 
-    def fetch(self, scope: Scope, handle: str, offset: int = 0, limit: int = 4096) -> Window:
+    def read(self, scope: Scope, handle: str, address: Address, *, length: int) -> Read:
         if self.failing:
             raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().fetch(scope, handle, offset, limit)
-
-    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int = 4096) -> LineWindow:
-        if self.failing:
-            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().read_line(scope, handle, line, limit=limit)
-
-    def read_end(self, scope: Scope, handle: str, *, limit: int = 4096) -> LineWindow:
-        if self.failing:
-            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().read_end(scope, handle, limit=limit)
+        return super().read(scope, handle, address, length=length)
 
     def scan(self, scope: Scope, handle: str) -> Iterator[str]:
         if self.failing:
@@ -386,10 +375,11 @@ class TestBridge(ClaimToolContract):
 
     def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         bridge = Bridge(ClaimCheck(self.store), on_event=self.events.append)
-        text = asyncio.run(
-            bridge.aside(bridge.call, tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
+        call = asyncio.run(
+            bridge.aside(bridge.begin, tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
         )
-        return text, _is_refusal(text)
+        assert call.answer is not None  # a claim tool: the host answers it
+        return call.answer.text, _is_refusal(call.answer.text)
 
 
 class _NoUpstream:

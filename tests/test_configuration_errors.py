@@ -33,9 +33,9 @@ from s3claim import (
     claim_search_tool,
 )
 from s3claim.cli import app
-from s3claim.hosting import run_claim_tool
 from s3claim.providers._openai_compatible import INVALID_ARGUMENTS_KEY, decode_arguments
 from s3claim.s3._config import check_day_classes, make_client
+from tests._hosts import claim_answer
 from tests._s3 import moto_client
 
 runner = CliRunner()
@@ -166,7 +166,7 @@ def test_json_nested_beyond_the_bound_is_a_value_error_not_a_recursion_error() -
 def test_tool_arguments_nested_too_deep_are_a_refusal_the_model_reads() -> None:
     store = MemoryClaimCheckStore()
     context = RunContext(scope=SCOPE, agent="a", emit=lambda event: None)
-    answer = run_claim_tool(claim_check_tool(store), '{"handle": ' + DEEP + "}", context)
+    answer = claim_answer(claim_check_tool(store), '{"handle": ' + DEEP + "}", context)
     assert answer.is_error and json.loads(answer.text)["error"] == "invalid_arguments"
     assert "nest" in json.loads(answer.text)["message"]
     assert INVALID_ARGUMENTS_KEY in decode_arguments('{"a": ' + DEEP + "}")
@@ -212,7 +212,7 @@ def test_a_damaged_claim_is_told_to_the_model_as_the_uniform_refusal(moto_endpoi
         (claim_check_tool(store), {"handle": handle}),
         (claim_search_tool(store), {"handle": handle, "pattern": "Clause"}),
     ):
-        answer = json.loads(run_claim_tool(claim_tool, arguments, context).text)
+        answer = json.loads(claim_answer(claim_tool, arguments, context).text)
         assert answer == {
             "error": "claim_unavailable",
             "message": "claim unavailable: expired, never stored, or not in this scope",
@@ -225,6 +225,6 @@ def test_a_store_that_refuses_this_process_does_not_invite_retries(moto_endpoint
     store = S3ClaimCheckStore(f"missing-{uuid.uuid4().hex}", handle_key="k" * 32, client=client)
     context = RunContext(scope=SCOPE, agent="a", emit=lambda event: None)
     handle = MemoryClaimCheckStore().put(SCOPE, "x", ttl_seconds=60)
-    answer = json.loads(run_claim_tool(claim_check_tool(store), {"handle": handle}, context).text)
+    answer = json.loads(claim_answer(claim_check_tool(store), {"handle": handle}, context).text)
     assert answer["error"] == "store_unavailable"
     assert "try again" not in answer["message"] and "will not help" in answer["message"]

@@ -38,10 +38,10 @@ from s3claim import (
 )
 from s3claim.cli import app
 from s3claim.erasure import ErasureReceipt, verify_receipt
-from s3claim.hosting import run_claim_tool
 from s3claim.journal import RunRecord
 from s3claim.s3 import S3AuditTrail
 from s3claim.s3._provision import provision_bucket
+from tests._hosts import claim_answer
 
 KEY = "k" * 32
 TAG = HandleKey(KEY).tenant_tag("acme")
@@ -70,8 +70,8 @@ def _redeem(store: Any, scope: Scope, handle: str) -> None:
     """One fetch that is served and one that is refused: two audit records."""
     (fetch, *_) = claim_tools(store)
     context = RunContext(scope=scope, agent="counsel", emit=lambda _: None)
-    assert not run_claim_tool(fetch, {"handle": handle}, context).is_error
-    assert run_claim_tool(fetch, {"handle": "claim:1" + "0" * 32}, context).is_error
+    assert not claim_answer(fetch, {"handle": handle}, context).is_error
+    assert claim_answer(fetch, {"handle": "claim:1" + "0" * 32}, context).is_error
 
 
 def _independent_listing(s3: Any, bucket: str) -> tuple[Counter[str], int, int]:

@@ -21,7 +21,7 @@ from s3claim import MemoryClaimCheckStore, RunContext, Scope, claim_search_tool
 from s3claim._reading import _matching
 from s3claim._reading._search import MAX_MATCHES, compile_pattern, search_text
 from s3claim.events import Event
-from s3claim.hosting import run_claim_tool
+from tests._hosts import claim_answer
 
 SCOPE = Scope(tenant="acme", run="r-1")
 HOSTILE = "(a|aa)+b"  # backtracks without end on a run of a's with no b
@@ -41,7 +41,7 @@ def ask(
 ) -> tuple[dict[str, Any], list[Event]]:
     events: list[Event] = []
     context = RunContext(scope=scope, agent="a", emit=events.append)
-    answer = run_claim_tool(
+    answer = claim_answer(
         claim_search_tool(store), {"handle": handle, "pattern": pattern, **arguments}, context
     )
     parsed: dict[str, Any] = json.loads(answer.text)

@@ -25,9 +25,9 @@ from s3claim import (
     Scope,
 )
 from s3claim.events import Event
-from s3claim.hosting import resolve_references
 from s3claim.tools import RunContext
 from tests._counsel import CONTRACT
+from tests._hosts import resolved_arguments
 
 PARENT = Scope("acme", "counsel-1")
 CHILD = Scope("acme", "summariser-1")
@@ -141,7 +141,7 @@ def test_the_child_passes_its_claim_by_reference(setup: Any) -> None:
     events: list[Event] = []
     context = RunContext(scope=CHILD, agent="summariser", emit=events.append)
     refs = ClaimCheck(claim_check.store, references=True)
-    resolved = resolve_references(
+    resolved = resolved_arguments(
         {"text": {"$claim": child, "offset": 10, "length": 20}},
         claim_check=refs,
         tool="summarise",

@@ -178,7 +178,7 @@ def test_another_tenant_or_conversation_cannot_redeem_the_handle() -> None:
 
 
 class DeadStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         raise ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
 
 

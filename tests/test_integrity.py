@@ -36,7 +36,6 @@ from s3claim import (
     claim_search_tool,
     tool,
 )
-from s3claim.hosting import run_claim_tool
 from s3claim.journal import RunRecord
 from s3claim.messages import SystemMessage, UserMessage
 from s3claim.s3 import ClaimInfo
@@ -50,6 +49,7 @@ from s3claim.s3._seal import (
     laid_out,
     sealed_size,
 )
+from tests._hosts import claim_answer
 from tests._s3 import moto_client
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -111,7 +111,7 @@ def _tool_answers(
     """What the model reads from fetch_result (at `offset`) and search_result for this handle."""
     context = RunContext(scope=SCOPE, agent="a", emit=lambda _: None)
     return [
-        run_claim_tool(claim_tool, arguments, context).text
+        claim_answer(claim_tool, arguments, context).text
         for claim_tool, arguments in (
             (claim_check_tool(store), {"handle": handle, "offset": offset}),
             (claim_search_tool(store), {"handle": handle, "pattern": pattern}),

@@ -25,6 +25,7 @@ from s3claim._reading._lines import (
 from s3claim.errors import ClaimUnavailableError
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
+from tests._hosts import claim_answer, resolved_arguments
 from tests._strategies import examples
 from tests.conftest import StoreUnderTest
 
@@ -214,7 +215,6 @@ def test_a_claim_too_long_for_a_line_index_says_it_cannot_read_by_line(
     """Line starts are 32-bit: a claim of 2**32 characters or more has none (made shorter
     here), reads by offset and from the end, and answers a read by line with a refusal."""
     from s3claim import claim_check_tool
-    from s3claim.hosting import run_claim_tool
     from s3claim.tools import RunContext
 
     store: Any = store_under_test.store
@@ -225,16 +225,15 @@ def test_a_claim_too_long_for_a_line_index_says_it_cannot_read_by_line(
         store.read_line(SCOPE, handle, 1500, limit=100)
     assert store.read_line(SCOPE, handle, 1, limit=20).text == expected_line(text, 1, 20)[0]
     assert store.read_line(SCOPE, handle, 10**6, limit=20).text == ""  # past the last: counted
-    answer = run_claim_tool(
+    answer = claim_answer(
         claim_check_tool(store), {"handle": handle, "line": 1500}, RunContext(SCOPE, "a", print)
     )
     assert answer.is_error and '"cannot_read_by_line"' in answer.text
     from s3claim import ClaimCheck
     from s3claim.errors import ToolError
-    from s3claim.hosting import resolve_references
 
     with pytest.raises(ToolError) as refused:  # a reference by line says the same
-        resolve_references(
+        resolved_arguments(
             {"text": {"$claim": handle, "line": 1500}},
             claim_check=ClaimCheck(store, references=True),
             tool="t",
@@ -348,7 +347,6 @@ def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
     store_under_test: StoreUnderTest,
 ) -> None:
     from s3claim import claim_check_tool
-    from s3claim.hosting import run_claim_tool
     from s3claim.tools import RunContext
 
     store: Any = store_under_test.store
@@ -358,7 +356,7 @@ def test_a_single_one_mib_line_reads_from_its_start_and_on_by_offset(
     context = RunContext(SCOPE, "a", lambda _: None)
 
     def read(**arguments: Any) -> str:
-        answer = run_claim_tool(fetch, {"handle": handle, **arguments}, context)
+        answer = claim_answer(fetch, {"handle": handle, **arguments}, context)
         assert not answer.is_error, answer.text[:200]
         return answer.text
 

@@ -1,4 +1,4 @@
-"""A run's claims for the application: `ClaimCheck.claims(scope)` and `ListableStore.claims`,
+"""A run's claims for the application: `ClaimCheck.claims(scope)` and `RangedStore.claims`,
 on the memory store and the S3 store (moto's server), with the tool each claim came from."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from s3claim import (
     Scope,
     ThreadedAsyncStore,
 )
-from s3claim.store import MAX_TOOL_NAME_BYTES, ClaimInfo, ListableStore
+from s3claim.store import MAX_TOOL_NAME_BYTES, ClaimInfo, RangedStore
 from tests._s3 import moto_client
 
 RUN, OTHER_RUN = Scope("acme", "matter-7"), Scope("acme", "matter-8")
@@ -52,7 +52,7 @@ def store(request: pytest.FixtureRequest, clock: ManualClock) -> Any:
 
 
 def test_a_runs_claims_list_their_tool_size_lines_and_expiry(store: Any) -> None:
-    assert isinstance(store, ListableStore)
+    assert isinstance(store, RangedStore)
     claim_check = ClaimCheck(store, policy=POLICY)
     log = claim_check.check_in(LOG, tool="read_log", scope=RUN).handle
     rows = claim_check.check_in(JSON, tool="query", scope=RUN).handle
@@ -104,17 +104,26 @@ def test_a_claim_put_without_a_tool_or_with_a_name_too_long_lists_none(store: An
     assert store.fetch(OTHER_RUN, child).text == LOG + "a"
 
 
-class _OwnPut(MemoryClaimCheckStore):
-    """A store written before `put` took `tool`: a subclass overriding it without."""
+def test_a_store_of_the_first_level_is_called_as_its_protocol_says() -> None:
+    """A store that offers put, fetch and forget only is never handed `tool`."""
+    inner = MemoryClaimCheckStore()
+    puts: list[dict[str, Any]] = []
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
-        return super().put(scope, content, ttl_seconds=ttl_seconds)
+    class Plain:
+        def put(self, scope: Scope, content: str, **given: Any) -> str:
+            puts.append(given)
+            return inner.put(scope, content, **given)
 
+        def fetch(self, scope: Scope, handle: str, offset: int = 0, limit: int = 1) -> Any:
+            return inner.fetch(scope, handle, offset, limit)
 
-def test_a_store_whose_put_takes_no_tool_is_called_as_before() -> None:
-    claim_check = ClaimCheck(_OwnPut(), policy=POLICY)
+        def forget(self, *, tenant: str, run: str | None = None) -> int:
+            return inner.forget(tenant=tenant, run=run)
+
+    claim_check = ClaimCheck(Plain(), policy=POLICY)
     handle = claim_check.check_in(LOG, tool="read_log", scope=RUN).handle
-    assert [(c.handle, c.tool) for c in claim_check.claims(RUN)] == [(handle, None)]
+    assert puts == [{"ttl_seconds": POLICY.ttl_seconds}]
+    assert handle is not None and inner.fetch(RUN, handle).text == LOG[:4096]
 
 
 def test_a_store_that_cannot_list_says_so() -> None:

@@ -32,10 +32,10 @@ from s3claim import (
     tool,
 )
 from s3claim.claimcheck import _preview_notes, most_notes_chars
-from s3claim.hosting import run_claim_tool
 from s3claim.policy import LOG_PATTERN, ROOT_LISTING_CHARS
 from s3claim.turns import kept_chars
 from s3claim.wording import marker
+from tests._hosts import claim_answer
 from tests.conftest import StoreUnderTest
 
 SCOPE = Scope(tenant="acme", run="ci-7")
@@ -197,7 +197,7 @@ def test_a_bad_preview_is_refused_at_construction_in_one_line(
 def path_listing(store: MemoryClaimCheckStore, handle: str) -> str:
     """The members paragraph `fetch_result(path="")` answers for a claim."""
     context = RunContext(scope=SCOPE, agent="ci", emit=lambda event: None)
-    answer = run_claim_tool(claim_check_tool(store), {"handle": handle, "path": ""}, context)
+    answer = claim_answer(claim_check_tool(store), {"handle": handle, "path": ""}, context)
     found = re.search(r"\n\n(\[the document: [^\]]*\])", answer.text)
     assert found is not None, answer.text[-300:]
     return found.group(1)

@@ -43,6 +43,7 @@ from s3claim.wording import (
     UNAVAILABLE_MESSAGE,
 )
 from tests._counsel import CONTRACT, HANDLE
+from tests._hosts import resolved_arguments
 
 SCOPE = Scope(tenant="acme", run="r-1")
 Call = tuple[str, dict[str, Any]]
@@ -405,7 +406,6 @@ def test_a_tool_that_returns_a_reference_has_it_neutralised() -> None:
 
 def test_a_reference_nested_past_the_depth_bound_is_refused_not_passed_on() -> None:
     from s3claim.errors import ToolError
-    from s3claim.hosting import resolve_arguments
 
     store = MemoryClaimCheckStore()
     deep: Any = {"$claim": store.put(SCOPE, CONTRACT, ttl_seconds=60)}
@@ -413,7 +413,7 @@ def test_a_reference_nested_past_the_depth_bound_is_refused_not_passed_on() -> N
         deep = [deep]
     context = RunContext(scope=SCOPE, agent="a", emit=lambda _: None)
     with pytest.raises(ToolError, match="deeper than"):
-        resolve_arguments(
+        resolved_arguments(
             {"texts": deep},
             claim_check=ClaimCheck(store, references=True),
             tool="report",

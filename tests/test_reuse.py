@@ -212,7 +212,7 @@ def test_with_no_tool_declaring_a_window_the_run_is_as_before(
         claim_check=ClaimCheck(store),
     )
     result = agent.run("q", tenant="t", run_id="r")
-    assert CALLS == ["read_contract"] * 2 and agent._reads is None
+    assert CALLS == ["read_contract"] * 2 and not agent.host.remembers_reads
     first, again = tool_texts(result.messages)
     assert first == again and not plain.read_only
 
@@ -224,7 +224,7 @@ def test_what_is_remembered_is_bounded_and_ends_with_the_run(
     check = ClaimCheck(store_under_test.store)
     reads: RepeatReads[str] = RepeatReads(check, max_runs=2, max_reads=2)
     agent = runner(store_under_test, [calls(read("a"), read("b"), read("c")), calls(read("a"))])
-    agent._reads = reads
+    agent.host._reads = reads
     agent.run("q", tenant="t", run_id="r")
     assert CALLS == ["read_contract"] * 4  # "a" was the oldest of three: forgotten
     assert len(reads) == 0  # the run is over

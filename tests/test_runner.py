@@ -334,10 +334,10 @@ class BrokenStore(MemoryClaimCheckStore):
         super().__init__(clock=ManualClock())
         self.down = True
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         if self.down:
             raise ClaimStoreError("put failed: SlowDown")
-        return super().put(scope, content, ttl_seconds=ttl_seconds)
+        return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
     def fetch(self, scope: Scope, handle: str, offset: int = 0, limit: int = 4096) -> Window:
         if self.down:

@@ -32,8 +32,8 @@ from s3claim import (
 from s3claim._reading._index import TAIL_BYTES, head_of
 from s3claim._reading._json_index import parse_head
 from s3claim.errors import ToolError
-from s3claim.hosting import resolve_references, run_claim_tool
 from s3claim.s3._seal import BLOCK_BYTES, TAG_BYTES, UNIT_BYTES
+from tests._hosts import claim_answer, resolved_arguments
 from tests._s3 import moto_client
 
 SCOPE = Scope(tenant="acme", run="run-1")
@@ -82,7 +82,7 @@ def _reads(store: S3ClaimCheckStore) -> dict[str, Callable[[str], str]]:
 
     def tool(claim_tool: Any, **arguments: Any) -> Callable[[str], str]:
         return lambda handle: (
-            run_claim_tool(claim_tool, {"handle": handle, **arguments}, context).text
+            claim_answer(claim_tool, {"handle": handle, **arguments}, context).text
         )
 
     def resource(query: str) -> Callable[[str], str]:
@@ -103,7 +103,7 @@ def _reads(store: S3ClaimCheckStore) -> dict[str, Callable[[str], str]]:
         def read(handle: str) -> str:
             arguments = {"value": {"$claim": handle, **narrowing}}
             try:
-                resolved = resolve_references(
+                resolved = resolved_arguments(
                     arguments, claim_check=claim_check, tool="t", context=context
                 )
             except ToolError as exc:
@@ -273,7 +273,7 @@ def test_a_listing_rewritten_with_forged_text_is_never_shown(store: S3ClaimCheck
     store.client.put_object(
         Bucket=store.bucket.name, Key=key, Body=bytes(stored), Metadata=got["Metadata"]
     )
-    answer = run_claim_tool(
+    answer = claim_answer(
         claim_check_tool(store),
         {"handle": handle, "path": ""},
         RunContext(scope=SCOPE, agent="a", emit=lambda _: None),

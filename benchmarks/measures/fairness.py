@@ -5,7 +5,7 @@ which backtracks without end; while they hold every search slot the neighbour ma
 queue for more), two honest searches of a 9 Mi-character
 contract start: the literal `term 1` (111,111 matches, which before issue 21 failed as
 `pattern_too_costly` 3 times in 3 beside them) and a regex with ten matches. Each is timed
-alone first. Memory store, one process, `run_claim_tool` as every host runs it.
+alone first. Memory store, one process, `Host.run`, as every host runs it.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Any
 from benchmarks.context import Bench
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms
+from s3claim import ClaimCheck
 from s3claim._reading._matching import (
     MAX_CONCURRENT_SEARCHES,
     MAX_SEARCHES_PER_TENANT,
     QUEUE_SECONDS,
 )
-from s3claim.claim_tools import claim_search_tool
-from s3claim.hosting import run_claim_tool
+from s3claim.hosting import Host
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext
@@ -62,8 +62,8 @@ def _search(
 ) -> dict[str, Any]:
     context = RunContext(scope=scope, agent="bench", emit=lambda event: None)
     wall, cpu = time.monotonic(), time.thread_time()
-    answer = run_claim_tool(
-        claim_search_tool(store), {"handle": handle, "pattern": pattern, "regex": is_regex}, context
+    answer = Host(ClaimCheck(store)).run(
+        "search_result", {"handle": handle, "pattern": pattern, "regex": is_regex}, context
     )
     parsed: dict[str, Any] = json.loads(answer.text)
     parsed["_wall"], parsed["_cpu"] = time.monotonic() - wall, time.thread_time() - cpu

@@ -22,8 +22,8 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int, fmt_ratio
 from devkit.documents import MiB
 from devkit.servers import Wire
-from s3claim.claim_tools import claim_check_tool
-from s3claim.hosting import run_claim_tool
+from s3claim import ClaimCheck
+from s3claim.hosting import Host
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.tools import RunContext
@@ -119,11 +119,11 @@ def _model_side(text: str) -> list[list[str]]:
     store = MemoryClaimCheckStore()
     scope = Scope(tenant="bench", run="lines-model")
     handle = store.put(scope, text, ttl_seconds=TTL)
-    fetch = claim_check_tool(store)
+    host = Host(ClaimCheck(store))
     context = RunContext(scope=scope, agent="ops", emit=lambda event: None)
 
     def call(arguments: dict[str, Any]) -> str:
-        return run_claim_tool(fetch, {"handle": handle, **arguments}, context).text
+        return host.run("fetch_result", {"handle": handle, **arguments}, context).text
 
     rows: list[list[str]] = []
     for name, arguments in (

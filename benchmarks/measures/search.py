@@ -29,7 +29,7 @@ from s3claim.claim_tools import claim_check_tool, claim_search_tool
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli.demo import SYSTEM, contract, read_contract_tool
 from s3claim.events import ModelCalled
-from s3claim.hosting import run_claim_tool
+from s3claim.hosting import Host
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from s3claim.providers import ScriptedProvider, Step
@@ -62,7 +62,7 @@ def _ours(store: Any, handle: str, needle: str) -> int:
     """`search_result` as every host runs it: the matches counted, a page of them returned."""
     context = RunContext(scope=SCOPE, agent="bench", emit=lambda event: None)
     arguments = {"handle": handle, "pattern": needle}
-    answer = run_claim_tool(claim_search_tool(store), arguments, context)
+    answer = Host(ClaimCheck(store)).run("search_result", arguments, context)
     total: int = json.loads(answer.text)["total_matches"]
     return total
 

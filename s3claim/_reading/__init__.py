@@ -8,6 +8,7 @@ lines it picks and the JSON root it lists (`_previews`). Only the
 top-level modules of s3claim import this package: `s3claim.store` offers it to stores.
 """
 
+from ._address import MAX_DIGITS, Address, AddressError, Read, Way
 from ._head import extract_head, extract_tail
 from ._index import build_index
 from ._json_path import NoIndexError, PathError, PathRead, escape, path_plan
@@ -45,10 +46,13 @@ __all__ = [
     "DEFAULT_FETCH_CHARS",
     "LINE_CHARS",
     "MAX_CONCURRENT_SEARCHES",
+    "MAX_DIGITS",
     "MAX_MATCHES",
     "MAX_PATTERN_CHARS",
     "MAX_SEARCHES_PER_TENANT",
     "SNIPPET_CHARS",
+    "Address",
+    "AddressError",
     "AsyncClaimRanges",
     "ClaimRanges",
     "Facts",
@@ -63,9 +67,11 @@ __all__ = [
     "Pick",
     "Picks",
     "Plan",
+    "Read",
     "SearchBusyError",
     "SearchResult",
     "TextPart",
+    "Way",
     "Window",
     "arun",
     "at_most_lines",

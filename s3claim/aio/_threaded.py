@@ -3,24 +3,18 @@ worker threads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from s3claim.aio._workers import DEFAULT_MAX_WORKERS, Workers
 from s3claim.claimcheck import CheckIn, ClaimCheck
-from s3claim.erasure import ErasableStore, ErasureReceipt
+from s3claim.erasure import ErasureReceipt
 from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     ClaimCheckStore,
     ClaimInfo,
-    HandOffStore,
-    LineReadableStore,
     LineWindow,
-    ListableStore,
     PathRead,
-    PathReadableStore,
+    RangedStore,
     Window,
-    takes_tool,
 )
 
 __all__ = ["AsyncClaimCheck", "ThreadedAsyncStore"]
@@ -43,14 +37,13 @@ class ThreadedAsyncStore:
             )
         self.store = store
         self._workers = Workers(max_workers)
-        self._put_tool = takes_tool(store.put)
 
     async def put(
         self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None
     ) -> str:
-        """The store's `put`; `tool` reaches it when it takes one (`ListableStore`)."""
-        if self._put_tool:  # beyond the protocol's put: `ListableStore`'s
-            put: Callable[..., str] = self.store.put
+        """The store's `put`; `tool` reaches a store of the second level (`RangedStore`)."""
+        if isinstance(self.store, RangedStore):
+            put = self.store.put
             return await self._workers.run(put, scope, content, ttl_seconds=ttl_seconds, tool=tool)
         return await self._workers.run(self.store.put, scope, content, ttl_seconds=ttl_seconds)
 
@@ -62,49 +55,48 @@ class ThreadedAsyncStore:
     async def read_line(
         self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        if not isinstance(self.store, LineReadableStore):
-            raise self._cannot("read by line")
-        return await self._workers.run(self.store.read_line, scope, handle, line, limit=limit)
+        return await self._workers.run(
+            self._ranged("read by line").read_line, scope, handle, line, limit=limit
+        )
 
     async def read_end(
         self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> LineWindow:
-        if not isinstance(self.store, LineReadableStore):
-            raise self._cannot("read by line")
-        return await self._workers.run(self.store.read_end, scope, handle, limit=limit)
+        return await self._workers.run(
+            self._ranged("read by line").read_end, scope, handle, limit=limit
+        )
 
     async def read_path(
         self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
     ) -> PathRead:
-        if not isinstance(self.store, PathReadableStore):
-            raise self._cannot("read by path")
-        return await self._workers.run(self.store.read_path, scope, handle, pointer, limit=limit)
+        return await self._workers.run(
+            self._ranged("read by path").read_path, scope, handle, pointer, limit=limit
+        )
 
     async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        if not isinstance(self.store, HandOffStore):
-            raise self._cannot("hand claims off")
         return await self._workers.run(
-            self.store.hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
+            self._ranged("hand claims off").hand_off, scope, handle, to=to, ttl_seconds=ttl_seconds
         )
 
     async def claims(self, *, tenant: str, run: str | None = None) -> list[ClaimInfo]:
-        """The store's listing (`ListableStore`), gathered on a worker."""
-        store = self.store
-        if not isinstance(store, ListableStore):
-            raise self._cannot("list its claims")
+        """The store's listing, gathered on a worker."""
+        store = self._ranged("list its claims")
         return await self._workers.run(lambda: list(store.claims(tenant=tenant, run=run)))
 
-    def _cannot(self, what: str) -> TypeError:
-        return TypeError(f"{type(self.store).__name__} cannot {what}")
+    def _ranged(self, what: str) -> RangedStore:
+        """The store, when it is of the second level (`RangedStore`), which can `what`."""
+        if not isinstance(self.store, RangedStore):
+            raise TypeError(f"{type(self.store).__name__} cannot {what}")
+        return self.store
 
     async def forget(self, *, tenant: str, run: str | None = None) -> int:
         return await self._workers.run(self.store.forget, tenant=tenant, run=run)
 
     async def erase(self, *, tenant: str, run: str | None = None) -> ErasureReceipt:
         """The store's `erase` (its receipt), on a worker."""
-        if not isinstance(self.store, ErasableStore):
-            raise self._cannot("erase with a receipt")
-        return await self._workers.run(self.store.erase, tenant=tenant, run=run)
+        return await self._workers.run(
+            self._ranged("erase with a receipt").erase, tenant=tenant, run=run
+        )
 
     def __repr__(self) -> str:
         return f"ThreadedAsyncStore({self.store!r}, max_workers={self._workers.max_workers})"

@@ -20,10 +20,10 @@ from s3claim.errors import (
     ClaimUnavailableError,
     ConfigurationError,
     ProviderError,
+    describe_validation_error,
 )
 from s3claim.extras import MissingExtraError
 from s3claim.s3.admin import Target, explain, is_fixable, load_settings
-from s3claim.tools import describe_validation_error
 
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
 

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.erasure import ErasureReceipt, verify_receipt
+from s3claim.errors import describe_validation_error
 from s3claim.s3.admin import handle_key, load_settings
 from s3claim.scope import Scope
-from s3claim.tools import describe_validation_error
 
 __all__ = ["open_receipt", "read_receipt", "summary", "verify_receipt_command"]
 

@@ -36,11 +36,11 @@ try:
 except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("langchain", exc)
 
+from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ToolError
 from s3claim.events import Event
+from s3claim.hosting import Call
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
-from s3claim.reuse import Recall
 from s3claim.scope import Scope
 from s3claim.tools import Tool
 
@@ -49,6 +49,7 @@ __all__ = ["ClaimCheckMiddleware", "default_scope"]
 ScopeOf = Callable[[ToolRuntime], Scope]
 _Result = ToolMessage | Command[Any]
 _AGENT = "agent"
+_CLAIM_TOOLS = (FETCH_TOOL_NAME, SEARCH_TOOL_NAME)
 
 
 def default_scope(runtime: ToolRuntime) -> Scope:
@@ -91,7 +92,7 @@ class ClaimCheckMiddleware(AgentMiddleware):
         if not self._bridge.references:
             return request
         tools = [
-            t.model_copy(update={"description": self._bridge.described(t.description)})
+            t.model_copy(update={"description": self._bridge.host.described(t.description)})
             if isinstance(t, BaseTool) and t.name not in self._bridge.tools
             else t
             for t in request.tools
@@ -111,62 +112,57 @@ class ClaimCheckMiddleware(AgentMiddleware):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _Result]
     ) -> _Result:
-        call, scope, turn = request.tool_call, self._scope(request.runtime), _turn(request)
-        bridge = self._bridge
-        if call["name"] in bridge.tools:
-            text = bridge.call(call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn)
-            return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
-        recall = bridge.recall(
-            call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
-        )
-        if recall is not None and recall.answer is not None:  # the tool does not run
-            return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
-        if bridge.references:
-            try:
-                args = bridge.resolve(call["args"], tool=call["name"], scope=scope, agent=_AGENT)
-            except ToolError as error:  # the tool does not run
-                return _refused(call, bridge.refusal(error, scope=scope, turn=turn))
-            request = request.override(tool_call={**call, "args": dict(args)})
-        result = handler(request)
-        if not _is_text(result):
-            return result
-        text = bridge.admit(
-            result.content, tool=call["name"], scope=scope, agent=_AGENT, turn=turn,
-            recall=_kept(recall, result),
+        call, bridge = request.tool_call, self._bridge
+        begun = bridge.begin(
+            call["name"], call["args"], scope=self._scope(request.runtime), agent=_AGENT,
+            turn=_turn(request),
         )  # fmt: skip
+        if begun.answer is not None:  # the host answered: the tool does not run
+            return _answered(call, begun)
+        result = handler(_resolved(request, begun))
+        if not _is_text(result):
+            bridge.untouched(begun)
+            return result
+        text = bridge.finish(begun, result.content, keep=result.status != "error")
         return result.model_copy(update={"content": text})
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[_Result]]
     ) -> _Result:
-        call, scope, turn = request.tool_call, self._scope(request.runtime), _turn(request)
-        bridge = self._bridge
-        if call["name"] in bridge.tools:
-            text = await bridge.aside(
-                bridge.call, call["name"], call["args"], scope=scope, agent=_AGENT, turn=turn
-            )
-            return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"])
-        recall = await bridge.aside(
-            bridge.recall, call["args"], tool=call["name"], scope=scope, agent=_AGENT, turn=turn
-        )
-        if recall is not None and recall.answer is not None:  # the tool does not run
-            return ToolMessage(content=recall.answer, tool_call_id=call["id"], name=call["name"])
-        if bridge.references:
-            try:
-                args = await bridge.aside(
-                    bridge.resolve, call["args"], tool=call["name"], scope=scope, agent=_AGENT
-                )
-            except ToolError as error:  # the tool does not run
-                return _refused(call, bridge.refusal(error, scope=scope, turn=turn))
-            request = request.override(tool_call={**call, "args": dict(args)})
-        result = await handler(request)
+        call, bridge = request.tool_call, self._bridge
+        begun = await bridge.aside(
+            bridge.begin, call["name"], call["args"], scope=self._scope(request.runtime),
+            agent=_AGENT, turn=_turn(request),
+        )  # fmt: skip
+        if begun.answer is not None:  # the host answered: the tool does not run
+            return _answered(call, begun)
+        result = await handler(_resolved(request, begun))
         if not _is_text(result):
+            bridge.untouched(begun)
             return result
         text = await bridge.aside(
-            bridge.admit, result.content, tool=call["name"], scope=scope, agent=_AGENT,
-            turn=turn, recall=_kept(recall, result),
-        )  # fmt: skip
+            bridge.finish, begun, result.content, keep=result.status != "error"
+        )
         return result.model_copy(update={"content": text})
+
+
+def _resolved(request: ToolCallRequest, begun: Call) -> ToolCallRequest:
+    """The request with its references resolved (itself when there were none)."""
+    if begun.arguments is request.tool_call["args"]:
+        return request
+    assert not isinstance(begun.arguments, str)  # a mapping in, a mapping out
+    return request.override(tool_call={**request.tool_call, "args": dict(begun.arguments)})
+
+
+def _answered(call: Any, begun: Call) -> ToolMessage:
+    """The host's answer (a claim tool's, a repeat's, a refusal) as the tool's message; a
+    refusal of the call's references is an error, as the tool's own failure would be."""
+    assert begun.answer is not None
+    refused = begun.answer.is_error and call["name"] not in _CLAIM_TOOLS
+    return ToolMessage(
+        content=begun.answer.text, tool_call_id=call["id"], name=call["name"],
+        status="error" if refused else "success",
+    )  # fmt: skip
 
 
 def _turn(request: ToolCallRequest) -> Hashable:
@@ -178,15 +174,6 @@ def _turn(request: ToolCallRequest) -> Hashable:
         if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
             return message.id
     return None
-
-
-def _kept(recall: Recall[str] | None, result: ToolMessage) -> Recall[str] | None:
-    """The recall under which a result is remembered for a repeat: never an error's."""
-    return None if result.status == "error" else recall
-
-
-def _refused(call: Any, text: str) -> ToolMessage:
-    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
 
 
 def _is_text(result: object) -> TypeGuard[ToolMessage]:

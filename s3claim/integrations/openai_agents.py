@@ -38,7 +38,7 @@ except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("openai-agents", exc)
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ConfigurationError, ToolError
+from s3claim.errors import ConfigurationError
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 from s3claim.scope import Scope
@@ -89,7 +89,7 @@ def claim_check_tools(
                 f"tool {each.name!r} declares an output schema, which a head and marker "
                 "cannot match; leave it out of claim_check_tools"
             )
-    bridge.refuse_collisions(each.name for each in tools)
+    bridge.host.refuse_collisions(each.name for each in tools)
     wrapped = [_wrap(each, bridge, scope_for) for each in tools]
     return [*wrapped, *(_claim_tool(t, bridge, scope_for) for t in bridge.tools.values())]
 
@@ -106,29 +106,22 @@ def _turn(context: ToolContext[Any]) -> tuple[int, int]:
 def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     twin = copy.copy(tool)  # the SDK's copy rebinds its failure handling to the twin
     inner = twin.on_invoke_tool
-    twin.description = bridge.described(tool.description)
+    twin.description = bridge.host.described(tool.description)
 
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
-        scope = scope_for(context)  # before the tool runs: a missing tenant is found first
-        agent, turn = _agent(context), _turn(context)
-        recall = await bridge.aside(
-            bridge.recall, arguments, tool=tool.name, scope=scope, agent=agent, turn=turn
-        )
-        if recall is not None and recall.answer is not None:  # the tool does not run
-            return recall.answer
-        try:  # references resolved here; the SDK then validates the arguments as usual
-            arguments = await bridge.aside(
-                bridge.resolve_json, arguments, tool=tool.name, scope=scope, agent=agent
-            )
-        except ToolError as error:  # the tool does not run
-            return bridge.refusal(error, scope=scope, turn=turn)
-        output = await inner(context, arguments)
+        begun = await bridge.aside(
+            bridge.begin, tool.name, arguments, scope=scope_for(context), agent=_agent(context),
+            turn=_turn(context),
+        )  # fmt: skip
+        if begun.answer is not None:  # the host answered: the tool does not run
+            return begun.answer.text
+        assert isinstance(begun.arguments, str)  # JSON text in, JSON text out
+        output = await inner(context, begun.arguments)  # the SDK validates them, as usual
         value = _checkable(output)
         if value is None:
+            bridge.untouched(begun)
             return output
-        return await bridge.aside(
-            bridge.admit, value, tool=tool.name, scope=scope, agent=agent, turn=turn, recall=recall
-        )
+        return await bridge.aside(bridge.finish, begun, value)
 
     twin.on_invoke_tool = invoke
     return twin
@@ -160,10 +153,12 @@ def _structured(output: Any) -> ToolOutputText | ToolOutputImage | ToolOutputFil
 
 def _claim_tool(tool: Tool, bridge: Bridge, scope_for: ScopeOf) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        return await bridge.aside(
-            bridge.call, tool.name, arguments, scope=scope_for(context), agent=_agent(context),
+        begun = await bridge.aside(
+            bridge.begin, tool.name, arguments, scope=scope_for(context), agent=_agent(context),
             turn=_turn(context),
         )  # fmt: skip
+        assert begun.answer is not None  # a claim tool: the host answers it
+        return begun.answer.text
 
     return FunctionTool(
         name=tool.name,

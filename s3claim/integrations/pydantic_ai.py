@@ -37,11 +37,10 @@ except ModuleNotFoundError as exc:  # one line naming the extra that brings it
     reraise_missing("pydantic-ai", exc)
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.errors import ToolError
+from s3claim.errors import describe_validation_error
 from s3claim.events import Event
 from s3claim.integrations._bridge import Bridge, field_of, scope_of
 from s3claim.scope import Scope
-from s3claim.tools import describe_validation_error
 
 __all__ = ["ClaimCheckToolset", "default_scope"]
 
@@ -96,7 +95,7 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await super().get_tools(ctx)
-        self.bridge.refuse_collisions(tools)
+        self.bridge.host.refuse_collisions(tools)
         if self.bridge.references:
             tools = {name: self._referable(tool) for name, tool in tools.items()}
         for name, tool in self.bridge.tools.items():
@@ -115,7 +114,7 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         are resolved (pydantic-ai validates before `call_tool`, where a reference is not yet
         the string or object the tool declares)."""
         definition = replace(
-            tool.tool_def, description=self.bridge.described(tool.tool_def.description)
+            tool.tool_def, description=self.bridge.host.described(tool.tool_def.description)
         )
         return replace(tool, tool_def=definition, args_validator=_Deferred(tool.args_validator))
 
@@ -126,48 +125,34 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         ctx: RunContext[AgentDepsT],
         tool: ToolsetTool[AgentDepsT],
     ) -> Any:
-        scope, agent = self._scope(ctx), self._agent(ctx)
-        turn = (ctx.run_id, ctx.run_step)
-        if name in self.bridge.tools:
-            return await self.bridge.aside(
-                self.bridge.call, name, tool_args, scope=scope, agent=agent, turn=turn
-            )
-        recall = await self.bridge.aside(
-            self.bridge.recall, tool_args, tool=name, scope=scope, agent=agent, turn=turn
-        )
-        if recall is not None and recall.answer is not None:  # the tool does not run
-            return recall.answer
+        bridge = self.bridge
+        begun = await bridge.aside(
+            bridge.begin, name, tool_args, scope=self._scope(ctx), agent=self._agent(ctx),
+            turn=(ctx.run_id, ctx.run_step),
+        )  # fmt: skip
+        if begun.answer is not None:  # the host answered: the tool does not run
+            return begun.answer.text
         if isinstance(tool.args_validator, _Deferred):
-            try:
-                resolved = await self.bridge.aside(
-                    self.bridge.resolve, tool_args, tool=name, scope=scope, agent=agent
-                )
-            except ToolError as error:  # the tool does not run
-                return self.bridge.refusal(error, scope=scope, turn=turn)
             validator = tool.args_validator.validator
-            try:
-                tool_args = validator.validate_python(dict(resolved))
-            except ValidationError as exc:  # as pydantic-ai answers invalid arguments
+            assert not isinstance(begun.arguments, str)  # a mapping in, a mapping out
+            try:  # references resolved: now the tool's own validation, as pydantic-ai's
+                tool_args = validator.validate_python(dict(begun.arguments))
+            except ValidationError as exc:
+                bridge.untouched(begun)
                 raise ModelRetry(describe_validation_error(exc)) from None
             tool = replace(tool, args_validator=validator)
         result = await super().call_tool(name, tool_args, ctx, tool)
         if isinstance(result, ToolReturn):
             if _untouched(result.return_value):
+                bridge.untouched(begun)
                 return result
-            text = await self.bridge.aside(
-                self.bridge.admit,
-                result.return_value,
-                tool=name,
-                scope=scope,
-                agent=agent,
-                turn=turn,
-            )
-            return replace(result, return_value=text)  # its content is not the claim's: not kept
+            # Its content is not the claim's: what the model reads is more than the answer.
+            text = await bridge.aside(bridge.finish, begun, result.return_value, keep=False)
+            return replace(result, return_value=text)
         if _untouched(result):
+            bridge.untouched(begun)
             return result
-        return await self.bridge.aside(
-            self.bridge.admit, result, tool=name, scope=scope, agent=agent, turn=turn, recall=recall
-        )
+        return await bridge.aside(bridge.finish, begun, result)
 
 
 class _Deferred:

@@ -13,28 +13,19 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from s3claim.clock import Clock
 from s3claim.errors import ClaimUnavailableError, ConfigurationError
-from s3claim.handles import HandleKey, is_handle
+from s3claim.handles import is_handle
 from s3claim.links._token import Link, LinkKey
 from s3claim.scope import Scope
-from s3claim.store import (
-    ClaimCheckStore,
-    LineReadableStore,
-    PathReadableStore,
-    SearchableStore,
-    check_ttl,
-)
+from s3claim.store import RangedStore, check_ttl
 
 __all__ = [
     "DEFAULT_LINK_TTL_SECONDS",
     "LINK_PATH",
     "Link",
     "LinkKey",
-    "LinkableStore",
     "check_base_url",
     "link",
 ]
@@ -44,23 +35,6 @@ DEFAULT_LINK_TTL_SECONDS = 300
 LINK_PATH = "/claims/"
 """Where a link's token sits under its base URL, and where servers mount the links."""
 _LOOPBACK_NAMES = {"localhost"}
-
-
-@runtime_checkable
-class LinkableStore(
-    ClaimCheckStore, SearchableStore, LineReadableStore, PathReadableStore, Protocol
-):
-    """A store that links can name and a link server can read: every reading mode, the
-    key links are sealed under, its clock, and one claim's expiry (one metadata read,
-    refused as `fetch` refuses). Both stores of s3claim are linkable."""
-
-    @property
-    def handle_key(self) -> HandleKey: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    def expiry(self, scope: Scope, handle: str) -> float: ...
 
 
 def check_base_url(base_url: str) -> str:
@@ -114,7 +88,7 @@ def link(
     `ClaimUnavailableError` for a handle `scope` cannot redeem."""
     base = check_base_url(base_url)
     check_ttl(ttl_seconds)
-    if not isinstance(store, LinkableStore):
+    if not isinstance(store, RangedStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
     if not is_handle(handle):
         raise ClaimUnavailableError

@@ -22,26 +22,28 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
-from s3claim.links import LINK_PATH, Link, LinkableStore, LinkKey
+from s3claim.links import LINK_PATH, Link, LinkKey
 from s3claim.store import (
-    LineWindow,
+    Address,
+    AddressError,
     NoIndexError,
     NoLineIndexError,
     PathError,
     PathRead,
-    Window,
-    at_most_lines,
+    RangedStore,
+    Read,
     read_outcome,
 )
 from s3claim.telemetry import fetch_operation
@@ -70,8 +72,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-_MODES = ("offset", "length", "line", "lines", "from_end", "path")
-_TRUE = {"", "1", "true"}
 
 
 def _not_found() -> Response:
@@ -83,83 +83,14 @@ def _said(status: int, line: str) -> Response:
     return PlainTextResponse(line, status_code=status, headers=_HEADERS)
 
 
-class _BadRequest(ValueError):
-    pass
+def _address(query: QueryParams) -> Address | None:
+    """The window a query names (`Address.from_strings`, as every text door reads one); None
+    for no query: the whole text."""
+    pairs = query.multi_items()
+    return Address.from_strings(pairs) if pairs else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Query:
-    """A reading mode from the query: one of offset, line, from_end and path."""
-
-    offset: int | None = None
-    length: int = DEFAULT_WINDOW_CHARS
-    line: int | None = None
-    lines: int | None = None
-    from_end: bool = False
-    path: str | None = None
-
-    @classmethod
-    def of(cls, query: Mapping[str, str]) -> _Query | None:
-        """The mode the query asks for; None for no query (the whole text)."""
-        unknown = sorted(set(query) - set(_MODES))
-        if unknown:
-            raise _BadRequest(f"unknown query parameter {unknown[0]!r}: use {', '.join(_MODES)}")
-        if not query:
-            return None
-        flag = query.get("from_end")
-        if flag is not None and flag.lower() not in _TRUE:
-            raise _BadRequest("from_end takes no value (or 1, true)")
-        asked = cls(
-            offset=_number(query, "offset", least=0),
-            length=_number(query, "length", least=1) or DEFAULT_WINDOW_CHARS,
-            line=_number(query, "line", least=1),
-            lines=_number(query, "lines", least=1),
-            from_end=flag is not None,
-            path=query.get("path"),
-        )
-        modes = [
-            name
-            for name, on in (
-                ("offset", asked.offset is not None),
-                ("line", asked.line is not None),
-                ("from_end", asked.from_end),
-                ("path", asked.path is not None),
-            )
-            if on
-        ]
-        if len(modes) > 1:
-            raise _BadRequest(f"one reading mode at a time, got {' and '.join(modes)}")
-        if asked.length > MAX_WINDOW_CHARS:
-            raise _BadRequest(f"length is at most {MAX_WINDOW_CHARS} characters")
-        if asked.lines is not None and asked.line is None and not asked.from_end:
-            raise _BadRequest("lines goes with line or from_end")
-        return asked
-
-    def read(self, store: LinkableStore, link: Link) -> Window | LineWindow | PathRead:
-        scope, handle, limit = link.scope, link.handle, self.length
-        if self.path is not None:
-            return store.read_path(scope, handle, self.path, limit=limit)
-        if self.line is not None or self.from_end:
-            if self.line is not None:
-                window = store.read_line(scope, handle, self.line, limit=limit)
-            else:
-                window = store.read_end(scope, handle, limit=limit)
-            if self.lines is None:
-                return window
-            return at_most_lines(window, self.lines, from_end=self.line is None)
-        return store.fetch(scope, handle, self.offset or 0, limit)
-
-
-def _number(query: Mapping[str, str], name: str, *, least: int) -> int | None:
-    given = query.get(name)
-    if given is None:
-        return None
-    if not given.isascii() or not given.isdigit() or int(given) < least or len(given) > 18:
-        raise _BadRequest(f"{name} must be a whole number of at least {least}, got {given!r}")
-    return int(given)
-
-
-def _window_headers(answer: Window | LineWindow | PathRead) -> dict[str, str]:
+def _window_headers(answer: Read) -> dict[str, str]:
     """Where the window is, in characters, and where reading goes on."""
     start = answer.start if isinstance(answer, PathRead) else answer.offset
     headers = {"X-Claim-Offset": str(start), "X-Claim-Total-Chars": str(answer.total_chars)}
@@ -234,9 +165,9 @@ def _cut(pieces: Iterator[str], wanted: _Bytes) -> tuple[bytes, int, int | None]
 # -- the app ----------------------------------------------------------------------------
 
 
-def claims_mount(store: LinkableStore) -> Mount:
+def claims_mount(store: RangedStore) -> Mount:
     """The link server at `/claims`, for a Starlette app to mount (the MCP gateway does)."""
-    if not isinstance(store, LinkableStore):
+    if not isinstance(store, RangedStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
     key = LinkKey(store.handle_key)
 
@@ -245,11 +176,18 @@ def claims_mount(store: LinkableStore) -> Mount:
         if link is None or link.expires_at <= store.clock.now():
             return _not_found()
         try:
-            query = _Query.of(request.query_params)
-        except _BadRequest as exc:
-            return _said(400, str(exc))
-        if query is not None:  # a reading mode: Range, which cuts the whole text, is ignored
-            answer = await _guarded(link, lambda: query.read(store, link))
+            address = _address(request.query_params)
+            length = (
+                0
+                if address is None
+                else address.window(default=DEFAULT_WINDOW_CHARS, most=MAX_WINDOW_CHARS)
+            )
+        except AddressError as exc:
+            return _said(400, exc.message)
+        if address is not None:  # a reading mode: Range, which cuts the whole text, is ignored
+            answer = await _guarded(
+                link, lambda: store.read(link.scope, link.handle, address, length=length)
+            )
             if isinstance(answer, Response):
                 return answer
             return Response(
@@ -264,7 +202,7 @@ def claims_mount(store: LinkableStore) -> Mount:
     return Mount(LINK_PATH.rstrip("/"), routes=[route])
 
 
-def links_app(store: LinkableStore) -> Starlette:
+def links_app(store: RangedStore) -> Starlette:
     """The app `s3claim serve` runs: the link server alone; every other path a 404."""
     return Starlette(routes=[claims_mount(store)])
 
@@ -301,7 +239,7 @@ def _store_failed(link: Link, exc: Exception) -> Response:
     return _said(503, "the claim store is unavailable: try again later")
 
 
-def _opened(store: LinkableStore, link: Link) -> Iterator[str]:
+def _opened(store: RangedStore, link: Link) -> Iterator[str]:
     """The claim's text as a stream, opened (and so checked) now: one audited read."""
     with fetch_operation(store, link.scope, handle=link.handle, offset=0) as op:
         try:
@@ -328,7 +266,7 @@ def _close(pieces: Iterator[str]) -> None:
         close()
 
 
-async def _whole(store: LinkableStore, link: Link) -> Response:
+async def _whole(store: RangedStore, link: Link) -> Response:
     pieces = await _guarded(link, lambda: _opened(store, link))
     if isinstance(pieces, Response):
         return pieces
@@ -339,7 +277,7 @@ async def _whole(store: LinkableStore, link: Link) -> Response:
     )
 
 
-async def _ranged(store: LinkableStore, link: Link, wanted: _Bytes) -> Response:
+async def _ranged(store: RangedStore, link: Link, wanted: _Bytes) -> Response:
     def read() -> tuple[bytes, int, int | None] | int:
         pieces = _opened(store, link)
         try:

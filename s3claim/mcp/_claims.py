@@ -1,9 +1,10 @@
 """Claims as MCP resources: `resources/read` of a handle returns a window of its claim.
 
 A claim's URI is its handle (`claim:1a2b…`), and the window is chosen by query parameters
-named like `fetch_result`'s arguments (`claim:1a2b…?offset=4096`), converted by the types of
-the tool's schema. Reading runs `fetch_result` itself (`run_claim_tool`), so the scope
-checks, the uniform refusal, the events and every reading mode are the tool's.
+named like `fetch_result`'s arguments (`claim:1a2b…?offset=4096`), read as every text door
+reads an address (`s3claim.store.Address.from_strings`). Reading is `fetch_result`'s own
+(`s3claim.claim_tools.fetch_text`), so the scope checks, the uniform refusal, the events and
+every reading mode are the tool's.
 
 A URI is a claim's in any form a reader may take for one (`claim_uri`: percent-encoded, any
 case, full-width), so none reaches the upstream. Claims are never listed (`resources/list`
@@ -13,22 +14,19 @@ the boundary rewrites it to `claim-...`.
 
 from __future__ import annotations
 
-import re
-from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ReadResourceResult, TextResourceContents
 
+from s3claim.claim_tools import fetch_text
 from s3claim.errors import ToolError
 from s3claim.handles import HANDLE_PREFIX
-from s3claim.hosting import folded_view, run_claim_tool
-from s3claim.tools import RunContext, Tool
+from s3claim.hosting import folded_view, refusal_text
+from s3claim.store import DEFAULT_FETCH_CHARS, Address, AddressError, ClaimCheckStore
+from s3claim.tools import RunContext
 
 __all__ = ["claim_uri", "read_claim"]
-
-_WHOLE = re.compile(r"-?[0-9]{1,18}")
-"""A whole-number URI parameter: ASCII digits, few enough for any window (and for `int`)."""
 
 
 def claim_uri(uri: str) -> str | None:
@@ -45,40 +43,19 @@ def claim_uri(uri: str) -> str | None:
     return HANDLE_PREFIX + uri[end:] if view.casefold() == HANDLE_PREFIX else None
 
 
-def read_claim(fetch: Tool, uri: str, context: RunContext) -> ReadResourceResult:
-    """The window `uri` names, read by the `fetch_result` tool; an `MCPError` when refused."""
+def read_claim(store: ClaimCheckStore, uri: str, context: RunContext) -> ReadResourceResult:
+    """The window `uri` names, read as `fetch_result` reads it; an `MCPError` when refused:
+    the rendered refusal, as fetch_result gives it, the same words for every handle (-32602,
+    what 2026-07-28 answers for a resource it cannot read)."""
+    handle, _, query = uri.partition("#")[0].partition("?")
     try:
-        arguments = _arguments(fetch, uri)
+        address = Address.from_strings(parse_qsl(query, keep_blank_values=True))
+        length = address.window(default=DEFAULT_FETCH_CHARS, most=DEFAULT_FETCH_CHARS)
+        text = fetch_text(store, context, handle, address, length=length)
+    except AddressError as exc:
+        raise MCPError(INVALID_PARAMS, exc.message) from None
     except ToolError as error:
-        raise MCPError(INVALID_PARAMS, error.message) from None
-    answer = run_claim_tool(fetch, arguments, context)
-    if answer.is_error:
-        # The rendered refusal, as fetch_result gives it: the same words for every handle
-        # (-32602, what 2026-07-28 answers for a resource it cannot read).
-        raise MCPError(INVALID_PARAMS, answer.text)
+        raise MCPError(INVALID_PARAMS, refusal_text(error)) from None
     return ReadResourceResult(
-        contents=[TextResourceContents(uri=uri, mime_type="text/plain", text=answer.text)]
+        contents=[TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
     )
-
-
-def _arguments(fetch: Tool, uri: str) -> dict[str, Any]:
-    properties: dict[str, Any] = fetch.schema["function"]["parameters"].get("properties", {})
-    arguments: dict[str, Any] = {"handle": uri.split("?", 1)[0].split("#", 1)[0]}
-    for name, value in parse_qsl(urlsplit(uri).query, keep_blank_values=True):
-        if name in arguments:
-            raise ToolError("invalid_arguments", f"the URI gives {name!r} more than once")
-        arguments[name] = _typed(name, properties.get(name, {}), value)
-    return arguments
-
-
-def _typed(name: str, schema: dict[str, Any], value: str) -> Any:
-    """A URI parameter as the type the tool takes; unknown names pass, and the tool refuses."""
-    kinds = {schema["type"]} if isinstance(schema.get("type"), str) else set()
-    kinds |= {s.get("type") for s in schema.get("anyOf", []) if isinstance(s, dict)}
-    if "integer" in kinds:
-        if _WHOLE.fullmatch(value) is None:
-            raise ToolError("invalid_arguments", f"{name} must be a whole number (ASCII digits)")
-        return int(value)
-    if "boolean" in kinds and value in ("true", "false"):
-        return value == "true"
-    return value

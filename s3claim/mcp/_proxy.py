@@ -32,37 +32,29 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Te
 from mcp_types import Tool as McpTool
 from pydantic import BaseModel
 
-from s3claim.claim_tools import FETCH_TOOL_NAME, SEARCH_TOOL_NAME, claim_tools
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
-from s3claim.hosting import (
-    described,
-    folded_view,
-    has_references,
-    neutralise,
-    refusal_text,
-    resolve_arguments,
-    run_claim_tool,
-)
+from s3claim.hosting import Call, Host, ToolAnswer, folded_view, neutralise, refusal_text
 from s3claim.mcp._claims import claim_uri, read_claim
 from s3claim.mcp._gateway import SEPARATOR, Gateway
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
+    admitted_result,
     advertised,
     checked_prompt,
     checked_resource,
-    claim_check_result,
+    claim_link,
     error_result,
+    measured_text,
 )
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
 from s3claim.mcp._shares import TENANT_SHARE, Shares
 from s3claim.mcp._upstream import Upstream
-from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
+from s3claim.reuse import check_reuse
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
-from s3claim.turns import refuse_room_share
 
 __all__ = ["AGENT", "DEFAULT_MAX_CALLS", "ClaimCheckProxy"]
 
@@ -126,9 +118,11 @@ class ClaimCheckProxy:
         note: str | None = None,
         reuse: Mapping[str, int] | None = None,
     ) -> None:
-        if limit is not None and limit < 1:
-            raise ConfigurationError(f"limit must be positive, got {limit}")
-        refuse_room_share(claim_check, host="the MCP proxy")
+        self.reuse = check_reuse(reuse)
+        self.host = Host(
+            claim_check, on_event=self._emit, limit=limit, reuse=self.reuse, name="the MCP proxy"
+        )
+        """The tool-call pipeline (`s3claim.hosting`), shared with the endpoints `beside` it."""
         self.upstream = upstream
         self.claim_check = claim_check
         self.scoping = scoping
@@ -137,17 +131,12 @@ class ClaimCheckProxy:
             many = scoping.tenant_header is not None
             max_tenant_calls = max(1, max_calls // TENANT_SHARE) if many else max_calls
         self.shares = Shares(max_calls=max_calls, tenant_calls=max_tenant_calls)
-        self.claim_tools: dict[str, Tool] = {t.name: t for t in claim_tools(claim_check.store)}
+        self.claim_tools: dict[str, Tool] = self.host.tools
         self.name = name
         self.note = note
         self._on_event = on_event
-        self._searchable = SEARCH_TOOL_NAME in self.claim_tools
         self._ours = {_squashed(name) for name in self.claim_tools}
         self._listed: dict[str, McpTool] = {}  # the last listing, by name
-        self.reuse = check_reuse(reuse)
-        self._reads: RepeatReads[CallToolResult] | None = (
-            RepeatReads(claim_check) if self.reuse else None
-        )
         self.relay = Relay(single_client=single_client, wait_seconds=upstream.timeout)
         upstream.downstream = self.relay
 
@@ -158,8 +147,9 @@ class ClaimCheckProxy:
         other = copy.copy(self)
         other.upstream = upstream
         other._listed = {}
-        own = f"{upstream.name}{SEPARATOR}"  # its tools, unprefixed; the same reads remembered
+        own = f"{upstream.name}{SEPARATOR}"  # its tools, unprefixed; reads remembered as its own
         other.reuse = {k.removeprefix(own): v for k, v in self.reuse.items() if k.startswith(own)}
+        other.host = self.host.beside(own, reuse=other.reuse)
         upstream.downstream = self.relay
         return other
 
@@ -264,7 +254,7 @@ class ClaimCheckProxy:
                 continue
             listed = advertised(tool)
             if self.claim_check.references:  # one line more: an argument may be a reference
-                text = described(listed.description or "", self.claim_check)
+                text = self.host.described(listed.description)
                 listed = listed.model_copy(update={"description": text})
             served.append(listed)
         served += [_listing(t) for t in self.claim_tools.values()]
@@ -309,31 +299,18 @@ class ClaimCheckProxy:
     async def _call_admitted(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, scope: Scope
     ) -> CallToolResult:
-        arguments, context = params.arguments or {}, self._context(scope)
+        arguments, context, host = params.arguments or {}, self._context(scope), self.host
         workers = self.shares.workers
-        claim_tool = self.claim_tools.get(params.name)
-        if claim_tool is not None:
-            answer = await anyio.to_thread.run_sync(
-                run_claim_tool, claim_tool, arguments, context, limiter=workers
-            )
-            return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
-        if self.refused(params.name):  # never forwarded: its arguments may hold a handle
+        name = params.name
+        if name not in self.claim_tools and self.refused(name):  # its arguments may hold a handle
             return error_result(ToolError("unknown_tool", _UNLISTED).render())
-        recall = await self._recall(scope, params.name, arguments)
-        if recall is not None and recall.answer is not None:  # not forwarded
-            return recall.answer
-        if self.claim_check.references and has_references(arguments):
-            resolve = partial(
-                resolve_arguments, arguments, claim_check=self.claim_check, tool=params.name,
-                context=context,
-            )  # fmt: skip
-            try:  # resolved here, so any upstream takes a claim as an argument unawares
-                resolved = await anyio.to_thread.run_sync(resolve, limiter=workers)
-            except ToolError as error:  # the call is not forwarded
-                return error_result(refusal_text(error))
-            params = params.model_copy(update={"arguments": dict(resolved)})
-        if recall is not None:
-            context = recall.watching(context)
+        listed = self._listed.get(name)  # read-only is what the tool's last listing says
+        read_only = listed is not None and _read_only(listed)
+        begin = partial(host.begin, name, arguments, context, read_only=read_only)
+        begun = await anyio.to_thread.run_sync(begin, limiter=workers)
+        if begun.answer is not None:  # a claim tool's, a repeat's, a refusal: not forwarded
+            return self._answered(name, begun.answer)
+        params = params.model_copy(update={"arguments": begun.arguments})
         request = types.CallToolRequest(params=_without_ours(params))
         try:
             with self.relay.call(ctx):
@@ -341,36 +318,28 @@ class ClaimCheckProxy:
                     request, CallToolResult, progress=_progress_of(ctx)
                 )
         except ToolError as error:
+            host.untouched(begun)
             return error_result(error.render())
         except UpstreamError as exc:
-            _log.warning("tools/call %s: %s", repr(neutralise(params.name[:64])), exc.code)
+            host.untouched(begun)
+            _log.warning("tools/call %s: %s", repr(neutralise(name[:64])), exc.code)
             return error_result(ToolError(exc.code, exc.message).render())
         except MCPError as exc:  # the upstream's error answer: an error result, whatever its code
+            host.untouched(begun)
             message = f"{neutralise(exc.error.message)} (JSON-RPC error {exc.error.code})"
             return error_result(ToolError("upstream_error", message).render())
-        admitted = await anyio.to_thread.run_sync(
-            self._admit, params.name, result, context, limiter=workers
-        )
-        if recall is not None and self._reads is not None and not admitted.is_error:
-            again = _reused(admitted)
-            chars = sum(len(b.text) for b in again.content if isinstance(b, TextContent))
-            self._reads.keep(recall, again, chars=chars)
-        return admitted
+        return await anyio.to_thread.run_sync(self._admit, begun, result, limiter=workers)
 
-    async def _recall(
-        self, scope: Scope, name: str, arguments: Mapping[str, Any]
-    ) -> Recall[CallToolResult] | None:
-        """The repeat-read look-up (`s3claim.reuse`), in a worker thread (it reads the
-        store): read-only is what the tool's last listing says (`readOnlyHint`)."""
-        if self._reads is None:
-            return None
-        listed = self._listed.get(name)
-        read_only = listed is not None and _read_only(listed)
-        recall = partial(
-            self._reads.recall, scope, name, arguments, agent=AGENT, emit=self._emit,
-            reuse_seconds=self.reuse.get(name, 0) if read_only else 0, read_only=read_only,
-        )  # fmt: skip
-        return await anyio.to_thread.run_sync(recall, limiter=self.shares.workers)
+    def _answered(self, name: str, answer: ToolAnswer) -> CallToolResult:
+        """The host's own answer: a claim tool's window, a refusal, or a repeat read (the
+        earlier preview, with its claim's link as the first time)."""
+        if name in self.claim_tools or answer.is_error:
+            return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
+        content: list[Any] = [TextContent(text=answer.text)]
+        link = claim_link(answer.text)
+        if link is not None:
+            content.append(link)
+        return CallToolResult(content=content)
 
     def _passing(
         self,
@@ -423,17 +392,13 @@ class ClaimCheckProxy:
         context = self._context_of(ctx, params.meta)
         claim = claim_uri(params.uri)
         if claim is not None:  # the proxy answers it: a handle never goes upstream
-            fetch = self.claim_tools[FETCH_TOOL_NAME]
             with self._read_slot(context.scope.tenant):
                 return await anyio.to_thread.run_sync(
-                    read_claim, fetch, claim, context, limiter=self.shares.workers
+                    read_claim, self.claim_check.store, claim, context, limiter=self.shares.workers
                 )
         if self.upstream.capabilities.resources is None:
             raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
-        check = partial(
-            checked_resource, context=context, claim_check=self.claim_check,
-            searchable=self._searchable,
-        )  # fmt: skip
+        check = partial(checked_resource, admit=partial(self._admit_text, context=context))
         with self._read_slot(context.scope.tenant):
             return await self._forward(
                 ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check,
@@ -446,10 +411,7 @@ class ClaimCheckProxy:
         if self.refused(params.name):
             raise MCPError(types.INVALID_PARAMS, _UNLISTED)
         context = self._context_of(ctx, params.meta)
-        check = partial(
-            checked_prompt, context=context, claim_check=self.claim_check,
-            searchable=self._searchable,
-        )  # fmt: skip
+        check = partial(checked_prompt, admit=partial(self._admit_text, context=context))
         with self._read_slot(context.scope.tenant):
             return await self._forward(
                 ctx, types.GetPromptRequest, params, types.GetPromptResult, check,
@@ -535,16 +497,34 @@ class ClaimCheckProxy:
         if self._on_event is not None:
             self._on_event(event)
 
-    def _admit(self, tool: str, result: CallToolResult, context: RunContext) -> CallToolResult:
+    def _admit(self, begun: Call, result: CallToolResult) -> CallToolResult:
+        """The client's result for the upstream's (blocking: in a worker thread)."""
         try:
-            return claim_check_result(
-                result, tool=tool, context=context, claim_check=self.claim_check,
-                limit=self.limit, searchable=self._searchable,
-            )  # fmt: skip
+            text = measured_text(result, tool=begun.tool)
         except ToolError as error:  # the upstream's text failed the boundary
+            self.host.untouched(begun)
             return error_result(refusal_text(error))
         except TooDeepError as error:
+            self.host.untouched(begun)
             return error_result(ToolError("upstream_invalid_result", str(error)).render())
+        if text is None:  # nothing to measure: images, audio, resources
+            self.host.untouched(begun)
+            return admitted_result(result, None, None)
+        # An error result is not remembered for a repeat: its tool runs again next time.
+        admitted = self.host.admit(begun, text, keep=not result.is_error).text
+        try:
+            return admitted_result(result, text, admitted)
+        except TooDeepError as error:
+            return error_result(ToolError("upstream_invalid_result", str(error)).render())
+
+    def _admit_text(self, text: str, kind: str, *, context: RunContext) -> str | None:
+        """A resource's or prompt message's text: its head and marker when it is oversized
+        (through the boundary, as a tool result is), else None: it passes."""
+        claim_check = self.claim_check
+        if len(text) < claim_check.policy_for(kind).threshold_chars:
+            return None
+        call = self.host.begin(kind, {}, context, read_only=True)
+        return self.host.finish(call, text, keep=False).text
 
 
 def _without_ours(params: _P) -> _P:
@@ -580,17 +560,6 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
 
 def _read_only(tool: McpTool) -> bool:
     return tool.annotations is not None and tool.annotations.read_only_hint is True
-
-
-def _reused(result: CallToolResult) -> CallToolResult:
-    """A result as a repeat of it reads: the reuse line before its first text block."""
-    content: list[Any] = []
-    lead = True
-    for block in result.content:
-        if lead and isinstance(block, TextContent):
-            block, lead = block.model_copy(update={"text": reused(block.text)}), False
-        content.append(block)
-    return result.model_copy(update={"content": content})
 
 
 def _squashed(name: str) -> str:

@@ -15,7 +15,7 @@ a worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from mcp_types import (
@@ -29,25 +29,28 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ToolError
-from s3claim.hosting import admit, text_of
+from s3claim.hosting import text_of
 from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_named
 from s3claim.safejson import MAX_DEPTH, depth_of, loads
-from s3claim.tools import RunContext
-from s3claim.turns import TurnResult, plan_turn
-from s3claim.wording import HANDLE_SEEN, claim_link_name
+from s3claim.wording import HANDLE_SEEN, MARKER_SEEN, claim_link_name
 
 __all__ = [
     "JOIN",
+    "Admit",
+    "admitted_result",
     "advertised",
     "checked_prompt",
     "checked_resource",
-    "claim_check_result",
+    "claim_link",
     "error_result",
+    "measured_text",
 ]
 
 _B = TypeVar("_B", bound=BaseModel)
+Admit = Callable[[str, str], str | None]
+"""The proxy's admission of a resource's or prompt's text (and what it is): the head and
+marker when it is oversized, None when it passes."""
 JOIN = "\n\n"
 """Between text blocks in the text that is checked in, so the head reads like the result."""
 
@@ -63,19 +66,10 @@ def error_result(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=message)], is_error=True)
 
 
-def claim_check_result(
-    result: CallToolResult,
-    *,
-    tool: str,
-    context: RunContext,
-    claim_check: ClaimCheck,
-    limit: int | None,
-    searchable: bool = False,
-) -> CallToolResult:
-    """The result the client receives; raises `ToolError` when the text fails the boundary.
-
-    `searchable`: the client is offered `search_result` too, so the marker may say so.
-    """
+def measured_text(result: CallToolResult, *, tool: str) -> str | None:
+    """The text of a tool result as it is measured and checked in, past the boundary (see the
+    module docstring); None for a result with nothing to measure (images, audio, resources
+    only). Raises `ToolError` when it fails the boundary."""
     structured = result.structured_content
     if structured is not None and depth_of(structured) > MAX_DEPTH:
         raise ToolError(
@@ -86,22 +80,21 @@ def claim_check_result(
     parts: list[Any] = list(texts)
     if structured is not None and not _repeats(structured, texts):
         parts.append(structured)
-    if not parts:  # images, audio, resources only: nothing to measure
+    if not parts:
+        return None
+    return JOIN.join(text_of(part, tool=tool) for part in parts)
+
+
+def admitted_result(
+    result: CallToolResult, text: str | None, admitted: str | None
+) -> CallToolResult:
+    """The result the client receives, once its `text` (`measured_text`) was `admitted`: as
+    it came (every string neutralised) when it passed whole; else the admitted text in the
+    first text block's place and a link to its claim (see the module docstring)."""
+    if text is None or admitted is None:
         return neutralised(result)
-    text = JOIN.join(text_of(part, tool=tool) for part in parts)
-    # MCP has no batches (a JSON-RPC batch is refused since 2025-06-18): a turn's budget is
-    # applied to each call as a turn of its own, so it acts as a lower threshold.
-    policy = claim_check.policy_for(tool)
-    kept = None  # measured exactly only where a budget may force a check-in
-    if policy.turn_budget_chars is not None and len(text) < policy.threshold_chars:
-        kept = claim_check.preview_chars(text, tool=tool, searchable=searchable)
-    reason = plan_turn([TurnResult(len(text), policy, kept=kept)]).get(0)
-    if reason is None:
+    if admitted == text:
         return _small(result)
-    admitted = admit(
-        text, tool=tool, context=context, claim_check=claim_check, limit=limit,
-        searchable=searchable, forced=reason,
-    )  # fmt: skip
     first = next((b for b in result.content if isinstance(b, TextContent)), None)
     lead = TextContent(text=admitted) if first is None else _retexted(first, admitted)
     content: list[Any] = [lead] if first is None else []
@@ -110,54 +103,49 @@ def claim_check_result(
             content.append(lead)
         elif not isinstance(block, TextContent):
             content.append(neutralised(block))
-    handle = HANDLE_SEEN.search(admitted)
-    if handle is not None:  # checked in (a store fault truncates instead: no claim to link)
-        name = claim_link_name(len(text))
-        content.append(ResourceLink(uri=handle.group(1), name=name, mime_type="text/plain"))
+    link = claim_link(admitted)
+    if link is not None:
+        content.append(link)
     return _around(result.model_copy(update={"structured_content": None}), "content", content, [])
 
 
-def checked_resource(
-    result: ReadResourceResult, *, context: RunContext, claim_check: ClaimCheck, searchable: bool
-) -> ReadResourceResult:
+def claim_link(admitted: str) -> ResourceLink | None:
+    """A link to the claim a preview names, by its marker (None when it names none: a store
+    fault cut the text instead, and there is no claim to link)."""
+    handle, marker = HANDLE_SEEN.search(admitted), MARKER_SEEN.search(admitted)
+    if handle is None or marker is None:
+        return None
+    name = claim_link_name(int(marker.group(1)))
+    return ResourceLink(uri=handle.group(1), name=name, mime_type="text/plain")
+
+
+def checked_resource(result: ReadResourceResult, *, admit: Admit) -> ReadResourceResult:
     """The read as the client receives it (blocking: call it in a worker thread)."""
     contents: list[Any] = []
     for item in result.contents:
         admitted = None
         if isinstance(item, TextResourceContents):
-            admitted = _admitted(item.text, "resources/read", context, claim_check, searchable)
+            admitted = admit(item.text, "resources/read")
         contents.append(
             neutralised(item) if admitted is None else _around(item, "text", admitted, "")
         )
     return _around(result, "contents", contents, [])
 
 
-def checked_prompt(
-    result: GetPromptResult, *, context: RunContext, claim_check: ClaimCheck, searchable: bool
-) -> GetPromptResult:
+def checked_prompt(result: GetPromptResult, *, admit: Admit) -> GetPromptResult:
     """The prompt as the client receives it (blocking: call it in a worker thread)."""
     messages: list[Any] = []
     for message in result.messages:
         block = message.content
         admitted = None
         if isinstance(block, TextContent):
-            admitted = _admitted(block.text, "prompts/get", context, claim_check, searchable)
+            admitted = admit(block.text, "prompts/get")
         if admitted is None:
             messages.append(neutralised(message))
         else:
             safe = _around(block, "text", admitted, "")
             messages.append(_around(message, "content", safe, TextContent(text="")))
     return _around(result, "messages", messages, [])
-
-
-def _admitted(
-    text: str, kind: str, context: RunContext, claim_check: ClaimCheck, searchable: bool
-) -> str | None:
-    """The head and marker for an oversized resource or prompt text; None when it passes."""
-    if len(text) < claim_check.policy_for(kind).threshold_chars:
-        return None
-    safe = text_of(text, tool=kind)  # the boundary: neutralised, valid Unicode
-    return admit(safe, tool=kind, context=context, claim_check=claim_check, searchable=searchable)
 
 
 def _around(model: _B, field: str, value: Any, blank: Any) -> _B:

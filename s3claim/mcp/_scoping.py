@@ -16,9 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from s3claim.errors import ToolError
+from s3claim.errors import ToolError, describe_validation_error
 from s3claim.scope import Scope
-from s3claim.tools import describe_validation_error
 
 __all__ = ["RUN_META_KEY", "Scoping"]
 

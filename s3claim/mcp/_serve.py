@@ -27,11 +27,11 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
-from s3claim.links import LinkableStore
 from s3claim.links.server import claims_mount
 from s3claim.mcp._gateway import Gateway
 from s3claim.mcp._proxy import ClaimCheckProxy
 from s3claim.mcp._upstream import Upstream, sole_exception
+from s3claim.store import RangedStore
 
 __all__ = ["MCP_PATH", "listen_socket", "serve_http", "serve_stdio"]
 
@@ -129,7 +129,7 @@ async def serve_http(
 
     routes = [route for one in apps for route in one.routes]
     store = proxy.claim_check.store
-    if isinstance(store, LinkableStore):
+    if isinstance(store, RangedStore):
         routes.append(claims_mount(store))
     app = Starlette(routes=routes, lifespan=lifespan)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)

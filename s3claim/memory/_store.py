@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import secrets
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryClaimCheckStore"]
 
 _SWEEP_EVERY_SECONDS = 60.0
+_MARKS = 65_536
 _SCAN_CHARS = 1024 * 1024
 
 
@@ -96,6 +99,7 @@ class MemoryClaimCheckStore(RangedStore):
         self._bytes = 0
         self._tenant_bytes: dict[str, int] = {}
         self._journals: weakref.WeakSet[MemoryRunJournal] = weakref.WeakSet()
+        self._marks: OrderedDict[Scope, str] = OrderedDict()  # each run's, newest last
 
     @property
     def clock(self) -> Clock:
@@ -149,9 +153,9 @@ class MemoryClaimCheckStore(RangedStore):
         return handle
 
     def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`): a new entry
-        sharing the text and index (no copy), with its own expiry; `forget` of either run
-        leaves the other's. Refuses exactly as `fetch` does; never across tenants."""
+        """The claim, readable in the run `to` for `ttl_seconds`: a new entry sharing the text
+        and index (no copy), with its own expiry; `forget` of either run leaves the other's.
+        Refuses exactly as `fetch` does; never across tenants."""
         check_ttl(ttl_seconds)
         if to.tenant != scope.tenant:
             raise ValueError("a claim is handed off within its tenant only")
@@ -205,6 +209,7 @@ class MemoryClaimCheckStore(RangedStore):
                 oldest, reason = next(iter(self._entries)), "store_full"
             else:
                 return evicted
+            self._marks.pop(self._entries[oldest].scope, None)  # its run's reads end with it
             evicted.append(
                 ClaimEvicted(handle=oldest, size_bytes=self._drop(oldest), reason=reason)
             )
@@ -218,6 +223,30 @@ class MemoryClaimCheckStore(RangedStore):
         else:
             self._tenant_bytes.pop(entry.scope.tenant, None)
         return entry.size
+
+    # -- run marks (`s3claim.reuse`): in memory, at most `_MARKS` runs' (the oldest dropped,
+    # which only ends that run's repeat reads) ------------------------------------------
+
+    def run_mark(self, scope: Scope) -> str | None:
+        with self._lock:
+            return self._marks.get(scope)
+
+    def new_run_mark(self, scope: Scope) -> str | None:
+        with self._lock:
+            if scope in self._marks:
+                return None
+            return self._set_mark(scope)
+
+    def mark_written(self, scope: Scope) -> None:
+        with self._lock:
+            self._set_mark(scope)
+
+    def _set_mark(self, scope: Scope) -> str:
+        token = self._marks[scope] = secrets.token_hex(16)
+        self._marks.move_to_end(scope)
+        while len(self._marks) > _MARKS:
+            self._marks.popitem(last=False)
+        return token
 
     def ranges(self, scope: Scope, handle: str) -> _Ranges:
         return _Ranges(self, scope, handle)
@@ -251,6 +280,9 @@ class MemoryClaimCheckStore(RangedStore):
             entries = [self._entries[handle] for handle in doomed]
             for handle in doomed:
                 self._drop(handle)
+            marks = [m for m in self._marks if m.tenant == tenant and run in (None, m.run)]
+            for scope in marks:
+                del self._marks[scope]
         tenant_tag = self._key.tenant_tag(tenant)
         run_tag = None if run is None else self._key.run_tag(Scope(tenant, run))
         return issue_receipt(
@@ -266,7 +298,7 @@ class MemoryClaimCheckStore(RangedStore):
             indexes=sum(e.index is not None for e in entries),
             journals=journals,
             audit_records=0,
-            other=0,
+            other=len(marks),  # the runs' marks (`run_mark`), as an S3 store counts them
             versions=0,
             delete_markers=0,
             remaining=0,  # dropped under one lock: none of them was left after it
@@ -277,7 +309,7 @@ class MemoryClaimCheckStore(RangedStore):
         return self.erase(tenant=tenant, run=run).claims
 
     def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
-        """Every claim of a tenant (or one run) held now, oldest first (`ListableStore`);
+        """Every claim of a tenant (or one run) held now, oldest first;
         one past its expiry is listed until it is dropped, as the S3 store lists it."""
         with self._lock:
             held = [

@@ -5,8 +5,9 @@ name can move a key out of its place; tenant first, then run, so `forget` erases
 a prefix listing. The digest is the handle's own digits (its width and 32 hex). Beside a
 claim, never named like one: its index (`{claim key}.index`), the mark of a hand-off copy
 (`{claim key}.handoff`, empty: an erasure counts copies by key, reading none), and under its
-run's prefix the run's journal (`journal`). Only a check-in (a put, a hand-off, a journal's
-save) writes under a tenant's prefix.
+run's prefix the run's journal (`journal`) and its mark (`mark`: a token that changes after
+every call that may write, so repeat reads end on every instance: `s3claim.reuse`). Only a
+check-in (a put, a hand-off, a journal's save) and a run's mark write under a tenant's prefix.
 
 The audit trail is apart, at `{prefix}audit/{tenant_tag}/{run_tag}/{record}`: a refused read
 after an erasure is kept there without recreating the erased prefix, and `forget` sweeps
@@ -29,6 +30,7 @@ __all__ = [
     "HAND_OFF_SUFFIX",
     "INDEX_SUFFIX",
     "JOURNAL_NAME",
+    "MARK_NAME",
     "Kind",
     "Layout",
     "is_audit_key",
@@ -40,11 +42,12 @@ __all__ = [
 ]
 
 JOURNAL_NAME = "journal"
+MARK_NAME = "mark"
 INDEX_SUFFIX = ".index"
 HAND_OFF_SUFFIX = ".handoff"
 AUDIT_FOLDER = names.AUDIT_FOLDER
 
-Kind = Literal["claim", "index", "hand_off", "journal", "audit", "other"]
+Kind = Literal["claim", "index", "hand_off", "journal", "mark", "audit", "other"]
 """What an object under a swept prefix is, told by its key alone (`kind_of`)."""
 
 _TAG = "[0-9a-f]{32}"
@@ -93,6 +96,8 @@ def kind_of(key: str) -> Kind:
         return "hand_off"
     if is_journal_key(key):
         return "journal"
+    if key.rsplit("/", 1)[-1] == MARK_NAME:
+        return "mark"
     return "audit" if is_audit_key(key) else "other"
 
 
@@ -137,6 +142,9 @@ class Layout:
 
     def journal_key(self, scope: Scope) -> str:
         return self.run_prefix(scope) + JOURNAL_NAME
+
+    def mark_key(self, scope: Scope) -> str:
+        return self.run_prefix(scope) + MARK_NAME
 
     def seal(self, object_key: str) -> Seal:
         """The seal of the object at `object_key` (`s3claim.s3._seal`)."""

@@ -18,6 +18,7 @@ answers 403, not 404, for a missing key: an unknown handle would look like a sto
 from __future__ import annotations
 
 import math
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -70,7 +71,8 @@ _WRITTEN_CACHE = 4096
 """Claims this process remembers writing (key -> expiry, tool), to skip repeat puts for free
 and keep the first check-in's tool when one refreshes the claim."""
 _MARK = "application/octet-stream"
-"""The mark of a hand-off copy: an empty object beside it (`_layout.HAND_OFF_SUFFIX`)."""
+"""A mark's content type: a hand-off copy's (an empty object beside it,
+`_layout.HAND_OFF_SUFFIX`) and a run's (`_layout.MARK_NAME`)."""
 
 
 class S3ClaimCheckStore(RangedStore):
@@ -208,6 +210,35 @@ class S3ClaimCheckStore(RangedStore):
         """The secret behind handles, tags and links (`s3claim.links`); its repr hides it."""
         return self._bucket.key
 
+    # -- run marks (`s3claim.reuse`) ---------------------------------------------------------
+
+    def run_mark(self, scope: Scope) -> str | None:
+        """The run's mark: one GetObject of its 32 bytes (None: it has none)."""
+        bucket, key = self._bucket, self._bucket.layout.mark_key(scope)
+        get = partial(bucket.client.get_object, Bucket=bucket.name, Key=key)
+        try:
+            body = bucket.request("GetObject", lambda: get()["Body"].read(), expect=MISSING)
+        except Refused:
+            return None
+        return body.decode("ascii", "replace")
+
+    def new_run_mark(self, scope: Scope) -> str | None:
+        """A mark for a run that has none: one PutObject where no object is."""
+        token = secrets.token_hex(16)
+        return token if self._put_mark(scope, token, exclusive=True) else None
+
+    def mark_written(self, scope: Scope) -> None:
+        """A new mark for the run: one PutObject."""
+        self._put_mark(scope, secrets.token_hex(16), exclusive=False)
+
+    def _put_mark(self, scope: Scope, token: str, *, exclusive: bool) -> bool:
+        # Tagged for the longest day class: a mark outlives none of its run's claims.
+        bucket = self._bucket
+        return bucket.put(
+            bucket.layout.mark_key(scope), token.encode("ascii"), content_type=_MARK, meta={},
+            days=bucket.classes[-1], exclusive=exclusive,
+        )  # fmt: skip
+
     # -- hand-off --------------------------------------------------------------------------
 
     def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
@@ -302,7 +333,7 @@ class S3ClaimCheckStore(RangedStore):
             indexes=erased.keys["index"],
             journals=erased.keys["journal"],
             audit_records=erased.keys["audit"],
-            other=erased.keys["other"],
+            other=erased.keys["other"] + erased.keys["mark"],
             versions=erased.versions,
             delete_markers=erased.delete_markers,
             remaining=0,  # each prefix was listed until it came back empty

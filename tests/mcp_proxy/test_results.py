@@ -37,7 +37,7 @@ POLICY = ClaimCheckPolicy(threshold_chars=1_000, head_chars=200)
 
 
 class BrokenStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         raise ClaimStoreError("the bucket is on fire")
 
 

@@ -64,9 +64,9 @@ class CountingMemoryStore(MemoryClaimCheckStore):
         super().__init__(clock=clock, handle_key=handle_key)
         self.calls: Counter[str] = Counter()
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         self.calls["put"] += 1
-        return super().put(scope, content, ttl_seconds=ttl_seconds)
+        return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
     def ranges(self, scope: Scope, handle: str) -> Any:
         self.calls["ranges"] += 1

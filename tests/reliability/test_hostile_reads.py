@@ -58,7 +58,6 @@ from s3claim import (
     tool,
 )
 from s3claim._reading._head import extract_head, extract_tail
-from s3claim.hosting import run_claim_tool
 from s3claim.messages import ToolMessage
 from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
 from s3claim.tools import RunContext
@@ -75,6 +74,7 @@ from s3claim.wording import (
     path_members,
 )
 from tests._aio import Blocking
+from tests._hosts import claim_answer
 
 POLICY = ClaimCheckPolicy(tail_chars=200)  # every preview here has a tail
 HEAD_CHARS = POLICY.head_chars
@@ -795,7 +795,7 @@ class AsyncFaceHost(Host):
                 )
                 answers.append(checked.text)
             else:
-                answers.append(run_claim_tool(tools[name], arguments, context).text)
+                answers.append(claim_answer(tools[name], arguments, context).text)
             marks.append(self.rig.requests())
         return answers, _deltas(marks)
 

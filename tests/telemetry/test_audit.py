@@ -22,11 +22,11 @@ from s3claim import (
     claim_tools,
 )
 from s3claim.cli import app
-from s3claim.hosting import run_claim_tool
 from s3claim.s3 import S3AuditTrail
 from s3claim.s3._layout import is_audit_key
 from s3claim.s3._provision import provision_bucket
 from s3claim.telemetry import AuditRecord, Operation
+from tests._hosts import claim_answer
 from tests.telemetry.conftest import Telemetry
 
 KEY = "k" * 32
@@ -47,7 +47,7 @@ def _redeem(store: Any, scope: Scope = SCOPE) -> str:
         ("search_result", {"handle": handle, "pattern": "(", "regex": True}),
     ]
     for name, arguments in calls:
-        run_claim_tool(tools[name], arguments, context)
+        claim_answer(tools[name], arguments, context)
     return handle
 
 
@@ -84,8 +84,8 @@ def test_reads_by_line_and_from_the_end_record_the_window_they_read(
     events: list[Any] = []
     context = RunContext(scope=SCOPE, agent="counsel", emit=events.append)
     for arguments in ({"line": 599, "limit": 100}, {"from_end": True, "limit": 30}):
-        run_claim_tool(fetch, {"handle": handle, **arguments}, context)
-    run_claim_tool(fetch, {"handle": handle, "line": 10**9}, context)
+        claim_answer(fetch, {"handle": handle, **arguments}, context)
+    claim_answer(fetch, {"handle": handle, "line": 10**9}, context)
     shapes = [(r.operation, r.outcome, r.offset, r.chars) for r in telemetry.audit_records]
     clause = "Clause 300. The parties agree to term 300.\n\n"  # lines 599 and 600
     assert [e.kind for e in events] == ["claim_fetched"] * 3
@@ -184,7 +184,7 @@ def test_a_refusal_after_forget_is_kept_without_recreating_the_tenants_prefix(
     (fetch, *_) = claim_tools(store)
     context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
 
-    refused = run_claim_tool(fetch, {"handle": handle}, context)
+    refused = claim_answer(fetch, {"handle": handle}, context)
 
     assert refused.is_error
     under = s3.list_object_versions(Bucket=name, Prefix=store.layout.tenant_prefix("acme"))
@@ -215,7 +215,7 @@ def test_a_record_the_bucket_refuses_is_dropped_and_logged(
     try:
         (fetch, *_) = claim_tools(store)
         context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
-        answer = run_claim_tool(fetch, {"handle": handle}, context)
+        answer = claim_answer(fetch, {"handle": handle}, context)
     finally:
         s3.meta.events.unregister("before-send.s3.PutObject", refuse)
     assert not answer.is_error  # the redemption stands
@@ -259,8 +259,8 @@ def test_a_read_by_path_is_a_fetch_span_and_record_without_its_pointer(
     handle = store.put(SCOPE, document, ttl_seconds=600)
     (fetch_result,) = [t for t in claim_tools(store) if t.name == "fetch_result"]
     context = RunContext(scope=SCOPE, agent="counsel", emit=lambda _: None)
-    read = run_claim_tool(fetch_result, {"handle": handle, "path": "/Osprey-clause/7"}, context)
-    missing = run_claim_tool(fetch_result, {"handle": handle, "path": "/Osprey-x"}, context)
+    read = claim_answer(fetch_result, {"handle": handle, "path": "/Osprey-clause/7"}, context)
+    missing = claim_answer(fetch_result, {"handle": handle, "path": "/Osprey-x"}, context)
     assert not read.is_error and missing.is_error
 
     ok, refused = telemetry.spans("s3claim.fetch")

@@ -115,7 +115,7 @@ def _provider() -> ScriptedProvider:
 class _Leaky(MemoryClaimCheckStore):
     """A store whose failure quotes the content (s3claim's own never do)."""
 
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
         raise ClaimStoreError(f"could not store {content[:120]}")
 
 

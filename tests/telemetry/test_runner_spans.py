@@ -206,7 +206,9 @@ def test_a_counsel_run_counts_its_claims_characters_and_fetches(telemetry: Telem
 
 def test_outcomes_passed_truncated_store_failed_and_unavailable(telemetry: Telemetry) -> None:
     class Broken(MemoryClaimCheckStore):
-        def put(self, scope: Scope, content: str, *, ttl_seconds: int) -> str:
+        def put(
+            self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None
+        ) -> str:
             raise ClaimStoreError("PutObject: unavailable")
 
     @tool

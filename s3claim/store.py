@@ -23,7 +23,6 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from s3claim._reading import (
     DEFAULT_FETCH_CHARS,
-    AsyncClaimRanges,
     ClaimRanges,
     Facts,
     IndexPart,
@@ -35,7 +34,6 @@ from s3claim._reading import (
     Plan,
     TextPart,
     Window,
-    arun,
     at_most_lines,
     build_index,
     count_lines,
@@ -55,7 +53,6 @@ __all__ = [
     "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
     "AsyncClaimCheckStore",
-    "AsyncClaimRanges",
     "AsyncListableStore",
     "ClaimCheckStore",
     "ClaimInfo",
@@ -71,24 +68,17 @@ __all__ = [
     "PathError",
     "PathRead",
     "PathReadableStore",
-    "Plan",
     "RangedStore",
     "SearchableStore",
     "TextPart",
     "Window",
-    "arun",
     "at_most_lines",
     "build_index",
     "check_ttl",
     "count_lines",
-    "end_plan",
-    "finish",
-    "line_plan",
-    "path_plan",
     "read_outcome",
     "recorded_tool",
     "takes_tool",
-    "window_plan",
 ]
 
 _T = TypeVar("_T", Window, LineWindow, PathRead)
@@ -304,7 +294,7 @@ class RangedStore(ABC):
             except Exception as exc:
                 op.outcome = read_outcome(exc)
                 raise
-            finish(op, answer)
+            _finish(op, answer)
             return answer
 
 
@@ -330,7 +320,7 @@ class _Nowhere:
 NOWHERE = _Nowhere()
 
 
-def finish(op: Operation, answer: Window | LineWindow | PathRead) -> None:
+def _finish(op: Operation, answer: Window | LineWindow | PathRead) -> None:
     """What a read's span records of its answer: where it starts, and its size."""
     start = answer.start if isinstance(answer, PathRead) else answer.offset
     op.set(window_offset=start, window_chars=len(answer.text))

@@ -47,7 +47,6 @@ from s3claim.version import __version__
 
 if _TYPE_CHECKING:
     from s3claim.s3 import (
-        AsyncS3ClaimCheckStore,
         RetryPolicy,
         S3ClaimCheckStore,
         S3ClaimSettings,
@@ -56,7 +55,6 @@ if _TYPE_CHECKING:
 
 _LAZY = frozenset(
     {
-        "AsyncS3ClaimCheckStore",
         "RetryPolicy",
         "S3ClaimCheckStore",
         "S3ClaimSettings",
@@ -80,7 +78,6 @@ __all__ = [
     "AssistantMessage",
     "AsyncClaimCheck",
     "AsyncClaimCheckStore",
-    "AsyncS3ClaimCheckStore",
     "CheckIn",
     "ClaimCheck",
     "ClaimCheckError",

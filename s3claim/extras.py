@@ -1,9 +1,10 @@
 """The optional extras: what each brings, and the one line that says how to install it.
 
 The core needs none of them. A feature behind an extra checks for its modules where it is
-first used (the import of its family, or a constructor) and raises `MissingExtraError` when
-one is absent: a `ModuleNotFoundError` whose message is the `pip install` that fixes it, so the
-user reads one line instead of a traceback ending in some dependency's dependency (`anyio`).
+first used (the import of its family, or the command that runs it) and raises
+`MissingExtraError` when one is absent: a `ModuleNotFoundError` whose message is the
+`pip install` that fixes it, so the user reads one line instead of a traceback ending in some
+dependency's dependency (`anyio`).
 
 s3claim is not on the package index yet, so the command names where this copy was installed
 from (PEP 610's `direct_url.json`): a checkout (`pip install -e '/src/s3claim[mcp]'`) or a
@@ -23,7 +24,6 @@ from urllib.parse import unquote, urlparse
 __all__ = ["EXTRAS", "MissingExtraError", "install_command", "require_extra", "reraise_missing"]
 
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "aio": ("AsyncS3ClaimCheckStore (async S3 fetches)", ("aiobotocore",)),
     "demo": ("the demo's embedded S3", ("moto", "flask", "flask_cors")),
     "mcp": ("the MCP proxy", ("mcp",)),
     "openai-agents": ("the OpenAI Agents SDK adapter", ("agents",)),
@@ -50,7 +50,7 @@ class MissingExtraError(ModuleNotFoundError):
 def require_extra(extra: str, *, alternative: str = "") -> None:
     """Raise `MissingExtraError` unless every module the extra brings can be imported.
 
-    Only looks (`find_spec`), never imports: cheap enough for a constructor.
+    Only looks (`find_spec`), never imports: cheap enough before a command starts.
     """
     for module in EXTRAS[extra][1]:
         if importlib.util.find_spec(module) is None:

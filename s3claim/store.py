@@ -24,7 +24,6 @@ from s3claim._reading import (
     DEFAULT_FETCH_CHARS,
     Address,
     AddressError,
-    AsyncClaimRanges,
     ClaimRanges,
     Facts,
     IndexPart,
@@ -37,7 +36,6 @@ from s3claim._reading import (
     Read,
     TextPart,
     Window,
-    arun,
     at_most_lines,
     build_index,
     count_lines,
@@ -61,7 +59,6 @@ __all__ = [
     "Address",
     "AddressError",
     "AsyncClaimCheckStore",
-    "AsyncClaimRanges",
     "ClaimCheckStore",
     "ClaimInfo",
     "ClaimRanges",
@@ -72,24 +69,17 @@ __all__ = [
     "NoLineIndexError",
     "PathError",
     "PathRead",
-    "Plan",
     "RangedStore",
     "Read",
     "TextPart",
     "Window",
-    "arun",
     "at_most_lines",
     "build_index",
     "check_ttl",
     "count_lines",
-    "end_plan",
-    "finish",
-    "line_plan",
-    "path_plan",
     "read",
     "read_outcome",
     "recorded_tool",
-    "window_plan",
 ]
 
 _T = TypeVar("_T", bound=Window | LineWindow | PathRead)
@@ -307,7 +297,7 @@ class RangedStore(ABC):
             except Exception as exc:
                 op.outcome = read_outcome(exc)
                 raise
-            finish(op, answer)
+            _finish(op, answer)
             return answer
 
 
@@ -348,7 +338,7 @@ class _Nowhere:
 NOWHERE = _Nowhere()
 
 
-def finish(op: Operation, answer: Window | LineWindow | PathRead) -> None:
+def _finish(op: Operation, answer: Window | LineWindow | PathRead) -> None:
     """What a read's span records of its answer: where it starts, and its size."""
     start = answer.start if isinstance(answer, PathRead) else answer.offset
     op.set(window_offset=start, window_chars=len(answer.text))

@@ -18,8 +18,8 @@ _T = TypeVar("_T")
 class Blocking:
     """A `ClaimCheckStore` whose every call is one coroutine of the async store.
 
-    The coroutines run on one event loop in a thread of its own, as in an application: an
-    async client belongs to the loop it was opened in. `close()` closes the store and stops it.
+    The coroutines run on one event loop in a thread of its own, as in an application, one
+    after another. `close()` stops the loop.
     """
 
     def __init__(self, astore: AsyncClaimCheckStore) -> None:
@@ -43,9 +43,6 @@ class Blocking:
         return self._run(self.astore.forget(tenant=tenant, run=run))
 
     def close(self) -> None:
-        aclose = getattr(self.astore, "aclose", None)
-        if aclose is not None:
-            self._run(aclose())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()

@@ -1,6 +1,8 @@
 """The async face: never a store call on the loop thread, a bounded pool, the same results.
 
-The store contract itself runs against the async face in test_store_contract.py.
+The S3 store's async face is `ThreadedAsyncStore` over it: here on moto, each read the same
+requests as the sync store's, sent from a worker. The store contract itself runs against the
+async face in test_store_contract.py.
 """
 
 from __future__ import annotations
@@ -129,140 +131,129 @@ def test_construction_refuses_what_cannot_work() -> None:
     assert "max_workers=4" in repr(AsyncClaimCheck(ClaimCheck(MemoryClaimCheckStore())))
 
 
-# -- the S3 store's async face: fetches on aiobotocore ---------------------------------------
+# -- the S3 store on workers: the same requests as the sync store, none from the loop -------
 
 
-def test_the_s3_async_face_fetches_with_one_ranged_get_from_the_loop_and_no_boto3_call(
+def _sends(s3: Any) -> list[tuple[str, str | None, int]]:
+    """Every request the client sends from now on: its operation, its Range and its thread."""
+    sent: list[tuple[str, str | None, int]] = []
+
+    def record(request: Any, event_name: str, **_: Any) -> None:
+        ranged = request.headers.get("Range")
+        ranged = ranged.decode() if isinstance(ranged, bytes) else ranged
+        sent.append((event_name.rsplit(".", 1)[-1], ranged, threading.get_ident()))
+
+    s3.meta.events.register("before-send.s3.*", record)
+    return sent
+
+
+def test_the_threaded_face_fetches_from_s3_with_one_ranged_get_on_a_worker(
     s3: Any, bucket: str
 ) -> None:
-    from s3claim import AsyncS3ClaimCheckStore
-
-    sync_sends: list[str] = []
-    s3.meta.events.register(
-        "before-send.s3.*", lambda event_name, **_: sync_sends.append(event_name)
-    )
+    sent = _sends(s3)
     store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
     text = "ж" * 50_000  # 2 bytes a character
     handle = store.put(SCOPE, text, ttl_seconds=TTL)
-    sync_sends.clear()
+    astore = ThreadedAsyncStore(store)
 
-    async def main() -> tuple[list[tuple[str, str | None]], list[Window]]:
-        async with AsyncS3ClaimCheckStore(store) as astore:
-            windows = [await astore.fetch(SCOPE, handle, offset) for offset in (0, 4096, 49_990)]
-            windows.append(await astore.fetch(SCOPE, handle, 60_000))  # past the end
-            sent: list[tuple[str, str | None]] = []
-            client = astore._client
-            client.meta.events.register(
-                "before-send.s3.*",
-                lambda request, event_name, **_: sent.append(
-                    (event_name.rsplit(".", 1)[-1], request.headers.get("Range"))
-                ),
-            )
-            windows.append(await astore.fetch(SCOPE, handle, 8192, 10))
-            return sent, windows
+    async def main() -> tuple[list[Window], int, list[tuple[str, str | None, int]]]:
+        windows = [await astore.fetch(SCOPE, handle, offset) for offset in (0, 4096, 49_990)]
+        windows.append(await astore.fetch(SCOPE, handle, 60_000))  # past the end
+        sent.clear()
+        windows.append(await astore.fetch(SCOPE, handle, 8192, 10))
+        return windows, threading.get_ident(), list(sent)
 
-    sent, windows = asyncio.run(main())
-    assert sync_sends == []  # no fetch went through boto3
+    windows, loop_thread, last = asyncio.run(main())
     assert [w.text for w in windows[:3]] == [text[:4096], text[4096:8192], text[49_990:]]
     assert (windows[3].text, windows[3].total_chars, windows[3].next_offset) == ("", 50_000, None)
     assert windows[4].text == text[8192:8202]
-    assert [(op, r.decode() if isinstance(r, bytes) else r) for op, r in sent] == [
+    assert [(op, ranged) for op, ranged, _ in last] == [
         ("GetObject", f"bytes={4 * 4112}-{5 * 4112 - 1}")  # the 5th sealed block, whole
     ]
+    assert loop_thread not in {thread for *_, thread in last}
 
 
-def test_the_s3_async_face_refuses_like_the_store_and_puts_and_forgets_through_it(
+def test_the_threaded_face_over_s3_refuses_like_the_store_and_shares_its_claims(
     s3: Any, bucket: str
 ) -> None:
-    from s3claim import AsyncS3ClaimCheckStore, ClaimUnavailableError
+    from s3claim import ClaimUnavailableError
+    from s3claim.wording import UNAVAILABLE_MESSAGE
 
     store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
+    astore = ThreadedAsyncStore(store, max_workers=2)
 
     async def main() -> None:
-        async with AsyncS3ClaimCheckStore(store, max_in_flight=2) as astore:
-            handle = await astore.put(SCOPE, "shared claims", ttl_seconds=TTL)
-            assert store.fetch(SCOPE, handle).text == "shared claims"  # the same bucket
-            for scope, candidate in [
-                (Scope(tenant="acme", run="other"), handle),
-                (SCOPE, "claim:1" + "0" * 32),
-                (SCOPE, "not a handle"),
-            ]:
-                with pytest.raises(ClaimUnavailableError):
-                    await astore.fetch(scope, candidate)
-            assert await astore.forget(tenant="acme") == 1
-            with pytest.raises(ClaimUnavailableError):
-                await astore.fetch(SCOPE, handle)
+        handle = await astore.put(SCOPE, "shared claims", ttl_seconds=TTL)
+        assert store.fetch(SCOPE, handle).text == "shared claims"  # the same bucket
+        for scope, candidate in [
+            (Scope(tenant="acme", run="other"), handle),
+            (SCOPE, "claim:1" + "0" * 32),
+            (SCOPE, "not a handle"),
+        ]:
+            with pytest.raises(ClaimUnavailableError) as refused:
+                await astore.fetch(scope, candidate)
+            assert str(refused.value) == UNAVAILABLE_MESSAGE  # one answer for every case
+        assert await astore.forget(tenant="acme") == 1
+        with pytest.raises(ClaimUnavailableError):
+            await astore.fetch(SCOPE, handle)
 
     asyncio.run(main())
-    with pytest.raises(ValueError, match="max_in_flight"):
-        AsyncS3ClaimCheckStore(store, max_in_flight=0)
-    with pytest.raises(TypeError, match="wraps an S3ClaimCheckStore"):
-        AsyncS3ClaimCheckStore(MemoryClaimCheckStore())  # type: ignore[arg-type]
 
 
-def test_the_s3_async_face_retries_by_the_store_policy_then_fails_as_a_store_error() -> None:
+def test_the_threaded_face_over_s3_retries_by_the_store_policy_then_fails_as_a_store_error() -> (
+    None
+):
     import socket
 
     import boto3
 
-    from s3claim import AsyncS3ClaimCheckStore, ClaimStoreError
+    from s3claim import ClaimStoreError
 
     with socket.socket() as probe:  # nothing listens there: every connection is refused
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    client = boto3.client("s3", endpoint_url=dead)  # botocore's own retries, vetoed by the store
+    sent = _sends(client)
     store = S3ClaimCheckStore(
         "claims",
         handle_key="test-handle-key-0123456789",
-        client=boto3.client("s3", endpoint_url=dead),
+        client=client,
         retry=RetryPolicy(attempts=3, initial_wait=0, max_wait=0),
     )
 
-    async def main() -> list[str]:
-        sent: list[str] = []
-        async with AsyncS3ClaimCheckStore(store) as astore:
-            client = await astore._open()
-            client.meta.events.register(
-                "before-send.s3.*", lambda event_name, **_: sent.append(event_name)
-            )
-            with pytest.raises(ClaimStoreError, match="GetObject failed after 3 attempt"):
-                await astore.fetch(SCOPE, "claim:1" + "0" * 32)
-        return sent
+    async def main() -> None:
+        with pytest.raises(ClaimStoreError, match="GetObject failed after 3 attempt"):
+            await ThreadedAsyncStore(store).fetch(SCOPE, "claim:1" + "0" * 32)
 
-    assert len(asyncio.run(main())) == 3
+    asyncio.run(main())
+    assert [op for op, *_ in sent] == ["GetObject"] * 3
 
 
-# -- reading by line, from the end and by path, through both async faces --------------------
+# -- reading by line, from the end and by path, through the async face ----------------------
 
 LOG = "".join(f"line {n}: ok\n" for n in range(1, 3000)) + "ERROR: the end\r\n"
 JSON_TEXT = '{"items": [' + ", ".join(f'{{"id": {n}}}' for n in range(500)) + "]}"
 
 
-def test_the_s3_async_face_reads_the_end_from_the_loop_and_lines_and_paths_on_workers(
+def test_the_threaded_face_reads_s3_by_line_from_the_end_and_by_path_on_workers(
     s3: Any, bucket: str
 ) -> None:
-    from s3claim import AsyncS3ClaimCheckStore
-
-    sync_sends: list[str] = []
-    s3.meta.events.register(
-        "before-send.s3.*", lambda event_name, **_: sync_sends.append(event_name.rsplit(".")[-1])
-    )
     store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
     handle = store.put(SCOPE, LOG, ttl_seconds=TTL)
     json_handle = store.put(SCOPE, JSON_TEXT, ttl_seconds=TTL)
     empty = store.put(SCOPE, "", ttl_seconds=TTL)
-    sync_sends.clear()
+    sent = _sends(s3)
+    astore = ThreadedAsyncStore(store)
 
     async def main() -> tuple[Any, ...]:
-        async with AsyncS3ClaimCheckStore(store) as astore:
-            end = await astore.read_end(SCOPE, handle, limit=100)
-            nothing = await astore.read_end(SCOPE, empty, limit=100)
-            ends_sent = list(sync_sends)
-            line = await astore.read_line(SCOPE, handle, 2000, limit=100)
-            value = await astore.read_path(SCOPE, json_handle, "/items/400", limit=100)
-            return end, nothing, ends_sent, line, value
+        end = await astore.read_end(SCOPE, handle, limit=100)
+        nothing = await astore.read_end(SCOPE, empty, limit=100)
+        line = await astore.read_line(SCOPE, handle, 2000, limit=100)
+        value = await astore.read_path(SCOPE, json_handle, "/items/400", limit=100)
+        return end, nothing, line, value, threading.get_ident()
 
-    end, nothing, ends_sent, line, value = asyncio.run(main())
-    assert ends_sent == []  # the last window came from aiobotocore, on the loop
+    end, nothing, line, value, loop_thread = asyncio.run(main())
+    assert sent and loop_thread not in {thread for *_, thread in sent}
     assert (end.text, end.next_offset) == (store.read_end(SCOPE, handle, limit=100).text, None)
     assert LOG.endswith(end.text) and end.text.startswith("line ") and end.last_line == 3000
     assert (nothing.text, nothing.total_chars) == ("", 0)
@@ -292,15 +283,16 @@ def test_the_threaded_async_face_reads_by_line_from_the_end_and_by_path() -> Non
 CHILD = Scope(tenant="acme", run="child-1")
 
 
-def test_hand_off_through_the_async_faces_runs_on_workers_and_reads_in_the_child_only(
+def test_hand_off_through_the_async_face_runs_on_workers_and_reads_in_the_child_only(
     s3: Any, bucket: str
 ) -> None:
-    from s3claim import AsyncS3ClaimCheckStore, ClaimUnavailableError
+    from s3claim import ClaimUnavailableError
 
     senders: set[int] = set()
     s3.meta.events.register("before-send.s3.*", lambda **_: senders.add(threading.get_ident()))
     store = S3ClaimCheckStore(bucket, handle_key="test-handle-key-0123456789", client=s3)
     aclaim = AsyncClaimCheck(ClaimCheck(store))
+    astore = ThreadedAsyncStore(store)
     text, grandchild_run = contract(), Scope(tenant="acme", run="child-2")
 
     async def main() -> tuple[int, tuple[str, str]]:
@@ -309,28 +301,27 @@ def test_hand_off_through_the_async_faces_runs_on_workers_and_reads_in_the_child
         child = await aclaim.hand_off(checked.handle, scope=SCOPE, to=CHILD)
         with pytest.raises(ValueError, match="within its tenant"):
             await aclaim.hand_off(checked.handle, scope=SCOPE, to=Scope("globex", "r"))
-        async with AsyncS3ClaimCheckStore(store) as astore:
-            grandchild = await astore.hand_off(CHILD, child, to=grandchild_run, ttl_seconds=TTL)
-            read = (
-                (await astore.fetch(CHILD, child, 100, 50)).text,
-                (await astore.fetch(grandchild_run, grandchild, 0, 40)).text,
-            )
-            # The copies' blocks keep the original's tags: the loop's suffix read checks them.
-            end = await astore.read_end(grandchild_run, grandchild, limit=200)
-            assert text.endswith(end.text) and end.total_chars == len(text)
-            assert text[end.offset - 1] == "\n" and 0 < len(end.text) <= 200  # from a line start
-            for scope, handle in ((SCOPE, child), (CHILD, checked.handle), (SCOPE, grandchild)):
-                with pytest.raises(ClaimUnavailableError):
-                    await astore.fetch(scope, handle)
-            with pytest.raises(ClaimUnavailableError):  # the parent's scope cannot redeem it
-                await astore.hand_off(SCOPE, child, to=grandchild_run, ttl_seconds=TTL)
-            with pytest.raises(ValueError, match="within its tenant"):
-                await astore.hand_off(SCOPE, checked.handle, to=Scope("globex", "r"), ttl_seconds=1)
+        grandchild = await astore.hand_off(CHILD, child, to=grandchild_run, ttl_seconds=TTL)
+        read = (
+            (await astore.fetch(CHILD, child, 100, 50)).text,
+            (await astore.fetch(grandchild_run, grandchild, 0, 40)).text,
+        )
+        # The copies' blocks keep the original's tags: the suffix read checks them.
+        end = await astore.read_end(grandchild_run, grandchild, limit=200)
+        assert text.endswith(end.text) and end.total_chars == len(text)
+        assert text[end.offset - 1] == "\n" and 0 < len(end.text) <= 200  # from a line start
+        for scope, handle in ((SCOPE, child), (CHILD, checked.handle), (SCOPE, grandchild)):
+            with pytest.raises(ClaimUnavailableError):
+                await astore.fetch(scope, handle)
+        with pytest.raises(ClaimUnavailableError):  # the parent's scope cannot redeem it
+            await astore.hand_off(SCOPE, child, to=grandchild_run, ttl_seconds=TTL)
+        with pytest.raises(ValueError, match="within its tenant"):
+            await astore.hand_off(SCOPE, checked.handle, to=Scope("globex", "r"), ttl_seconds=1)
         return threading.get_ident(), read
 
     loop_thread, read = asyncio.run(main())
     assert read == (text[100:150], text[:40])
-    assert senders and loop_thread not in senders  # the HEADs and copies went from workers
+    assert senders and loop_thread not in senders  # the HEADs, copies and reads: on workers
 
 
 class _PlainStore:

@@ -23,7 +23,6 @@ import pytest
 from typer.testing import CliRunner
 
 from s3claim import (
-    AsyncS3ClaimCheckStore,
     HandleKey,
     ManualClock,
     MemoryClaimCheckStore,
@@ -191,7 +190,7 @@ def test_a_receipt_on_a_versioned_bucket_matches_an_independent_listing_and_veri
     _assert_verifies_until_edited(receipt, KEY)
     # forget is the receipt's claim count; nothing is left to count a second time
     assert store.forget(tenant="acme") == 0
-    other = asyncio.run(AsyncS3ClaimCheckStore(store).erase(tenant="globex", run="a"))
+    other = asyncio.run(ThreadedAsyncStore(store).erase(tenant="globex", run="a"))
     assert (other.claims, other.indexes, other.run) == (1, 1, store.run_tag(Scope("globex", "a")))
     assert verify_receipt(other, KEY)
     assert s3.list_object_versions(Bucket=bucket).get("Versions", []) == []  # nothing at all

@@ -109,6 +109,38 @@ def test_listing_lives_with_the_store_protocols_not_at_the_top_level() -> None:
     assert ClaimInfo is store.ClaimInfo  # `s3claim.s3.ClaimInfo`, as before
 
 
+def test_the_async_face_is_the_threaded_one_over_every_store() -> None:
+    """Issue 46: one implementation a store, the sync one, which the async face runs on
+    workers; the S3 family has no async store of its own, nor the reading engine an async
+    driver."""
+    from s3claim import aio, s3, store
+
+    assert aio.__all__ == [
+        "DEFAULT_MAX_WORKERS",
+        "AsyncClaimCheck",
+        "ThreadedAsyncStore",
+        "Workers",
+    ]
+    assert s3.__all__ == [
+        "Bucket",
+        "ClaimInfo",
+        "RetryPolicy",
+        "S3AuditTrail",
+        "S3ClaimCheckStore",
+        "S3ClaimSettings",
+        "S3RunJournal",
+    ]
+    assert {"AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"} <= set(s3claim.__all__)
+    assert [name for name in store.__all__ if name.startswith("Async")] == [
+        "AsyncClaimCheckStore",
+        "AsyncListableStore",
+    ]
+    s3_store = s3claim.S3ClaimCheckStore("b", handle_key="k" * 32)
+    threaded = s3claim.ThreadedAsyncStore(s3_store)
+    assert isinstance(threaded, store.AsyncClaimCheckStore)
+    assert isinstance(threaded, store.AsyncListableStore)
+
+
 def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
     probe = (
         "import sys, s3claim; assert 'boto3' not in sys.modules, 'core imported boto3'; "

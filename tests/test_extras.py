@@ -70,34 +70,22 @@ def test_run_from_a_source_tree_names_an_editable_install(monkeypatch: pytest.Mo
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
-    assert install_command("aio") == f"pip install -e '{ROOT}[aio]'"
+    assert install_command("mcp") == f"pip install -e '{ROOT}[mcp]'"
 
 
 def test_a_present_extra_passes_and_an_absent_one_names_its_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    require_extra("aio")  # the dev extra has them all
-    monkeypatch.setitem(sys.modules, "aiobotocore", None)
+    require_extra("demo")  # the dev extra has them all
+    monkeypatch.setitem(sys.modules, "flask_cors", None)  # the last of the extra's three
     with pytest.raises(MissingExtraError) as caught:
-        require_extra("aio")
-    assert caught.value.name == "aiobotocore"
+        require_extra("demo")
+    assert caught.value.name == "flask_cors"
     assert isinstance(caught.value, ModuleNotFoundError)
     assert str(caught.value) == (
-        "AsyncS3ClaimCheckStore (async S3 fetches) needs the aio extra (aiobotocore is not "
-        f"installed): {install_command('aio')}"
+        "the demo's embedded S3 needs the demo extra (flask_cors is not installed): "
+        f"{install_command('demo')}"
     )
-
-
-def test_the_async_s3_store_fails_at_construction_not_at_the_first_fetch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from s3claim.s3 import AsyncS3ClaimCheckStore, S3ClaimCheckStore
-
-    store = S3ClaimCheckStore("b", handle_key="k" * 32)
-    AsyncS3ClaimCheckStore(store)  # with the extra: fine
-    monkeypatch.setitem(sys.modules, "aiobotocore", None)
-    with pytest.raises(MissingExtraError, match="needs the aio extra"):
-        AsyncS3ClaimCheckStore(store)
 
 
 def test_mcp_proxy_without_the_sdk_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,5 +120,5 @@ def test_a_broken_install_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch) -
 
     broken = ModuleNotFoundError("No module named 'yarl'", name="yarl")
     with pytest.raises(ModuleNotFoundError) as caught:
-        reraise_missing("aio", broken)
+        reraise_missing("mcp", broken)
     assert caught.value is broken

@@ -353,17 +353,16 @@ def test_an_object_in_format_2_is_refused_as_damaged(bucket: Bucket) -> None:
 
 
 def test_the_async_face_refuses_a_rewritten_window_as_the_store_does(bucket: Bucket) -> None:
-    from s3claim import AsyncS3ClaimCheckStore
+    from s3claim import ThreadedAsyncStore
 
     handle = bucket.store.put(SCOPE, CONTRACT, ttl_seconds=TTL)
     key = bucket.only_key()
     bucket.rewrite(key, body=bucket.body(key).replace(b"Pay bob 10", b"Pay eve 99"))
 
     async def main() -> str:
-        async with AsyncS3ClaimCheckStore(bucket.store) as astore:
-            with pytest.raises(ClaimStoreError) as failed:
-                await astore.fetch(SCOPE, handle)
-            return failed.value.reason
+        with pytest.raises(ClaimStoreError) as failed:
+            await ThreadedAsyncStore(bucket.store).fetch(SCOPE, handle)
+        return failed.value.reason
 
     assert asyncio.run(main()) == "damaged"
 

@@ -1,7 +1,7 @@
 """The tree shows the architecture, and these rules keep it that way.
 
 - Everything that speaks S3 lives in `s3claim/s3/`: no other module imports boto3,
-  botocore, aiobotocore or the S3 type stubs, at any depth (functions included).
+  botocore or the S3 type stubs, at any depth (functions included).
 - Families are held together by their public faces, not each other's privates: no module
   imports another family's private module, the top level's included. The top level's own
   modules are one family (they may use its private packages, `s3claim._reading` and
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "s3claim"
-S3_LIBRARIES = ("boto3", "botocore", "aiobotocore", "mypy_boto3_s3")
+S3_LIBRARIES = ("boto3", "botocore", "mypy_boto3_s3")
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:

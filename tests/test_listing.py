@@ -11,7 +11,6 @@ import pytest
 
 from s3claim import (
     AsyncClaimCheck,
-    AsyncS3ClaimCheckStore,
     ClaimCheck,
     ClaimCheckPolicy,
     ManualClock,
@@ -146,9 +145,7 @@ def test_the_async_faces_list_what_the_sync_store_holds(store: Any) -> None:
         faces = AsyncClaimCheck(ClaimCheck(store, policy=POLICY))
         checked = await faces.check_in(LOG, tool="read_log", scope=RUN)
         assert checked.handle is not None
-        face: Any = ThreadedAsyncStore(store)
-        if isinstance(store, S3ClaimCheckStore):
-            face = AsyncS3ClaimCheckStore(store)
+        face = ThreadedAsyncStore(store)
         await face.put(OTHER_RUN, LOG, ttl_seconds=60, tool="tail_log")
         return (
             await faces.claims(RUN),

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ import pytest
 
 import s3claim
 from s3claim.extras import EXTRAS
+from tests._s3 import moto_client
 
 ROOT = Path(__file__).parent.parent
 VERSION = s3claim.__version__
@@ -200,19 +202,10 @@ def test_a_command_without_its_extra_says_what_to_install_in_one_line(
     assert _installs(venv, extra) in line
 
 
-ASYNC_STORE = (
-    "from s3claim import S3ClaimCheckStore\n"
-    "from s3claim.s3 import AsyncS3ClaimCheckStore\n"
-    "store = S3ClaimCheckStore('b', handle_key='k' * 32)\n"
-    "AsyncS3ClaimCheckStore(store)\n"
-)
-
-
 @pytest.mark.parametrize(
     ("extra", "code"),
     [
         ("mcp", "import s3claim.mcp"),
-        ("aio", ASYNC_STORE),
         ("openai-agents", "import s3claim.integrations.openai_agents"),
         ("langchain", "import s3claim.integrations.langchain"),
         ("pydantic-ai", "import s3claim.integrations.pydantic_ai"),
@@ -232,8 +225,36 @@ def test_the_library_without_an_extra_fails_at_first_use_naming_the_install(
     assert "During handling" not in done.stderr
 
 
+ASYNC_S3 = """
+import asyncio
+from s3claim import S3ClaimCheckStore, Scope, ThreadedAsyncStore
+
+async def main():
+    astore = ThreadedAsyncStore(S3ClaimCheckStore.from_settings())
+    scope = Scope("acme", "r")
+    handle = await astore.put(scope, "x" * 10_000, ttl_seconds=60)
+    window = await astore.fetch(scope, handle, 8192)
+    print(window.text == "x" * 1808, await astore.forget(tenant="acme"))
+
+asyncio.run(main())
+"""
+
+
+def test_the_async_face_reads_s3_with_no_extra(venv: Venv, moto_endpoint: str) -> None:
+    """An async user of the S3 store needs the core alone: the threaded face over it."""
+    bucket = f"packaging-{uuid.uuid4().hex}"
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
+    env = {
+        "S3CLAIM_BUCKET": bucket,
+        "S3CLAIM_HANDLE_KEY": "packaging-handle-key-0123456789",
+        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
+    }
+    done = venv.run("python", "-c", ASYNC_S3, env=env)
+    assert (done.returncode, done.stdout) == (0, "True 1\n"), done.stderr
+
+
 def test_the_install_named_is_one_pip_takes_as_it_is(venv: Venv) -> None:
-    argv = shlex.split(_installs(venv, "aio"))
+    argv = shlex.split(_installs(venv, "mcp"))
     assert argv[:2] == ["pip", "install"]
     # This venv's pip acting on the clean one (which has no pip of its own): pip, not uv,
     # since the message names pip.

@@ -204,22 +204,22 @@ def test_an_edit_anywhere_is_refused_by_every_read_that_uses_it(
 def test_the_async_face_refuses_an_edited_index_as_the_store_does(
     store: S3ClaimCheckStore,
 ) -> None:
-    from s3claim import AsyncS3ClaimCheckStore, ClaimStoreError
+    from s3claim import ClaimStoreError, ThreadedAsyncStore
 
     handle = store.put(SCOPE, DOCUMENT, ttl_seconds=TTL)
     _flip(store, store.layout.index_key(SCOPE, handle), 5)
 
     async def main() -> list[str]:
         reasons = []
-        async with AsyncS3ClaimCheckStore(store) as face:
-            for read in (
-                face.read_line(SCOPE, handle, 3),
-                face.read_path(SCOPE, handle, "/rows/1"),
-            ):
-                with pytest.raises(ClaimStoreError) as failed:
-                    await read
-                reasons.append(failed.value.reason)
-            assert (await face.fetch(SCOPE, handle, 0, 20)).text == DOCUMENT[:20]
+        face = ThreadedAsyncStore(store)
+        for read in (
+            face.read_line(SCOPE, handle, 3),
+            face.read_path(SCOPE, handle, "/rows/1"),
+        ):
+            with pytest.raises(ClaimStoreError) as failed:
+                await read
+            reasons.append(failed.value.reason)
+        assert (await face.fetch(SCOPE, handle, 0, 20)).text == DOCUMENT[:20]
         return reasons
 
     assert asyncio.run(main()) == ["damaged", "damaged"]

@@ -2,7 +2,7 @@
 
 The S3 store runs against moto's real HTTP server, so each case here also crosses the wire.
 The async face runs the same cases, each call a coroutine on one loop: `ThreadedAsyncStore`
-for the memory store, `AsyncS3ClaimCheckStore` (fetches on aiobotocore) for the S3 stores.
+over each store, the S3 stores included.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from s3claim import AsyncS3ClaimCheckStore, ThreadedAsyncStore
+from s3claim import ThreadedAsyncStore
 from s3claim.clock import ManualClock
 from s3claim.errors import ClaimUnavailableError
-from s3claim.s3 import S3ClaimCheckStore
 from s3claim.scope import Scope
 from s3claim.store import ClaimCheckStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
@@ -55,13 +54,7 @@ def store(
     if request.param == "sync":
         yield store_under_test.store
         return
-    sync = store_under_test.store
-    face = (
-        AsyncS3ClaimCheckStore(sync)
-        if isinstance(sync, S3ClaimCheckStore)
-        else ThreadedAsyncStore(sync)
-    )
-    blocking = Blocking(face)
+    blocking = Blocking(ThreadedAsyncStore(store_under_test.store))
     try:
         yield blocking
     finally:

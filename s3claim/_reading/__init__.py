@@ -2,7 +2,7 @@
 
 A store serves one claim as ranges of its text and of its index (`_ranges.ClaimRanges`),
 built at check-in by `_index.build_index`; the modes are plans over those ranges (`_plans`,
-`_json_path`), driven sync or async. Search (`_search`, `_matching`) reads a claim's text
+`_json_path`), driven by `run`. Search (`_search`, `_matching`) reads a claim's text
 as a stream, and the head and tail of a preview (`_head`) are cut here too, as are the
 lines it picks and the JSON root it lists (`_previews`). Only the
 top-level modules of s3claim import this package: `s3claim.store` offers it to stores.
@@ -22,16 +22,7 @@ from ._matching import (
 )
 from ._plans import DEFAULT_FETCH_CHARS, Window, end_plan, line_plan, window_plan
 from ._previews import LINE_CHARS, Pick, Picks, compile_pick_pattern, pick_lines, read_root
-from ._ranges import (
-    AsyncClaimRanges,
-    ClaimRanges,
-    Facts,
-    IndexPart,
-    Plan,
-    TextPart,
-    arun,
-    run,
-)
+from ._ranges import ClaimRanges, Facts, IndexPart, Plan, TextPart, run
 from ._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
@@ -53,7 +44,6 @@ __all__ = [
     "SNIPPET_CHARS",
     "Address",
     "AddressError",
-    "AsyncClaimRanges",
     "ClaimRanges",
     "Facts",
     "IndexPart",
@@ -73,7 +63,6 @@ __all__ = [
     "TextPart",
     "Way",
     "Window",
-    "arun",
     "at_most_lines",
     "build_index",
     "compile_pattern",

@@ -1,10 +1,10 @@
-"""What the engine asks of a store, and how a plan's asks are answered, sync or async.
+"""What the engine asks of a store, and how a plan's asks are answered.
 
 A store serves one claim as `ClaimRanges`: ranges of its text (in characters) and of its
 index (in bytes, `s3claim._reading._index`), from the start or from the end, each answer
 carrying the claim's `Facts`. Every reading mode is a *plan*: a generator that yields the
-ranges it needs one at a time and returns its answer, so it is written once and driven by
-`run` over a sync store's ranges or by `arun` over an async one's.
+ranges it needs one at a time and returns its answer, driven by `run` over a store's ranges,
+so the mode is written apart from any store's I/O.
 
 Every range is served only after the store has checked that the claim stands in the
 reader's scope (the handle, the run, the expiry, the seal): a plan never sees a byte of a
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
 __all__ = [
-    "AsyncClaimRanges",
     "ClaimRanges",
     "Facts",
     "Index",
@@ -29,7 +28,6 @@ __all__ = [
     "Tail",
     "Text",
     "TextPart",
-    "arun",
     "index_range",
     "index_tail",
     "run",
@@ -112,7 +110,7 @@ Plan = Generator[Request, Part, _T]
 
 
 class ClaimRanges(Protocol):
-    """One claim as a sync store serves it to the engine (checked, in its reader's scope)."""
+    """One claim as a store serves it to the engine (checked, in its reader's scope)."""
 
     def text(self, start: int, end: int) -> TextPart: ...
 
@@ -125,18 +123,6 @@ class ClaimRanges(Protocol):
     def stream(self) -> Iterator[str]:
         """The whole text, start to end, in pieces (a search reads it so)."""
         ...
-
-
-class AsyncClaimRanges(Protocol):
-    """`ClaimRanges` for coroutines (no stream: the async faces do not search)."""
-
-    async def text(self, start: int, end: int) -> TextPart: ...
-
-    async def tail(self, chars: int) -> TextPart: ...
-
-    async def index(self, start: int, end: int) -> IndexPart: ...
-
-    async def index_tail(self, size: int) -> IndexPart: ...
 
 
 def text_range(start: int, end: int) -> Plan[TextPart]:
@@ -175,36 +161,12 @@ def _answer(ranges: ClaimRanges, request: Request) -> Part:
             return ranges.index_tail(size)
 
 
-async def _answer_async(ranges: AsyncClaimRanges, request: Request) -> Part:
-    match request:
-        case Text(start, end):
-            return await ranges.text(start, end)
-        case Tail(chars):
-            return await ranges.tail(chars)
-        case Index(start, end):
-            return await ranges.index(start, end)
-        case IndexTail(size):
-            return await ranges.index_tail(size)
-
-
 def run(plan: Plan[_T], ranges: ClaimRanges) -> _T:
-    """Drive `plan` over a sync store's ranges: its answer, or the first failure."""
+    """Drive `plan` over a store's ranges: its answer, or the first failure."""
     try:
         request = next(plan)
         while True:
             request = plan.send(_answer(ranges, request))
-    except StopIteration as done:
-        return cast(_T, done.value)
-    finally:
-        plan.close()
-
-
-async def arun(plan: Plan[_T], ranges: AsyncClaimRanges) -> _T:
-    """Drive `plan` over an async store's ranges, on the event loop."""
-    try:
-        request = next(plan)
-        while True:
-            request = plan.send(await _answer_async(ranges, request))
     except StopIteration as done:
         return cast(_T, done.value)
     finally:

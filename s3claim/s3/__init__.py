@@ -4,8 +4,7 @@
   encryption, lifecycle classes), built once and shared by the three below (`_bucket`).
 - `S3ClaimCheckStore`: claims shared across processes through it (`_store`): each claim its
   text and its index in sealed blocks (`_format`, `_seal`, `_layout`), read in ranges by the
-  reading engine (`_reads`). `AsyncS3ClaimCheckStore`: its reads from an event loop, on
-  aiobotocore (`_async`).
+  reading engine (`_reads`). From a coroutine: `s3claim.ThreadedAsyncStore` over it.
 - `S3RunJournal`: each run's record beside the run's claims (`_journal`).
 - `S3AuditTrail`: the audit trail of redemptions, in the bucket's audit area (`_audit`).
 - `RetryPolicy` (`_retry`) and the one table of S3 error codes (`_errors`), shared by all.
@@ -17,7 +16,6 @@ other `S3CLAIM_*` variables; `S3ClaimCheckStore(bucket, handle_key=...)` takes t
 and `S3RunJournal(store.bucket)` shares the store's bucket.
 """
 
-from s3claim.s3._async import AsyncS3ClaimCheckStore
 from s3claim.s3._audit import S3AuditTrail
 from s3claim.s3._bucket import Bucket
 from s3claim.s3._journal import S3RunJournal
@@ -27,7 +25,6 @@ from s3claim.s3.settings import S3ClaimSettings
 from s3claim.store import ClaimInfo  # listed by every `ListableStore`; kept here for `ls`
 
 __all__ = [
-    "AsyncS3ClaimCheckStore",
     "Bucket",
     "ClaimInfo",
     "RetryPolicy",

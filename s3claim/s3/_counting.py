@@ -1,9 +1,9 @@
 """Each store request on the wire, counted into the telemetry operation it serves.
 
-botocore event hooks on the store's client (sync or aiobotocore's): `before-send` is one
-HTTP request and the bytes it sends (the store's requests are one attempt each: s3claim owns
-the retries), `after-call` the bytes the answer carries. Outside an s3claim operation the
-hooks count nothing, so a caller's own calls on a shared client are left alone.
+botocore event hooks on the store's client: `before-send` is one HTTP request and the bytes
+it sends (the store's requests are one attempt each: s3claim owns the retries), `after-call`
+the bytes the answer carries. Outside an s3claim operation the hooks count nothing, so a
+caller's own calls on a shared client are left alone.
 """
 
 from __future__ import annotations

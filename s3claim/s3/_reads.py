@@ -1,9 +1,9 @@
-"""A claim on S3 as the reading engine's ranges, written once for the sync and async faces.
+"""A claim on S3 as the reading engine's ranges.
 
-Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that the face
-sends its own way (`perform` on boto3, `perform_async` on aiobotocore) and answers here, so
-the byte ranges, every check on the answers and the format are decided in one place; and
-a whole claim streamed for `scan` (`pieces`), in bounded memory.
+Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that `perform`
+sends through the bucket's client (`sender`) and answers here, so the byte ranges, every
+check on the answers and the format are decided apart from the sending; and a whole claim
+streamed for `scan` (`pieces`), in bounded memory.
 
 A range of the text or the index is one ranged GetObject of the sealed blocks holding it; the
 end of either, one suffix range (`bytes=-n`). The exceptions, each one request more: a range
@@ -15,10 +15,10 @@ HeadObject of the claim to tell "not indexed" from "not there".
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError
 
@@ -28,7 +28,6 @@ from s3claim.s3._bucket import Bucket
 from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._format import ObjectMeta
 from s3claim.s3._layout import Layout
-from s3claim.s3._retry import RetryPolicy, request_async
 from s3claim.s3._seal import BLOCK_BYTES, UNIT_BYTES, BlockStream, Seal, block_span, sealed_size
 from s3claim.store import IndexPart, TextPart
 
@@ -42,13 +41,11 @@ __all__ = [
     "Head",
     "Reply",
     "Sealed",
-    "async_sender",
     "head",
     "perform",
-    "perform_async",
     "pieces",
     "present",
-    "sync_sender",
+    "sender",
 ]
 
 _T = TypeVar("_T")
@@ -265,25 +262,8 @@ def perform(op: Op[_T], send: Callable[[Call], Reply]) -> _T:
         op.close()
 
 
-async def perform_async(op: Op[_T], send: Callable[[Call], Awaitable[Reply]]) -> _T:
-    """`perform` with an async `send`, on the event loop."""
-    try:
-        call = next(op)
-        while True:
-            try:
-                reply = await send(call)
-            except Refused as refused:
-                call = op.throw(refused)
-            else:
-                call = op.send(reply)
-    except StopIteration as done:
-        return cast(_T, done.value)
-    finally:
-        op.close()
-
-
-def sync_sender(bucket: Bucket) -> Callable[[Call], Reply]:
-    """How the bucket's (boto3) client sends a call, under the retry policy."""
+def sender(bucket: Bucket) -> Callable[[Call], Reply]:
+    """How the bucket's client sends a call, under the retry policy."""
 
     def send(call: Call) -> Reply:
         client, name = bucket.client, bucket.name
@@ -307,33 +287,6 @@ def sync_sender(bucket: Bucket) -> Callable[[Call], Reply]:
             return Reply(response["Metadata"], content_range, data)
 
         return bucket.request("GetObject", get, expect=_GET_EXPECTS)
-
-    return send
-
-
-def async_sender(
-    client: Any, bucket: str, retry: RetryPolicy
-) -> Callable[[Call], Awaitable[Reply]]:
-    """How an aiobotocore client sends a call, under the retry policy."""
-
-    async def send(call: Call) -> Reply:
-        if isinstance(call, Head):
-
-            async def head_object() -> Reply:
-                response = await client.head_object(Bucket=bucket, Key=call.key)
-                return Reply(response["Metadata"])
-
-            return await request_async("HeadObject", head_object, policy=retry, expect=MISSING)
-
-        async def get_object() -> Reply:
-            ranged = {"Range": call.range} if call.range else {}
-            response = await client.get_object(Bucket=bucket, Key=call.key, **ranged)
-            content_range = response.get("ContentRange")
-            async with response["Body"] as body:  # read inside the retry: a cut stream again
-                data = await body.read() if Reply.has_body(content_range) else b""
-            return Reply(response["Metadata"], content_range, data)
-
-        return await request_async("GetObject", get_object, policy=retry, expect=_GET_EXPECTS)
 
     return send
 

@@ -11,14 +11,13 @@ conditional write race answers. Access, bucket and request errors fail at once.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextvars import ContextVar
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tenacity import (
-    AsyncRetrying,
     RetryCallState,
     Retrying,
     retry_if_exception,
@@ -31,12 +30,7 @@ from s3claim.s3._errors import is_retryable, translated
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = [
-    "RetryPolicy",
-    "own_retries",
-    "request",
-    "request_async",
-]
+__all__ = ["RetryPolicy", "own_retries", "request"]
 
 _T = TypeVar("_T")
 
@@ -81,16 +75,6 @@ class _Backoff:
         return delay / 2 + random.uniform(0, delay / 2)  # noqa: S311 - jitter, not secrets
 
 
-def _schedule(policy: RetryPolicy) -> dict[str, Any]:
-    """When to stop, how long to wait, what to retry: one policy for the sync and async faces."""
-    return {
-        "stop": stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
-        "wait": _Backoff(policy.initial_wait, policy.max_wait),
-        "retry": retry_if_exception(is_retryable),
-        "reraise": True,
-    }
-
-
 _OURS: ContextVar[bool] = ContextVar("s3claim_request", default=False)
 
 
@@ -125,7 +109,12 @@ def request(
     failing after the policy's retries is a `ClaimStoreError` naming the operation, the
     attempts and the S3 error code (never a message, which can echo the request).
     """
-    controller = Retrying(**_schedule(policy))  # per call: controllers carry state
+    controller = Retrying(  # per call: controllers carry state
+        stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.max_seconds),
+        wait=_Backoff(policy.initial_wait, policy.max_wait),
+        retry=retry_if_exception(is_retryable),
+        reraise=True,
+    )
     token = _OURS.set(True)
     try:
         with translated(operation, expect=expect, attempts=partial(_attempts, controller)):
@@ -134,18 +123,5 @@ def request(
         _OURS.reset(token)
 
 
-async def request_async(
-    operation: str,
-    call: Callable[[], Awaitable[_T]],
-    *,
-    policy: RetryPolicy,
-    expect: frozenset[str] = frozenset(),
-) -> _T:
-    """`request` for an async client (aiobotocore): the same policy, the same errors."""
-    controller = AsyncRetrying(**_schedule(policy))
-    with translated(operation, expect=expect, attempts=partial(_attempts, controller)):
-        return await controller(call)
-
-
-def _attempts(controller: Retrying | AsyncRetrying) -> object:
+def _attempts(controller: Retrying) -> object:
     return controller.statistics.get("attempt_number", "?")

@@ -44,7 +44,7 @@ from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._layout import HAND_OFF_SUFFIX, Layout
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sync_sender
+from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sender
 from s3claim.s3._retry import RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
@@ -203,7 +203,7 @@ class S3ClaimCheckStore(RangedStore):
         if not is_handle(handle):
             raise ClaimUnavailableError
         claim, _ = claim_objects(self._bucket.layout, scope, handle, self._clock)
-        return perform(present(head(claim)), sync_sender(self._bucket)).expires_at
+        return perform(present(head(claim)), sender(self._bucket)).expires_at
 
     @property
     def handle_key(self) -> HandleKey:
@@ -259,7 +259,7 @@ class S3ClaimCheckStore(RangedStore):
             raise ClaimUnavailableError
         bucket, layout = self._bucket, self._bucket.layout
         claim, _ = claim_objects(layout, scope, handle, self._clock)
-        meta = perform(present(head(claim)), sync_sender(bucket))
+        meta = perform(present(head(claim)), sender(bucket))
         child = bucket.key.handed_off(handle, to)
         days = day_class(ttl_seconds, bucket.classes)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)
@@ -485,7 +485,7 @@ class _Ranges:
 
     def __init__(self, bucket: Bucket, claim: Sealed, index: Sealed) -> None:
         self._bucket, self._claim = bucket, claim
-        self._ops, self._send = ClaimOps(claim, index, claim.width or 1), sync_sender(bucket)
+        self._ops, self._send = ClaimOps(claim, index, claim.width or 1), sender(bucket)
 
     def text(self, start: int, end: int) -> TextPart:
         return perform(self._ops.text(start, end), self._send)

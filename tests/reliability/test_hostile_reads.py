@@ -43,7 +43,6 @@ from s3claim import (
     AgentRunner,
     AssistantMessage,
     AsyncClaimCheck,
-    AsyncS3ClaimCheckStore,
     ClaimCheck,
     ClaimCheckPolicy,
     ClaimCheckStore,
@@ -59,7 +58,7 @@ from s3claim import (
 )
 from s3claim._reading._head import extract_head, extract_tail
 from s3claim.messages import ToolMessage
-from s3claim.store import DEFAULT_FETCH_CHARS, AsyncClaimCheckStore
+from s3claim.store import DEFAULT_FETCH_CHARS
 from s3claim.tools import RunContext
 from s3claim.wording import (
     HANDLE_SEEN,
@@ -746,10 +745,10 @@ class _AsyncFace(Blocking):
     """The async face as the claim tools read it: every read one coroutine of the async
     store, on its own loop (search streams from the sync store: the async face has no scan)."""
 
-    def __init__(self, astore: AsyncClaimCheckStore, sync: Any) -> None:
+    def __init__(self, astore: ThreadedAsyncStore, sync: Any) -> None:
         super().__init__(astore)
         self.sync = sync
-        self.aface: Any = astore
+        self.aface = astore
 
     def run_here(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return self._run(coroutine)
@@ -773,15 +772,7 @@ class AsyncFaceHost(Host):
 
     def __init__(self, rig: StoreRig) -> None:
         super().__init__(rig)
-        store = rig.store
-        astore: AsyncClaimCheckStore = (
-            AsyncS3ClaimCheckStore(store)
-            if isinstance(store, S3ClaimCheckStore)
-            else ThreadedAsyncStore(store)
-        )
-        self.face = _AsyncFace(astore, store)
-        if isinstance(astore, AsyncS3ClaimCheckStore):  # its own client: count it too
-            rig.count(self.face.run_here(astore._open()))
+        self.face = _AsyncFace(ThreadedAsyncStore(rig.store), rig.store)
         self.checks = AsyncClaimCheck(self.claim_check)
 
     def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:

@@ -14,7 +14,6 @@ from s3claim import (
     AgentRunner,
     AssistantMessage,
     AsyncClaimCheck,
-    AsyncS3ClaimCheckStore,
     ClaimCheck,
     ClaimCheckPolicy,
     ClaimStoreError,
@@ -26,6 +25,7 @@ from s3claim import (
     S3RunJournal,
     Scope,
     ScriptedProvider,
+    ThreadedAsyncStore,
     ToolCall,
     ToolRegistry,
     claim_tools,
@@ -339,11 +339,10 @@ def test_the_async_faces_have_the_same_spans(telemetry: Telemetry, s3: Any, buck
 
     async def main() -> None:
         claim_check = AsyncClaimCheck(ClaimCheck(store))
-        async with AsyncS3ClaimCheckStore(store) as faces:
-            checked = await claim_check.check_in(CONTRACT, tool="read_contract", scope=SCOPE)
-            assert checked.handle is not None
-            await faces.fetch(SCOPE, checked.handle, 100)
-            await claim_check.store.fetch(SCOPE, checked.handle, 200)
+        checked = await claim_check.check_in(CONTRACT, tool="read_contract", scope=SCOPE)
+        assert checked.handle is not None
+        await ThreadedAsyncStore(store).fetch(SCOPE, checked.handle, 100)
+        await claim_check.store.fetch(SCOPE, checked.handle, 200)
 
     SCOPE = Scope("acme", "async")
     asyncio.run(main())

@@ -29,9 +29,10 @@ as that would show one upstream another's URIs:
    (its own oldest forgotten first, never another's), so one that floods its listings
    forgets only its own. What it forgot is kept in a filter that never forgets a URI (and may,
    rarely, take one never listed for one that was): a URI an upstream may have listed and
-   forgot goes to no other upstream. Not by its listing (it does not take it, as in 1), nor by
-   a template or a link: the URI is refused, unless the rest of the rule (3) gives it to that
-   same upstream. A wrong guess of the filter refuses a URI; it never moves one.
+   forgot goes to no other upstream: not by another's listing (that one does not take it, as
+   in 1), nor by a template or a link. The URI is refused, unless the rest of the rule (3)
+   gives it to that same upstream. A wrong guess of the filter refuses a URI; it never moves
+   one.
 3. Else the first upstream, in the file's order, whose resource template matches it; else the
    one that named it in a result (a resource link, an embedded resource), remembered apart
    for each upstream as its listings are (the first to name a URI keeps it; a link is the

@@ -7,11 +7,7 @@ its store and its bounds are the same for one server or many:
 
 - Tools and prompts are named `<upstream>__<name>` (`fs__read_text_file`); a call, a
   `prompts/get` and a prompt's completion go to the upstream of the prefix, without it.
-- Resources keep their URIs. A URI belongs to the upstream that listed it (each upstream's
-  listing is read at start, and again at every listing through the gateway); one listed by
-  two upstreams at start is refused. Else to the first upstream, in the file's order, whose
-  resource template matches it; else to the one that named it in a result (a resource link,
-  an embedded resource); else to the one upstream with resources; else it is unknown.
+- Resources keep their URIs; whose a URI is, the rule below says.
 - A listing is every upstream's, in the file's order. The gateway's cursor holds each
   upstream's own, so every page asks each upstream that has more for its next page.
 - Capabilities are the union, the server's identity is the gateway's own, and the
@@ -20,15 +16,40 @@ its store and its bounds are the same for one server or many:
 Each upstream is its own `Upstream`: one that dies is restarted by its next call while the
 others serve on. What an upstream sends on its own names it (`Upstream.name`), so the relay
 gives it to the client with calls in flight to that upstream.
+
+Whose a resource URI is (`Gateway._owner`); no upstream is ever asked whether it is its own,
+as that would show one upstream another's URIs:
+
+1. Listed: the upstream that listed it (a resource; a template's string, as a completion
+   names it). Each upstream's listings are read at start, and again at every listing through
+   the gateway; at start, a URI two list is refused. Later, the first to list a URI keeps it:
+   another listing it too is not its owner. Every upstream's listings are looked in before
+   any template, so no template takes a listed URI, whatever the file's order.
+2. Each upstream's listings are remembered apart: the newest `_REMEMBERED` URIs it listed
+   (its own oldest forgotten first, never another's), so one that floods its listings
+   forgets only its own. What it forgot is kept in a filter that never forgets a URI (and may,
+   rarely, take one never listed for one that was): a URI an upstream may have listed and
+   forgot goes to no other upstream: not by another's listing (that one does not take it, as
+   in 1), nor by a template or a link. The URI is refused, unless the rest of the rule (3)
+   gives it to that same upstream. A wrong guess of the filter refuses a URI; it never moves
+   one.
+3. Else the first upstream, in the file's order, whose resource template matches it; else the
+   one that named it in a result (a resource link, an embedded resource), remembered apart
+   for each upstream as its listings are (the first to name a URI keeps it; a link is the
+   weakest claim, under every listing and template); else the one upstream with resources;
+   else it is unknown.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import logging
 import re
+import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -56,7 +77,9 @@ SEPARATOR = "__"
 UPSTREAM_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 """An upstream's name: short, safe in a tool name and a URL path, never holding `__`."""
 _PAGES = 100  # a cursor that never ends cannot hang the start
-_REMEMBERED = 10_000  # URIs of each kind remembered: the oldest are forgotten first
+_REMEMBERED = 10_000  # URIs of each kind remembered of each upstream: its oldest forgotten first
+_FORGOTTEN_BITS = 1 << 20  # the filter of what one upstream's listings forgot: 128 KiB
+_PROBES = 4  # bits of the filter a URI sets: 1% wrong guesses at about 100,000 forgotten
 _INFO = types.Implementation(name="s3claim-mcp-gateway", version=__version__)
 # A URI template's expressions (RFC 6570): each matches a run of characters but those its
 # operator's expansion never holds (a simple `{id}` encodes `/`, `?` and `#`; `{+path}` none).
@@ -90,9 +113,10 @@ class Gateway:
         self.timeout = max(u.timeout for u in upstreams)
         self.server_info: types.Implementation | None = _INFO
         self._downstream: Relay | None = None
-        # Resource URI -> its upstream: listed (and template strings), or named in a result.
-        self._listed: dict[str, Upstream] = {}
-        self._linked: dict[str, Upstream] = {}
+        # What each upstream listed (resources, template strings), and named in its results.
+        self._key = secrets.token_bytes(16)  # of the URIs' digests: none can be aimed at
+        self._listed = {u: _Named(keeps_forgotten=True) for u in upstreams}
+        self._linked = {u: _Named(keeps_forgotten=False) for u in upstreams}
         self._templates: dict[Upstream, list[_Template]] = {}
 
     @classmethod
@@ -288,34 +312,50 @@ class Gateway:
     def _owner(self, uri: str) -> Upstream:
         """The upstream a resource URI belongs to (the module docstring says how). Never
         found by asking each upstream in turn: one upstream must not see another's URIs."""
-        owner = self._listed.get(uri)
-        if owner is not None:
-            return owner
+        digest = self._digest(uri)
+        for upstream, listed in self._listed.items():  # every listing before any template
+            if digest in listed:
+                return upstream
+        owner = self._unlisted(uri, digest)
+        forgot = [u for u, listed in self._listed.items() if listed.forgot(digest)]
+        if forgot and forgot != [owner]:
+            names = " or ".join(u.name or "" for u in forgot)
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"the resource {uri[:200]!r} may be one that upstream {names} listed and the "
+                f"gateway no longer remembers (it keeps the newest {_REMEMBERED:,} URIs each "
+                "upstream lists), so it goes to no other: read it at that upstream's own "
+                "endpoint, or give it a proxy of its own",
+            )
+        if owner is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"no upstream of the gateway lists the resource {uri[:200]!r}, names it, "
+                "or has a template that matches it",
+            )
+        return owner
+
+    def _unlisted(self, uri: str, digest: bytes) -> Upstream | None:
+        """The owner of a URI no upstream's listing holds: by template, link, or the one."""
         for upstream in self.upstreams.values():  # the file's order
             if any(template.matches(uri) for template in self._templates.get(upstream, ())):
                 return upstream
         # Only then a link: an upstream naming another's URI in its result does not take it.
-        owner = self._linked.get(uri)
-        if owner is not None:
-            return owner
+        for upstream, linked in self._linked.items():
+            if digest in linked:
+                return upstream
         resourceful = [u for u in self.upstreams.values() if u.capabilities.resources is not None]
-        if len(resourceful) == 1:
-            return resourceful[0]
-        raise MCPError(
-            types.INVALID_PARAMS,
-            f"no upstream of the gateway lists the resource {uri[:200]!r}, names it, "
-            "or has a template that matches it",
-        )
+        return resourceful[0] if len(resourceful) == 1 else None
 
     def _learn(self, upstream: Upstream, pages: Sequence[BaseModel]) -> None:
         """Remember who owns what a listing names (a URI listed by two: the first's)."""
         for page in pages:
             if isinstance(page, types.ListResourcesResult):
                 for resource in page.resources:
-                    _remember(self._listed, resource.uri, upstream)
+                    self._remember(self._listed, upstream, resource.uri)
             elif isinstance(page, types.ListResourceTemplatesResult):
                 for template in page.resource_templates:  # as a completion names it, too
-                    _remember(self._listed, template.uri_template, upstream)
+                    self._remember(self._listed, upstream, template.uri_template)
                     known = self._templates.setdefault(upstream, [])
                     parsed = _Template.of(template.uri_template)
                     if parsed not in known:
@@ -324,9 +364,26 @@ class Gateway:
     def _learn_links(self, upstream: Upstream, content: Sequence[types.ContentBlock]) -> None:
         for block in content:
             if isinstance(block, types.ResourceLink):
-                _remember(self._linked, block.uri, upstream)
+                self._remember(self._linked, upstream, block.uri)
             elif isinstance(block, types.EmbeddedResource):
-                _remember(self._linked, block.resource.uri, upstream)
+                self._remember(self._linked, upstream, block.resource.uri)
+
+    def _remember(self, kind: Mapping[Upstream, _Named], upstream: Upstream, uri: str) -> None:
+        """`uri` is `upstream`'s, of this kind, unless another named it first: it holds the
+        URI, or may have forgotten it."""
+        digest, own = self._digest(uri), kind[upstream]
+        if digest not in own and any(
+            digest in named or named.forgot(digest)
+            for other, named in kind.items()
+            if other is not upstream
+        ):
+            return
+        own.add(digest)
+
+    def _digest(self, uri: str) -> bytes:
+        """`uri` as it is remembered: a keyed digest, the same size for any URI."""
+        data = uri.encode("utf-8", "surrogatepass")  # a JSON string may hold a lone surrogate
+        return hashlib.blake2b(data, digest_size=16, key=self._key).digest()
 
     async def _page(self, request: _Listing) -> BaseModel:
         """One page of a listing: the next page of each upstream with more to list."""
@@ -449,13 +506,49 @@ async def _every_page(upstream: Upstream, request: type[_Listing]) -> list[BaseM
     return pages
 
 
-def _remember(owners: dict[str, Upstream], uri: str, upstream: Upstream) -> None:
-    """`uri` is `upstream`'s, unless another named it first."""
-    if uri in owners:
-        return
-    if len(owners) >= _REMEMBERED:
-        del owners[next(iter(owners))]
-    owners[uri] = upstream
+class _Named:
+    """The URIs one upstream named of one kind (listed, or linked in results), as digests: the
+    newest `_REMEMBERED` exactly, oldest forgotten first. With `keeps_forgotten`, those it
+    forgot as well, in a Bloom filter (made at the first it forgets): `forgot` is true of
+    every URI it forgot, and of a few it never named, never false of one it forgot."""
+
+    def __init__(self, *, keeps_forgotten: bool) -> None:
+        self._newest: OrderedDict[bytes, None] = OrderedDict()
+        self._keeps_forgotten = keeps_forgotten
+        self._forgotten: bytearray | None = None
+
+    def __contains__(self, digest: bytes) -> bool:
+        return digest in self._newest
+
+    def add(self, digest: bytes) -> None:
+        """`digest` remembered as the newest (named again: the newest again)."""
+        if digest in self._newest:
+            self._newest.move_to_end(digest)
+            return
+        if len(self._newest) >= _REMEMBERED:
+            oldest, _ = self._newest.popitem(last=False)
+            if self._keeps_forgotten:
+                if self._forgotten is None:
+                    self._forgotten = bytearray(_FORGOTTEN_BITS // 8)
+                for bit in _bits(oldest):
+                    self._forgotten[bit >> 3] |= 1 << (bit & 7)
+        self._newest[digest] = None
+
+    def forgot(self, digest: bytes) -> bool:
+        """Whether this upstream may have named `digest` and forgot it."""
+        forgotten = self._forgotten
+        if forgotten is None:
+            return False
+        return all(forgotten[bit >> 3] >> (bit & 7) & 1 for bit in _bits(digest))
+
+
+def _bits(digest: bytes) -> list[int]:
+    """The filter's bits of a URI: its keyed digest, cut in `_PROBES` parts."""
+    step = len(digest) // _PROBES
+    return [
+        int.from_bytes(digest[i * step : (i + 1) * step], "big") % _FORGOTTEN_BITS
+        for i in range(_PROBES)
+    ]
 
 
 def _encode(pending: dict[str, str]) -> str:

@@ -36,7 +36,7 @@ from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
 from s3claim.hosting import Call, Host, ToolAnswer, folded_view, neutralise, refusal_text
-from s3claim.mcp._claims import claim_uri, read_claim
+from s3claim.mcp._claims import claim_uri, read_claim, unclaimed
 from s3claim.mcp._gateway import SEPARATOR, Gateway
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
@@ -189,11 +189,11 @@ class ClaimCheckProxy:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._passing(
-                types.ListResourcesRequest, types.ListResourcesResult, neutralised,
+                types.ListResourcesRequest, types.ListResourcesResult, unclaimed,
                 empty=types.ListResourcesResult(resources=[]),
             ),
             on_list_resource_templates=self._passing(
-                types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult, neutralised,
+                types.ListResourceTemplatesRequest, types.ListResourceTemplatesResult, unclaimed,
                 empty=types.ListResourceTemplatesResult(resource_templates=[]),
             ),
             on_read_resource=self._read_resource,

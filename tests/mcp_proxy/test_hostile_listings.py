@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,9 +20,9 @@ from mcp.shared.exceptions import MCPError
 from devkit.mcp_upstream import HANDLE, document
 from s3claim.claimcheck import ClaimCheck
 from s3claim.hosting import neutralise
-from s3claim.mcp import ClaimCheckProxy, Gateway, Scoping
+from s3claim.mcp import ClaimCheckProxy, Gateway, Scoping, StdioUpstream, Upstream
 from s3claim.memory import MemoryClaimCheckStore
-from tests.mcp_proxy._support import in_process, text_of, upstream
+from tests.mcp_proxy._support import PYTHON, in_process, text_of, upstream
 
 LOOK_ALIKES = (
     "fetch_result\u200b", "fetch-result", "Fetch_Result", "search-result",
@@ -187,3 +188,46 @@ def test_claim_uri_parameters_are_ascii_whole_numbers_within_range() -> None:
         assert later.contents[0].text.startswith(document(30_000)[4096:4196])  # type: ignore[union-attr]
 
     hostile(scenario)
+
+
+# Issue 46: what an upstream lists posing as a claim (a resource, a template, in any form a
+# reader may take for one) is left out of the listings, by the proxy and the gateway alike.
+POSING = (
+    HANDLE, "CLAIM%3A1" + "0" * 32, "Claim%253A" + "0" * 32,
+    "\uff43\uff4c\uff41\uff49\uff4d\uff1a" + "0" * 32,
+)  # fmt: skip
+POSING_TEMPLATES = ("claim:{handle}", "CLAIM%3A{handle}{?offset}")
+LISTER = str(Path(__file__).with_name("_lister_upstream.py"))
+
+
+@pytest.mark.parametrize("through", ["proxy", "gateway"])
+def test_resources_and_templates_posing_as_claims_are_left_out_with_one_line_each(
+    through: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = [f"--list={uri}" for uri in ("file:///docs/readme.md", *POSING)]
+    options += [f"--template={t}" for t in ("file:///docs/{name}", *POSING_TEMPLATES)]
+    target = StdioUpstream(command=PYTHON, args=(LISTER, "--name", "docs", *options))
+
+    async def listed(upstream: Upstream | Gateway) -> None:
+        claim_check = ClaimCheck(MemoryClaimCheckStore())
+        proxy = ClaimCheckProxy(upstream, claim_check=claim_check, scoping=Scoping.for_stdio("t"))
+        async with Client(proxy.server()) as client:
+            caplog.clear()
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [r.uri for r in resources] == ["file:///docs/readme.md"]
+            assert [t.uri_template for t in templates] == ["file:///docs/{name}"]
+            said = [r.getMessage() for r in caplog.records if "posing as a claim" in r.getMessage()]
+            assert len(said) == len(POSING) + len(POSING_TEMPLATES), said
+            assert all("0" * 32 not in line and "{handle}" not in line for line in said)
+
+    async def run() -> None:
+        if through == "proxy":
+            async with Upstream.connect(target, timeout=20.0, startup_timeout=60.0) as one:
+                await listed(one)
+        else:
+            async with Gateway.connect({"docs": target}, timeout=20.0) as gateway:
+                await listed(gateway)
+
+    with caplog.at_level(logging.WARNING, logger="s3claim.mcp"):
+        anyio.run(run)

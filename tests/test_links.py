@@ -7,6 +7,7 @@ server costs the store per read is counted in this process, on the same app in-p
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -37,11 +38,18 @@ from s3claim import (
 from s3claim.links import Link, LinkKey, check_base_url, link
 from s3claim.links.server import links_app
 from tests._s3 import moto_client, s3_error
+from tests._slow_clients import read_slowly, stalled, still_open
 
 KEY = "test-links-handle-key-0123456789"
 SCOPE = Scope(tenant="acme-tenant", run="run-secret-7")
 TEXT = "".join(f"ligne {n}: café, 東京, 🙂\n" for n in range(1, 3001))
 RECORDS = json.dumps({"items": [{"id": n, "name": f"récord {n}"} for n in range(300)]})
+BIG = "".join(f"ligne {n}: café crème, {n * 7919 % 10007}\n" for n in range(120_000))
+"""3 MiB of Latin-1 text: larger than the socket buffers, so a slow reader makes the server
+wait."""
+HEADER_TIMEOUT = 1.0
+"""`s3claim serve`'s bound on a request's headers here (S3CLAIM_HEADER_TIMEOUT; 10 s by
+default): small, so the test of it takes a second or two."""
 _START_SECONDS = 60.0
 
 
@@ -51,7 +59,19 @@ class Served:
     base_url: str
     text: str
     records: str
+    big: str
     wire: Wire
+    log: list[str]
+    """What the server wrote on stderr, line by line, as it writes it."""
+
+    def logged(self, words: str, *, within: float = 10.0) -> bool:
+        """Whether the server writes a line holding `words` within `within` seconds."""
+        deadline = time.monotonic() + within
+        while not any(words in line for line in self.log):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +85,13 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
     )
     text = store.put(SCOPE, TEXT, ttl_seconds=3600)
     records = store.put(SCOPE, RECORDS, ttl_seconds=3600)
+    big = store.put(SCOPE, BIG, ttl_seconds=3600)
     env = {
         **os.environ,
         "S3CLAIM_BUCKET": bucket,
         "S3CLAIM_ENDPOINT_URL": moto_endpoint,
         "S3CLAIM_HANDLE_KEY": KEY,
+        "S3CLAIM_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0"],
@@ -98,7 +120,7 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
     try:
         ready.wait(_START_SECONDS)
         assert found, f"s3claim serve did not start: {''.join(lines)[-2000:]}"
-        yield Served(store, found[0], text, records, Wire.attach(client))
+        yield Served(store, found[0], text, records, big, Wire.attach(client), lines)
     finally:
         os.kill(process.pid, signal.SIGTERM)
         try:
@@ -322,3 +344,29 @@ def test_bad_queries_are_400_and_bad_settings_refused_at_once() -> None:
         link(store, handle, scope=SCOPE, base_url="http://[::1]:1", ttl_seconds=0)
     with pytest.raises(ClaimUnavailableError):
         link(store, handle, scope=Scope("acme-tenant", "another run"), base_url="http://[::1]")
+
+
+# -- the edges (issue 46): slow clients, long numbers, damaged claims, odd requests ----------
+
+
+def test_both_servers_bound_a_requests_headers_by_default() -> None:
+    from s3claim._http import HEADER_TIMEOUT_SECONDS
+    from s3claim.cli._mcp_proxy import mcp_proxy
+    from s3claim.cli._serve import serve
+
+    for command in (serve, mcp_proxy):
+        default = inspect.signature(command).parameters["header_timeout"].default
+        assert default == HEADER_TIMEOUT_SECONDS == 10.0, command
+
+
+def test_a_request_whose_headers_never_arrive_is_closed_within_the_bound(served: Served) -> None:
+    url = link(served.store, served.big, scope=SCOPE, base_url=served.base_url)
+    utf8 = BIG.encode("utf-8")
+    with stalled(served.base_url, 50) as held:
+        started = time.monotonic()
+        # Meanwhile a request is answered, and its large body read slowly, past the bound.
+        status, body, took = read_slowly(url, size=len(utf8), seconds=2 * HEADER_TIMEOUT)
+        assert status == 200 and body == utf8
+        assert took > 1.5 * HEADER_TIMEOUT
+        left = max(0.0, started + HEADER_TIMEOUT + 4 - time.monotonic())
+        assert still_open(held, within=left) == []

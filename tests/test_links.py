@@ -370,3 +370,24 @@ def test_a_request_whose_headers_never_arrive_is_closed_within_the_bound(served:
         assert took > 1.5 * HEADER_TIMEOUT
         left = max(0.0, started + HEADER_TIMEOUT + 4 - time.monotonic())
         assert still_open(held, within=left) == []
+
+
+def test_over_long_numbers_are_one_line_answers_never_a_traceback(served: Served) -> None:
+    url = link(served.store, served.text, scope=SCOPE, base_url=served.base_url)
+    utf8 = TEXT.encode("utf-8")
+    digits = "9" * 5000  # past the 4,300 digits int() reads from a string
+    queries = [f"offset={digits}", f"length={digits}", f"line={digits}", f"line=1&lines={digits}"]
+    ranges = [f"bytes={digits}-", f"bytes=-{digits}", f"bytes=0-{digits}", f"bytes={'0' * 5000}5-9"]
+    answers = read_elsewhere(
+        [(f"{url}?{query}", {}) for query in queries] + [(url, {"Range": each}) for each in ranges]
+    )
+    for query, (status, _, body) in zip(queries, answers, strict=False):
+        name = query.rsplit("&", 1)[-1].split("=")[0]
+        assert status == 400 and b"\n" not in body, (query[:20], body[:200])
+        assert body.startswith(f"{name} must be a whole number".encode()), body[:200]
+    past, suffix, to_end, padded = ((a[0], a[1].get("content-range"), a[2]) for a in answers[4:])
+    # A range's numbers are read for what they are: past any text, or all of it.
+    assert past == (416, f"bytes */{len(utf8)}", b"Range Not Satisfiable")
+    assert suffix == to_end == (206, f"bytes 0-{len(utf8) - 1}/{len(utf8)}", utf8)
+    assert padded == (206, "bytes 5-9/*", utf8[5:10])
+    assert not any("Traceback" in line for line in served.log), "".join(served.log)[-3000:]

@@ -4,9 +4,11 @@ One Starlette app (`claims_mount`), served alone by `s3claim serve` (`links_app`
 mounted by the MCP gateway over HTTP beside `/mcp`. The body is `text/plain; charset=utf-8`:
 
 - no query: the whole text, streamed (one streaming GET on S3); a `Range: bytes=A-B`,
-  `A-` or `-N` cuts its UTF-8 (206 with `Content-Range`, 416 when none of it exists). UTF-8
-  offsets cannot be found without reading what comes before them, so a byte range streams
-  the text up to its end (one GET), at most `MAX_RANGE_BYTES` of it served;
+  `A-` or `-N` cuts its UTF-8 (206 with `Content-Range`, 416 when none of it exists; its
+  numbers of any length, read for what they are). UTF-8 offsets cannot be found without
+  reading what comes before them, so a byte range streams the text up to its end (one GET),
+  at most `MAX_RANGE_BYTES` of it served; a Range that is not one valid byte range is
+  ignored, as RFC 9110 allows: the whole text;
 - `offset`/`length` (characters): one window (one ranged GET);
 - `line` (from 1) with `lines`: whole lines (at most two ranged GETs);
 - `from_end` with `lines`: the end, from a line's start (one);
@@ -69,7 +71,11 @@ _HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+_RANGE = re.compile(r"(?i:bytes)=([0-9]*)-([0-9]*)")  # the unit is case-insensitive
+_FAR_DIGITS = 18
+"""A byte position of more digits than this is past the end of every claim (5 GiB stored, at
+most 4 UTF-8 bytes a character): it is read as `_FAR`, never converted."""
+_FAR = 10**_FAR_DIGITS
 _MODES = ("offset", "length", "line", "lines", "from_end", "path")
 _TRUE = {"", "1", "true"}
 
@@ -154,7 +160,8 @@ def _number(query: Mapping[str, str], name: str, *, least: int) -> int | None:
     given = query.get(name)
     if given is None:
         return None
-    if not given.isascii() or not given.isdigit() or int(given) < least or len(given) > 18:
+    # The length first: int() of more than 4,300 digits raises ValueError of its own.
+    if not given.isascii() or not given.isdigit() or len(given) > 18 or int(given) < least:
         raise _BadRequest(f"{name} must be a whole number of at least {least}, got {given!r}")
     return int(given)
 
@@ -185,14 +192,27 @@ class _Bytes:
     @classmethod
     def of(cls, header: str | None) -> _Bytes | None:
         """The one range asked for; None for none, several, or one that is not valid (a
-        server may ignore those, RFC 9110, and answer with the whole text)."""
+        server may ignore those, RFC 9110, and answer with the whole text).
+
+        Its numbers may have any number of digits, as RFC 9110's grammar allows: each is
+        read for what it is (leading zeros and all), one past the end of every claim as
+        `_FAR`, so a first byte past any text is a 416 and a last one, or a suffix, the end.
+        """
         found = _RANGE.fullmatch((header or "").replace(" ", ""))
         if found is None or not any(found.groups()):
             return None
-        first, last = (int(g) if g else None for g in found.groups())
-        if first is not None and last is not None and last < first:
-            return None
-        return cls(first, last)
+        first, last = (g.lstrip("0") or "0" if g else None for g in found.groups())
+        if first is not None and last is not None and (len(last), last) < (len(first), first):
+            return None  # last before first, compared as digits: no number is converted
+        return cls(_position(first), _position(last))
+
+
+def _position(digits: str | None) -> int | None:
+    """A number of a range without leading zeros, `_FAR` when it has more digits than any
+    position in a claim."""
+    if digits is None:
+        return None
+    return int(digits) if len(digits) <= _FAR_DIGITS else _FAR
 
 
 class _Unsatisfiable(Exception):

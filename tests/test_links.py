@@ -7,8 +7,10 @@ server costs the store per read is counted in this process, on the same app in-p
 
 from __future__ import annotations
 
+import http.client
 import inspect
 import json
+import logging
 import os
 import re
 import signal
@@ -16,17 +18,20 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import uvicorn
 from starlette.testclient import TestClient
 
 from devkit.servers import Wire
 from s3claim import (
     ClaimCheck,
+    ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
     ManualClock,
@@ -35,9 +40,11 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
+from s3claim._http import server_config
 from s3claim.links import Link, LinkKey, check_base_url, link
 from s3claim.links.server import links_app
-from tests._s3 import moto_client, s3_error
+from s3claim.mcp import listen_socket
+from tests._s3 import moto_client, s3_error, stored_bytes
 from tests._slow_clients import read_slowly, stalled, still_open
 
 KEY = "test-links-handle-key-0123456789"
@@ -391,3 +398,146 @@ def test_over_long_numbers_are_one_line_answers_never_a_traceback(served: Served
     assert suffix == to_end == (206, f"bytes 0-{len(utf8) - 1}/{len(utf8)}", utf8)
     assert padded == (206, "bytes 5-9/*", utf8[5:10])
     assert not any("Traceback" in line for line in served.log), "".join(served.log)[-3000:]
+
+
+def _damage(store: S3ClaimCheckStore, handle: str, at: int) -> None:
+    """Flip one bit of the claim's stored object at byte `at`, its metadata left whole."""
+    key = store.layout.object_key(SCOPE, handle)
+    client, bucket = store.client, store.bucket.name
+    found = client.get_object(Bucket=bucket, Key=key)
+    body = bytearray(found["Body"].read())
+    body[at] ^= 0x01
+    client.put_object(
+        Bucket=bucket,
+        Key=key,
+        Body=bytes(body),
+        Metadata=found["Metadata"],
+        ContentType=found["ContentType"],
+    )
+
+
+def test_a_damaged_claim_is_the_one_404_read_whole_or_by_range(served: Served) -> None:
+    store, base = served.store, served.base_url
+    damaged_text = "".join(f"ligne {n}: abîmée\n" for n in range(180_000))  # 3 MiB
+    damaged = store.put(SCOPE, damaged_text, ttl_seconds=3600)
+    _damage(store, damaged, 2_500_000)  # after the first megabytes have been read
+    url = link(store, damaged, scope=SCOPE, base_url=base)
+    gone = store.put(SCOPE, "soon forgotten\n" * 10, ttl_seconds=3600)
+    unknown = link(store, gone, scope=SCOPE, base_url=base)
+    _delete_claim(store, gone)
+    asked: list[tuple[str, dict[str, str]]] = [
+        (url, {}),
+        (url, {"Range": "bytes=-100"}),
+        (url, {"Range": "bytes=2000000-"}),
+        (url, {"Range": "bytes=0-2600000"}),
+    ]
+    *read, refused = read_elsewhere([*asked, (unknown, {})])
+    assert refused[0] == 404 and refused[2] == b"Not Found"
+    refusal = (refused[0], _without_date(refused[1]), refused[2])
+    for (_, headers), (status, found, body) in zip(asked, read, strict=True):
+        assert (status, _without_date(found), body) == refusal, headers
+    assert served.logged(f"{damaged} is damaged")
+    assert not any("Traceback" in line for line in served.log), "".join(served.log)[-3000:]
+
+
+def test_a_whole_read_is_checked_before_it_answers_and_what_that_costs(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim.links import server
+
+    store, wire = served.store, served.wire
+    path = link(store, served.text, scope=SCOPE, base_url="http://127.0.0.1")
+    path = path.removeprefix("http://127.0.0.1")
+    utf8, stored = TEXT.encode("utf-8"), stored_bytes(4 * len(TEXT))  # 🙂: 4 bytes a char
+    damaged_text = TEXT.replace("ligne", "ligne abîmée")
+    damaged = store.put(SCOPE, damaged_text, ttl_seconds=3600)
+    _damage(store, damaged, stored_bytes(4 * len(damaged_text)) - 100)  # in its last block
+    to_damaged = link(store, damaged, scope=SCOPE, base_url="http://127.0.0.1")
+    with TestClient(links_app(store)) as http:
+        wire.clear()
+        answer = http.get(path)  # held whole: one GET, what it read answers
+        assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+        assert (wire.requests["GetObject"], wire.response_bytes["GetObject"]) == (1, stored)
+        # Longer than a read holds: one streaming GET checks it all, a second serves it.
+        monkeypatch.setattr(server, "MAX_HELD_BYTES", 64 * 1024)
+        wire.clear()
+        answer = http.get(path)
+        assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+        assert (wire.requests["GetObject"], wire.response_bytes["GetObject"]) == (2, 2 * stored)
+        wire.clear()
+        answer = http.get(to_damaged.removeprefix("http://127.0.0.1"))
+        assert (answer.status_code, answer.text) == (404, "Not Found")
+        assert wire.requests["GetObject"] == 1  # nothing served, so no second read
+        memory = MemoryClaimCheckStore()
+        handle = memory.put(SCOPE, TEXT, ttl_seconds=60)
+        memory_path = link(memory, handle, scope=SCOPE, base_url="http://127.0.0.1")
+        with TestClient(links_app(memory)) as memory_http:
+            answer = memory_http.get(memory_path.removeprefix("http://127.0.0.1"))
+            assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+
+
+class _RewrittenAfterItsFirstRead(MemoryClaimCheckStore):
+    """A store whose claims read once, then break after a piece: a claim rewritten between
+    a whole read's check and its second read, as someone with the bucket's keys could."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scans = 0
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        pieces = super().scan(scope, handle)
+        self.scans += 1
+        if self.scans == 1:
+            return pieces
+
+        def broken() -> Iterator[str]:
+            yield next(pieces)
+            raise ClaimStoreError("GetObject: the seal does not hold", reason="damaged")
+
+        return broken()
+
+
+def test_a_second_read_that_breaks_stops_short_of_its_length_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from s3claim.links import server
+
+    monkeypatch.setattr(server, "MAX_HELD_BYTES", 1024)  # TEXT is read twice
+    store = _RewrittenAfterItsFirstRead()
+    handle = store.put(SCOPE, TEXT * 20, ttl_seconds=60)  # 2.4 M characters: 3 pieces
+    sock = listen_socket("127.0.0.1", 0)
+    running = uvicorn.Server(server_config(links_app(store)))  # uvicorn's logging set up
+    uvicorn_said: list[logging.LogRecord] = []
+    listener = _Kept(uvicorn_said)
+    logging.getLogger("uvicorn.error").addHandler(listener)
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        url = link(store, handle, scope=SCOPE, base_url=f"http://127.0.0.1:{sock.getsockname()[1]}")
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+            promised = int(response.headers["Content-Length"])
+            assert promised == len((TEXT * 20).encode("utf-8"))
+            with pytest.raises(http.client.IncompleteRead) as cut:
+                response.read()
+        assert 0 < len(cut.value.partial) < promised
+    finally:
+        running.should_exit = True
+        thread.join(15)
+        sock.close()
+        logging.getLogger("uvicorn.error").removeHandler(listener)
+    ours = [r.getMessage() for r in caplog.records if r.name == "s3claim.links"]
+    assert ours == [f"link read: the stream of {handle} broke (ClaimStoreError)"]
+    assert [r.getMessage() for r in uvicorn_said] == [
+        "ASGI callable returned without completing response."
+    ]
+    assert not any(r.exc_info for r in [*caplog.records, *uvicorn_said])
+
+
+class _Kept(logging.Handler):
+    def __init__(self, kept: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.kept.append(record)

@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 import os
+import random
 import re
 import signal
 import subprocess
@@ -541,3 +542,78 @@ class _Kept(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.kept.append(record)
+
+
+_ATOMS = (
+    *("", "0", "1", "-1", "+1", " 1", "1.5", "1e3", "0x10", "٣", "²", "9" * 19, "9" * 5000),
+    *("0" * 5000 + "1", "true", "%00", "%FF", "%E2%80%AE", "é", "/", "/items", "/items/1"),
+    *("/items/-", "/items/01", "/items/" + "9" * 30, "/items/" + "9" * 5000, "/~2", "/~0~1"),
+    *("/items/1/name/x", "/" + "a/" * 2000, "items", "/items/1/id"),
+)
+_KEYS = ("offset", "length", "line", "lines", "from_end", "path", "zz", "", "%00", "offset[]")
+_RANGES = (
+    *("bytes=0-0", "bytes=-0", "bytes=0-", "bytes=-", "bytes=5-3", "bytes=1-2,3-4", "items=0-1"),
+    *("BYTES=0-1", "bytes = 0 - 1", "bytes=-99999999999999999999", "bytes=\t0-1", "", "bytes=-1"),
+    *(f"bytes={'9' * 5000}-", f"bytes=0-{'9' * 5000}", "bytes=²-", "bytes=0-1-2", "bytes=a-b"),
+)
+
+
+def _odd_query(rng: random.Random) -> str:
+    parts = []
+    for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+        key, value = rng.choice(_KEYS), rng.choice(_ATOMS)
+        parts.append(rng.choice((f"{key}={value}", f"{key}={value}", key, f"{key}=", f"={value}")))
+    return "&".join(parts)
+
+
+def _odd_token(rng: random.Random, good: str) -> str:
+    alphabet = "ABCXYZabcxyz0189-_~.%!$&'()*+,;=:@"
+    if rng.random() < 0.6:
+        return good
+    return rng.choice(
+        (
+            good[:-1],
+            good + "A",
+            good[:30] + rng.choice(alphabet) + good[31:],
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))),
+            "A" * rng.choice((0, 1, 200, 20_000)),
+            f"{good}/x",
+            "%ff%fe",
+            "../" + good,
+        )
+    )
+
+
+def _odd_requests(rng: random.Random, text: str, records: str) -> Iterator[tuple[str, str | None]]:
+    """(path and query, Range) to ask: every value in every mode and every Range once, on
+    the right claim for it; then random mixes of odd tokens, queries and Ranges."""
+    for value in _ATOMS:
+        for key in ("offset", "length", "line", "lines", "from_end", "path"):
+            yield f"/claims/{records if key == 'path' else text}?{key}={value}", None
+    for each in _RANGES:
+        yield f"/claims/{text}", each
+    for _ in range(150):
+        url = f"/claims/{_odd_token(rng, rng.choice((text, records)))}"
+        query = _odd_query(rng)
+        url = f"{url}?{query}" if query or rng.random() < 0.1 else url
+        yield url, rng.choice(_RANGES) if rng.random() < 0.6 else None
+
+
+def test_no_request_to_the_link_server_is_a_traceback_or_a_500(served: Served) -> None:
+    """A bounded fuzz of the token, the query and the Range header, on both stores: every
+    answer is one the module documents, in one line when it refuses."""
+    rng = random.Random(46)
+    allowed = {200, 206, 400, 404, 405, 416, 422}
+    for store in (MemoryClaimCheckStore(), served.store):
+        handles = [store.put(SCOPE, TEXT[:20_000], ttl_seconds=600)]
+        handles.append(store.put(SCOPE, RECORDS, ttl_seconds=600))
+        text, records = (
+            link(store, h, scope=SCOPE, base_url="http://127.0.0.1").rsplit("/", 1)[1]
+            for h in handles
+        )
+        with TestClient(links_app(store)) as http:  # a server exception raises here
+            for url, asked in _odd_requests(rng, text, records):
+                answer = http.get(url, headers={} if asked is None else {"Range": asked.encode()})
+                said = (url[:120], asked and asked[:40], answer.status_code, answer.text[:120])
+                assert answer.status_code in allowed, said
+                assert answer.status_code < 400 or "\n" not in answer.text, said

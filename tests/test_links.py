@@ -389,7 +389,7 @@ def test_over_long_numbers_are_one_line_answers_never_a_traceback(served: Served
     answers = read_elsewhere(
         [(f"{url}?{query}", {}) for query in queries] + [(url, {"Range": each}) for each in ranges]
     )
-    for query, (status, _, body) in zip(queries, answers, strict=False):
+    for query, (status, _, body) in zip(queries, answers[: len(queries)], strict=True):
         name = query.rsplit("&", 1)[-1].split("=")[0]
         assert status == 400 and b"\n" not in body, (query[:20], body[:200])
         assert body.startswith(f"{name} must be a whole number".encode()), body[:200]

@@ -7,25 +7,32 @@ server costs the store per read is counted in this process, on the same app in-p
 
 from __future__ import annotations
 
+import http.client
+import inspect
 import json
+import logging
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import uvicorn
 from starlette.testclient import TestClient
 
 from devkit.servers import Wire
 from s3claim import (
     ClaimCheck,
+    ClaimStoreError,
     ClaimUnavailableError,
     ConfigurationError,
     ManualClock,
@@ -34,14 +41,23 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
+from s3claim._http import server_config
 from s3claim.links import Link, LinkKey, check_base_url, link
 from s3claim.links.server import links_app
-from tests._s3 import moto_client, s3_error
+from s3claim.mcp import listen_socket
+from tests._s3 import moto_client, s3_error, stored_bytes
+from tests._slow_clients import read_slowly, stalled, still_open
 
 KEY = "test-links-handle-key-0123456789"
 SCOPE = Scope(tenant="acme-tenant", run="run-secret-7")
 TEXT = "".join(f"ligne {n}: café, 東京, 🙂\n" for n in range(1, 3001))
 RECORDS = json.dumps({"items": [{"id": n, "name": f"récord {n}"} for n in range(300)]})
+BIG = "".join(f"ligne {n}: café crème, {n * 7919 % 10007}\n" for n in range(120_000))
+"""3 MiB of Latin-1 text: larger than the socket buffers, so a slow reader makes the server
+wait."""
+HEADER_TIMEOUT = 1.0
+"""`s3claim serve`'s bound on a request's headers here (S3CLAIM_HEADER_TIMEOUT; 10 s by
+default): small, so the test of it takes a second or two."""
 _START_SECONDS = 60.0
 
 
@@ -51,7 +67,19 @@ class Served:
     base_url: str
     text: str
     records: str
+    big: str
     wire: Wire
+    log: list[str]
+    """What the server wrote on stderr, line by line, as it writes it."""
+
+    def logged(self, words: str, *, within: float = 10.0) -> bool:
+        """Whether the server writes a line holding `words` within `within` seconds."""
+        deadline = time.monotonic() + within
+        while not any(words in line for line in self.log):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +93,13 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
     )
     text = store.put(SCOPE, TEXT, ttl_seconds=3600)
     records = store.put(SCOPE, RECORDS, ttl_seconds=3600)
+    big = store.put(SCOPE, BIG, ttl_seconds=3600)
     env = {
         **os.environ,
         "S3CLAIM_BUCKET": bucket,
         "S3CLAIM_ENDPOINT_URL": moto_endpoint,
         "S3CLAIM_HANDLE_KEY": KEY,
+        "S3CLAIM_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0"],
@@ -98,7 +128,7 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
     try:
         ready.wait(_START_SECONDS)
         assert found, f"s3claim serve did not start: {''.join(lines)[-2000:]}"
-        yield Served(store, found[0], text, records, Wire.attach(client))
+        yield Served(store, found[0], text, records, big, Wire.attach(client), lines)
     finally:
         os.kill(process.pid, signal.SIGTERM)
         try:
@@ -322,3 +352,268 @@ def test_bad_queries_are_400_and_bad_settings_refused_at_once() -> None:
         link(store, handle, scope=SCOPE, base_url="http://[::1]:1", ttl_seconds=0)
     with pytest.raises(ClaimUnavailableError):
         link(store, handle, scope=Scope("acme-tenant", "another run"), base_url="http://[::1]")
+
+
+# -- the edges (issue 46): slow clients, long numbers, damaged claims, odd requests ----------
+
+
+def test_both_servers_bound_a_requests_headers_by_default() -> None:
+    from s3claim._http import HEADER_TIMEOUT_SECONDS
+    from s3claim.cli._mcp_proxy import mcp_proxy
+    from s3claim.cli._serve import serve
+
+    for command in (serve, mcp_proxy):
+        default = inspect.signature(command).parameters["header_timeout"].default
+        assert default == HEADER_TIMEOUT_SECONDS == 10.0, command
+
+
+def test_a_request_whose_headers_never_arrive_is_closed_within_the_bound(served: Served) -> None:
+    url = link(served.store, served.big, scope=SCOPE, base_url=served.base_url)
+    utf8 = BIG.encode("utf-8")
+    with stalled(served.base_url, 50) as held:
+        started = time.monotonic()
+        # Meanwhile a request is answered, and its large body read slowly, past the bound.
+        status, body, took = read_slowly(url, size=len(utf8), seconds=2 * HEADER_TIMEOUT)
+        assert status == 200 and body == utf8
+        assert took > 1.5 * HEADER_TIMEOUT
+        left = max(0.0, started + HEADER_TIMEOUT + 4 - time.monotonic())
+        assert still_open(held, within=left) == []
+
+
+def test_over_long_numbers_are_one_line_answers_never_a_traceback(served: Served) -> None:
+    url = link(served.store, served.text, scope=SCOPE, base_url=served.base_url)
+    utf8 = TEXT.encode("utf-8")
+    digits = "9" * 5000  # past the 4,300 digits int() reads from a string
+    queries = [f"offset={digits}", f"length={digits}", f"line={digits}", f"line=1&lines={digits}"]
+    ranges = [f"bytes={digits}-", f"bytes=-{digits}", f"bytes=0-{digits}", f"bytes={'0' * 5000}5-9"]
+    answers = read_elsewhere(
+        [(f"{url}?{query}", {}) for query in queries] + [(url, {"Range": each}) for each in ranges]
+    )
+    for query, (status, _, body) in zip(queries, answers[: len(queries)], strict=True):
+        name = query.rsplit("&", 1)[-1].split("=")[0]
+        assert status == 400 and b"\n" not in body, (query[:20], body[:200])
+        assert body.startswith(f"{name} must be a whole number".encode()), body[:200]
+    past, suffix, to_end, padded = ((a[0], a[1].get("content-range"), a[2]) for a in answers[4:])
+    # A range's numbers are read for what they are: past any text, or all of it.
+    assert past == (416, f"bytes */{len(utf8)}", b"Range Not Satisfiable")
+    assert suffix == to_end == (206, f"bytes 0-{len(utf8) - 1}/{len(utf8)}", utf8)
+    assert padded == (206, "bytes 5-9/*", utf8[5:10])
+    assert not any("Traceback" in line for line in served.log), "".join(served.log)[-3000:]
+
+
+def _damage(store: S3ClaimCheckStore, handle: str, at: int) -> None:
+    """Flip one bit of the claim's stored object at byte `at`, its metadata left whole."""
+    key = store.layout.object_key(SCOPE, handle)
+    client, bucket = store.client, store.bucket.name
+    found = client.get_object(Bucket=bucket, Key=key)
+    body = bytearray(found["Body"].read())
+    body[at] ^= 0x01
+    client.put_object(
+        Bucket=bucket,
+        Key=key,
+        Body=bytes(body),
+        Metadata=found["Metadata"],
+        ContentType=found["ContentType"],
+    )
+
+
+def test_a_damaged_claim_is_the_one_404_read_whole_or_by_range(served: Served) -> None:
+    store, base = served.store, served.base_url
+    damaged_text = "".join(f"ligne {n}: abîmée\n" for n in range(180_000))  # 3 MiB
+    damaged = store.put(SCOPE, damaged_text, ttl_seconds=3600)
+    _damage(store, damaged, 2_500_000)  # after the first megabytes have been read
+    url = link(store, damaged, scope=SCOPE, base_url=base)
+    gone = store.put(SCOPE, "soon forgotten\n" * 10, ttl_seconds=3600)
+    unknown = link(store, gone, scope=SCOPE, base_url=base)
+    _delete_claim(store, gone)
+    asked: list[tuple[str, dict[str, str]]] = [
+        (url, {}),
+        (url, {"Range": "bytes=-100"}),
+        (url, {"Range": "bytes=2000000-"}),
+        (url, {"Range": "bytes=0-2600000"}),
+    ]
+    *read, refused = read_elsewhere([*asked, (unknown, {})])
+    assert refused[0] == 404 and refused[2] == b"Not Found"
+    refusal = (refused[0], _without_date(refused[1]), refused[2])
+    for (_, headers), (status, found, body) in zip(asked, read, strict=True):
+        assert (status, _without_date(found), body) == refusal, headers
+    assert served.logged(f"{damaged} is damaged")
+    assert not any("Traceback" in line for line in served.log), "".join(served.log)[-3000:]
+
+
+def test_a_whole_read_is_checked_before_it_answers_and_what_that_costs(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from s3claim.links import server
+
+    store, wire = served.store, served.wire
+    path = link(store, served.text, scope=SCOPE, base_url="http://127.0.0.1")
+    path = path.removeprefix("http://127.0.0.1")
+    utf8, stored = TEXT.encode("utf-8"), stored_bytes(4 * len(TEXT))  # 🙂: 4 bytes a char
+    damaged_text = TEXT.replace("ligne", "ligne abîmée")
+    damaged = store.put(SCOPE, damaged_text, ttl_seconds=3600)
+    _damage(store, damaged, stored_bytes(4 * len(damaged_text)) - 100)  # in its last block
+    to_damaged = link(store, damaged, scope=SCOPE, base_url="http://127.0.0.1")
+    with TestClient(links_app(store)) as http:
+        wire.clear()
+        answer = http.get(path)  # held whole: one GET, what it read answers
+        assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+        assert (wire.requests["GetObject"], wire.response_bytes["GetObject"]) == (1, stored)
+        # Longer than a read holds: one streaming GET checks it all, a second serves it.
+        monkeypatch.setattr(server, "MAX_HELD_BYTES", 64 * 1024)
+        wire.clear()
+        answer = http.get(path)
+        assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+        assert (wire.requests["GetObject"], wire.response_bytes["GetObject"]) == (2, 2 * stored)
+        wire.clear()
+        answer = http.get(to_damaged.removeprefix("http://127.0.0.1"))
+        assert (answer.status_code, answer.text) == (404, "Not Found")
+        assert wire.requests["GetObject"] == 1  # nothing served, so no second read
+        memory = MemoryClaimCheckStore()
+        handle = memory.put(SCOPE, TEXT, ttl_seconds=60)
+        memory_path = link(memory, handle, scope=SCOPE, base_url="http://127.0.0.1")
+        with TestClient(links_app(memory)) as memory_http:
+            answer = memory_http.get(memory_path.removeprefix("http://127.0.0.1"))
+            assert answer.content == utf8 and answer.headers["content-length"] == str(len(utf8))
+
+
+class _RewrittenAfterItsFirstRead(MemoryClaimCheckStore):
+    """A store whose claims read once, then break after a piece: a claim rewritten between
+    a whole read's check and its second read, as someone with the bucket's keys could."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scans = 0
+
+    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+        pieces = super().scan(scope, handle)
+        self.scans += 1
+        if self.scans == 1:
+            return pieces
+
+        def broken() -> Iterator[str]:
+            yield next(pieces)
+            raise ClaimStoreError("GetObject: the seal does not hold", reason="damaged")
+
+        return broken()
+
+
+def test_a_second_read_that_breaks_stops_short_of_its_length_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from s3claim.links import server
+
+    monkeypatch.setattr(server, "MAX_HELD_BYTES", 1024)  # TEXT is read twice
+    store = _RewrittenAfterItsFirstRead()
+    handle = store.put(SCOPE, TEXT * 20, ttl_seconds=60)  # 2.4 M characters: 3 pieces
+    sock = listen_socket("127.0.0.1", 0)
+    running = uvicorn.Server(server_config(links_app(store)))  # uvicorn's logging set up
+    uvicorn_said: list[logging.LogRecord] = []
+    listener = _Kept(uvicorn_said)
+    logging.getLogger("uvicorn.error").addHandler(listener)
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        url = link(store, handle, scope=SCOPE, base_url=f"http://127.0.0.1:{sock.getsockname()[1]}")
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+            promised = int(response.headers["Content-Length"])
+            assert promised == len((TEXT * 20).encode("utf-8"))
+            with pytest.raises(http.client.IncompleteRead) as cut:
+                response.read()
+        assert 0 < len(cut.value.partial) < promised
+    finally:
+        running.should_exit = True
+        thread.join(15)
+        sock.close()
+        logging.getLogger("uvicorn.error").removeHandler(listener)
+    ours = [r.getMessage() for r in caplog.records if r.name == "s3claim.links"]
+    assert ours == [f"link read: the stream of {handle} broke (ClaimStoreError)"]
+    assert [r.getMessage() for r in uvicorn_said] == [
+        "ASGI callable returned without completing response."
+    ]
+    assert not any(r.exc_info for r in [*caplog.records, *uvicorn_said])
+
+
+class _Kept(logging.Handler):
+    def __init__(self, kept: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.kept.append(record)
+
+
+_ATOMS = (
+    *("", "0", "1", "-1", "+1", " 1", "1.5", "1e3", "0x10", "٣", "²", "9" * 19, "9" * 5000),
+    *("0" * 5000 + "1", "true", "%00", "%FF", "%E2%80%AE", "é", "/", "/items", "/items/1"),
+    *("/items/-", "/items/01", "/items/" + "9" * 30, "/items/" + "9" * 5000, "/~2", "/~0~1"),
+    *("/items/1/name/x", "/" + "a/" * 2000, "items", "/items/1/id"),
+)
+_KEYS = ("offset", "length", "line", "lines", "from_end", "path", "zz", "", "%00", "offset[]")
+_RANGES = (
+    *("bytes=0-0", "bytes=-0", "bytes=0-", "bytes=-", "bytes=5-3", "bytes=1-2,3-4", "items=0-1"),
+    *("BYTES=0-1", "bytes = 0 - 1", "bytes=-99999999999999999999", "bytes=\t0-1", "", "bytes=-1"),
+    *(f"bytes={'9' * 5000}-", f"bytes=0-{'9' * 5000}", "bytes=²-", "bytes=0-1-2", "bytes=a-b"),
+)
+
+
+def _odd_query(rng: random.Random) -> str:
+    parts = []
+    for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+        key, value = rng.choice(_KEYS), rng.choice(_ATOMS)
+        parts.append(rng.choice((f"{key}={value}", f"{key}={value}", key, f"{key}=", f"={value}")))
+    return "&".join(parts)
+
+
+def _odd_token(rng: random.Random, good: str) -> str:
+    alphabet = "ABCXYZabcxyz0189-_~.%!$&'()*+,;=:@"
+    if rng.random() < 0.6:
+        return good
+    return rng.choice(
+        (
+            good[:-1],
+            good + "A",
+            good[:30] + rng.choice(alphabet) + good[31:],
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))),
+            "A" * rng.choice((0, 1, 200, 20_000)),
+            f"{good}/x",
+            "%ff%fe",
+            "../" + good,
+        )
+    )
+
+
+def _odd_requests(rng: random.Random, text: str, records: str) -> Iterator[tuple[str, str | None]]:
+    """(path and query, Range) to ask: every value in every mode and every Range once, on
+    the right claim for it; then random mixes of odd tokens, queries and Ranges."""
+    for value in _ATOMS:
+        for key in ("offset", "length", "line", "lines", "from_end", "path"):
+            yield f"/claims/{records if key == 'path' else text}?{key}={value}", None
+    for each in _RANGES:
+        yield f"/claims/{text}", each
+    for _ in range(150):
+        url = f"/claims/{_odd_token(rng, rng.choice((text, records)))}"
+        query = _odd_query(rng)
+        url = f"{url}?{query}" if query or rng.random() < 0.1 else url
+        yield url, rng.choice(_RANGES) if rng.random() < 0.6 else None
+
+
+def test_no_request_to_the_link_server_is_a_traceback_or_a_500(served: Served) -> None:
+    """A bounded fuzz of the token, the query and the Range header, on both stores: every
+    answer is one the module documents, in one line when it refuses."""
+    rng = random.Random(46)
+    allowed = {200, 206, 400, 404, 405, 416, 422}
+    for store in (MemoryClaimCheckStore(), served.store):
+        handles = [store.put(SCOPE, TEXT[:20_000], ttl_seconds=600)]
+        handles.append(store.put(SCOPE, RECORDS, ttl_seconds=600))
+        text, records = (
+            link(store, h, scope=SCOPE, base_url="http://127.0.0.1").rsplit("/", 1)[1]
+            for h in handles
+        )
+        with TestClient(links_app(store)) as http:  # a server exception raises here
+            for url, asked in _odd_requests(rng, text, records):
+                answer = http.get(url, headers={} if asked is None else {"Range": asked.encode()})
+                said = (url[:120], asked and asked[:40], answer.status_code, answer.text[:120])
+                assert answer.status_code in allowed, said
+                assert answer.status_code < 400 or "\n" not in answer.text, said

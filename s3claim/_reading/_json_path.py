@@ -51,7 +51,9 @@ __all__ = [
     "path_plan",
 ]
 
-_INDEX = re.compile(r"0|[1-9][0-9]*")
+_INDEX = re.compile(r"0|[1-9][0-9]{0,17}")
+"""An array index: no leading zero, and at most 18 digits. A longer one is past the end of
+any array, so it names nothing, before int() is asked (past 4,300 digits, int() raises)."""
 _ESCAPE = re.compile(r"~[01]")
 _Q = struct.Struct("<Q")
 

@@ -14,6 +14,7 @@ from s3claim.scope import Scope
 __all__ = [
     "BucketOption",
     "EndpointOption",
+    "HeaderTimeoutOption",
     "OptionalRun",
     "PrefixOption",
     "RegionOption",
@@ -46,6 +47,17 @@ RegionOption = Annotated[
     str | None,
     typer.Option(help="AWS region of the bucket (env S3CLAIM_REGION).", rich_help_panel=_PANEL),
 ]
+HeaderTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        envvar="S3CLAIM_HEADER_TIMEOUT",
+        help="Seconds a request's line and headers may take to arrive before its connection "
+        "is closed (a body, an answer read slowly and an SSE stream are not bounded).",
+        min=0.01,
+        max=3_600,
+    ),
+]
+"""`s3claim._http.HEADER_TIMEOUT_SECONDS` is the default each command gives."""
 Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
 OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, StoreKind
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    HeaderTimeoutOption,
+    PrefixOption,
+    RegionOption,
+    StoreKind,
+)
 from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted
@@ -272,6 +279,7 @@ def mcp_proxy(
             rich_help_panel=_PANEL,
         ),
     ] = None,
+    header_timeout: HeaderTimeoutOption = 10.0,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
     ] = False,
@@ -432,7 +440,7 @@ def mcp_proxy(
                 file=sys.stderr,
                 flush=True,
             )
-            await mcp.serve_http(proxy, sock, each=each)
+            await mcp.serve_http(proxy, sock, each=each, header_timeout=header_timeout)
 
         async def serve() -> None:
             if targets is not None:

@@ -1,8 +1,10 @@
 """`s3claim serve`: the link server (`s3claim.links.server`) over the configured bucket.
 
 Links (`ClaimCheck.link`) are sealed under the handle key, so the server reads the same
-`S3CLAIM_HANDLE_KEY` and bucket as the processes that make them. Uvicorn's access log stays
-off: a link's URL is a credential until it expires.
+`S3CLAIM_HANDLE_KEY` and bucket as the processes that make them. It runs as the MCP proxy's
+HTTP server does (`s3claim._http`): uvicorn's access log off (a link's URL is a credential
+until it expires), and a request whose headers take longer than `--header-timeout` seconds
+to arrive has its connection closed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from typing import Annotated
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    HeaderTimeoutOption,
+    PrefixOption,
+    RegionOption,
+)
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._mcp_proxy import address_of
 from s3claim.extras import require_extra
@@ -30,6 +38,7 @@ def serve(
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
     region: RegionOption = None,
+    header_timeout: HeaderTimeoutOption = 10.0,
 ) -> None:
     """Serve links to claims (`ClaimCheck.link`): GET /claims/TOKEN is the claim's text.
 
@@ -41,6 +50,7 @@ def serve(
         require_extra("mcp")  # Starlette and uvicorn come with the MCP SDK
         import uvicorn
 
+        from s3claim._http import server_config
         from s3claim.links.server import links_app
         from s3claim.mcp import listen_socket
 
@@ -59,7 +69,7 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-        config = uvicorn.Config(links_app(store), log_level="warning", access_log=False)
+        config = server_config(links_app(store), header_timeout=header_timeout)
         try:
             uvicorn.Server(config).run(sockets=[sock])
         finally:

@@ -3,10 +3,11 @@
 One Starlette app (`claims_mount`), served alone by `s3claim serve` (`links_app`) and
 mounted by the MCP gateway over HTTP beside `/mcp`. The body is `text/plain; charset=utf-8`:
 
-- no query: the whole text, streamed (one streaming GET on S3); a `Range: bytes=A-B`,
-  `A-` or `-N` cuts its UTF-8 (206 with `Content-Range`, 416 when none of it exists). UTF-8
-  offsets cannot be found without reading what comes before them, so a byte range streams
-  the text up to its end (one GET), at most `MAX_RANGE_BYTES` of it served;
+- no query: the whole text (below); a `Range: bytes=A-B`, `A-` or `-N` cuts its UTF-8 (206
+  with `Content-Range`, 416 when none of it exists; its numbers of any length, read for what
+  they are). UTF-8 offsets cannot be found without reading what comes before them, so a byte
+  range reads the text up to its end (one GET), at most `MAX_RANGE_BYTES` of it served; a
+  Range that is not one valid byte range is ignored, as RFC 9110 allows: the whole text;
 - `offset`/`length` (characters): one window (one ranged GET);
 - `line` (from 1) with `lines`: whole lines (at most two ranged GETs);
 - `from_end` with `lines`: the end, from a line's start (one);
@@ -16,6 +17,25 @@ mounted by the MCP gateway over HTTP beside `/mcp`. The body is `text/plain; cha
 `X-Claim-*` headers say where the window is and where the next begins. An expired, altered,
 foreign or unknown link, and a damaged claim, are the same 404, byte for byte; a store fault
 is a 503 in one line. Nothing of the content, and no name, is ever logged.
+
+**Nothing is sent before what it says has been checked.** The S3 store checks a claim's
+blocks as they stream in (`s3claim.s3._seal`), so a rewritten block is found only once it is
+read: a whole text streamed as it arrived was a 200 that broke off there, with a traceback
+(issue 46). So every answer is read, and checked, to the end of what it serves before its
+status line: a byte range (held, at most `MAX_RANGE_BYTES`) and a reading mode's window
+always were; the whole text is read to its end first. A text of at most `MAX_HELD_BYTES` of
+UTF-8 is answered from that one read: one streaming GET, the object once, as before, and
+the answer starts once the last block is checked (up to 8 MiB held per such read). A longer
+one is read twice, in constant memory: once to check every block and count its UTF-8, then
+again as it is sent, with that `Content-Length`: two GETs and the object twice (a 20 MiB
+claim on moto: 2 GETs, 42,106,848 bytes, against 1 and 21,053,424 streamed unchecked; its
+first byte 0.17 s after the request instead of 0.02 s). Only the first read is the audited
+fetch (`s3claim.fetch`, its span and S3 tally); the second is outside it. Should the second
+read still break (the object rewritten between the reads, or S3 failing past its retries),
+the answer stops short of its `Content-Length` and the connection closes: one warning line
+naming the handle, and uvicorn's one line, no traceback. Buffering every text whole would
+save the second read but hold claims of any size in memory; the memory store's text is in
+memory already and cannot be damaged, so it only pays the count.
 """
 
 from __future__ import annotations
@@ -32,6 +52,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
+from starlette.types import Send
 
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.links import LINK_PATH, Link, LinkKey
@@ -50,6 +71,7 @@ from s3claim.telemetry import fetch_operation
 
 __all__ = [
     "DEFAULT_WINDOW_CHARS",
+    "MAX_HELD_BYTES",
     "MAX_RANGE_BYTES",
     "MAX_WINDOW_CHARS",
     "claims_mount",
@@ -59,9 +81,12 @@ __all__ = [
 DEFAULT_WINDOW_CHARS = 65_536
 MAX_WINDOW_CHARS = 4 * 1024 * 1024
 """The largest window one read holds in memory (16 MiB at 4 bytes a character); the whole
-text, streamed, is not bounded."""
+text is held up to `MAX_HELD_BYTES`, and streamed, unbounded, beyond."""
 MAX_RANGE_BYTES = 8 * 1024 * 1024
 """The most of a byte range one answer holds; `Content-Range` says what was served."""
+MAX_HELD_BYTES = 8 * 1024 * 1024
+"""The longest text (UTF-8 bytes) a whole read answers from the one read that checked it; a
+longer one is read twice (the module docstring has the cost)."""
 
 _T = TypeVar("_T")
 _log = logging.getLogger("s3claim.links")
@@ -71,7 +96,11 @@ _HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+_RANGE = re.compile(r"(?i:bytes)=([0-9]*)-([0-9]*)")  # the unit is case-insensitive
+_FAR_DIGITS = 18
+"""A byte position of more digits than this is past the end of every claim (5 GiB stored, at
+most 4 UTF-8 bytes a character): it is read as `_FAR`, never converted."""
+_FAR = 10**_FAR_DIGITS
 
 
 def _not_found() -> Response:
@@ -116,14 +145,27 @@ class _Bytes:
     @classmethod
     def of(cls, header: str | None) -> _Bytes | None:
         """The one range asked for; None for none, several, or one that is not valid (a
-        server may ignore those, RFC 9110, and answer with the whole text)."""
+        server may ignore those, RFC 9110, and answer with the whole text).
+
+        Its numbers may have any number of digits, as RFC 9110's grammar allows: each is
+        read for what it is (leading zeros and all), one past the end of every claim as
+        `_FAR`, so a first byte past any text is a 416 and a last one, or a suffix, the end.
+        """
         found = _RANGE.fullmatch((header or "").replace(" ", ""))
         if found is None or not any(found.groups()):
             return None
-        first, last = (int(g) if g else None for g in found.groups())
-        if first is not None and last is not None and last < first:
-            return None
-        return cls(first, last)
+        first, last = (g.lstrip("0") or "0" if g else None for g in found.groups())
+        if first is not None and last is not None and (len(last), last) < (len(first), first):
+            return None  # last before first, compared as digits: no number is converted
+        return cls(_position(first), _position(last))
+
+
+def _position(digits: str | None) -> int | None:
+    """A number of a range without leading zeros, `_FAR` when it has more digits than any
+    position in a claim."""
+    if digits is None:
+        return None
+    return int(digits) if len(digits) <= _FAR_DIGITS else _FAR
 
 
 class _Unsatisfiable(Exception):
@@ -239,25 +281,20 @@ def _store_failed(link: Link, exc: Exception) -> Response:
     return _said(503, "the claim store is unavailable: try again later")
 
 
-def _opened(store: RangedStore, link: Link) -> Iterator[str]:
-    """The claim's text as a stream, opened (and so checked) now: one audited read."""
+def _read_through(store: RangedStore, link: Link, consume: Callable[[Iterator[str]], _T]) -> _T:
+    """`consume(pieces)` of the claim's text as a stream (`scan`), within one audited read:
+    its span and its outcome cover the whole read, so a damaged block found midway is a
+    failed fetch. The stream is closed however `consume` ends."""
     with fetch_operation(store, link.scope, handle=link.handle, offset=0) as op:
         try:
-            return store.scan(link.scope, link.handle)
+            pieces = store.scan(link.scope, link.handle)
+            try:
+                return consume(pieces)
+            finally:
+                _close(pieces)
         except Exception as exc:
             op.outcome = read_outcome(exc)
             raise
-
-
-def _closing(pieces: Iterator[str], handle: str) -> Iterator[bytes]:
-    try:
-        for piece in pieces:
-            yield piece.encode("utf-8")
-    except Exception as exc:  # cut short: the connection drops, the client sees it
-        _log.warning("link read: the stream of %s broke (%s)", handle, type(exc).__name__)
-        raise
-    finally:
-        _close(pieces)
 
 
 def _close(pieces: Iterator[str]) -> None:
@@ -266,28 +303,87 @@ def _close(pieces: Iterator[str]) -> None:
         close()
 
 
+# -- the whole text -------------------------------------------------------------------------
+
+
+def _held(pieces: Iterator[str]) -> tuple[bytes | None, int]:
+    """The text's UTF-8 length, read to its end (every block checked on the way), and the
+    UTF-8 itself when it is at most `MAX_HELD_BYTES`."""
+    held: list[bytes] | None = []
+    size = 0
+    for piece in pieces:
+        data = piece.encode("utf-8")
+        size += len(data)
+        if held is not None and size <= MAX_HELD_BYTES:
+            held.append(data)
+        else:
+            held = None  # too long to hold: the rest is only checked and counted
+    return (b"".join(held) if held is not None else None), size
+
+
 async def _whole(store: RangedStore, link: Link) -> Response:
-    pieces = await _guarded(link, lambda: _opened(store, link))
+    """The whole text, once all of it has been read and checked: a damaged claim is the one
+    404, never a 200 that breaks off. Up to `MAX_HELD_BYTES`, what was read is the answer;
+    a longer text is read a second time, as it is sent, with its length promised."""
+    read = await _guarded(link, lambda: _read_through(store, link, _held))
+    if isinstance(read, Response):
+        return read
+    held, size = read
+    headers = {**_HEADERS, "Accept-Ranges": "bytes"}
+    if held is not None:
+        return Response(held, media_type=_TEXT, headers=headers)
+    # Outside the read's span: the claim's one redemption was the read that checked it.
+    pieces = await _guarded(link, lambda: store.scan(link.scope, link.handle))
     if isinstance(pieces, Response):
         return pieces
-    return StreamingResponse(
-        _closing(pieces, link.handle),
-        media_type=_TEXT,
-        headers={**_HEADERS, "Accept-Ranges": "bytes"},
-    )
+    headers["Content-Length"] = str(size)
+    return _Promised(_sent(pieces, link.handle), media_type=_TEXT, headers=headers)
+
+
+class _Broken(Exception):
+    """A stream that had been checked whole broke as it was sent again."""
+
+
+def _sent(pieces: Iterator[str], handle: str) -> Iterator[bytes]:
+    try:
+        for piece in pieces:
+            yield piece.encode("utf-8")
+    except Exception as exc:  # rewritten since it was checked, or S3 failed past its retries
+        _log.warning("link read: the stream of %s broke (%s)", handle, type(exc).__name__)
+        raise _Broken from None
+    finally:
+        _close(pieces)
+
+
+class _Promised(StreamingResponse):
+    """A streamed answer of a known length (`Content-Length`). If its stream breaks
+    (`_Broken`), the answer stops there, unfinished: uvicorn closes the connection, so the
+    client has fewer bytes than it was promised, and logs one line, with no traceback."""
+
+    async def stream_response(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        try:
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except _Broken:
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+# -- a byte range ---------------------------------------------------------------------------
 
 
 async def _ranged(store: RangedStore, link: Link, wanted: _Bytes) -> Response:
-    def read() -> tuple[bytes, int, int | None] | int:
-        pieces = _opened(store, link)
+    """The bytes of the range, read (and checked) to its end before anything is sent."""
+
+    def cut(pieces: Iterator[str]) -> tuple[bytes, int, int | None] | int:
         try:
             return _cut(pieces, wanted)
         except _Unsatisfiable as none:
             return none.total
-        finally:
-            _close(pieces)
 
-    answer = await _guarded(link, read)
+    answer = await _guarded(link, lambda: _read_through(store, link, cut))
     if isinstance(answer, Response):
         return answer
     if isinstance(answer, int):

@@ -27,6 +27,7 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
+from s3claim._http import HEADER_TIMEOUT_SECONDS, server_config
 from s3claim.links.server import claims_mount
 from s3claim.mcp._gateway import Gateway
 from s3claim.mcp._proxy import ClaimCheckProxy
@@ -103,11 +104,13 @@ async def serve_http(
     sock: socket.socket,
     *,
     each: Mapping[str, ClaimCheckProxy] | None = None,
+    header_timeout: float = HEADER_TIMEOUT_SECONDS,
 ) -> None:
     """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives; `each` (a
     gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it; and the links
     to the store's claims at `/claims/` (`s3claim.links.server`): the memory store's too,
-    which no other process could serve.
+    which no other process could serve. A request whose headers take longer than
+    `header_timeout` seconds to arrive has its connection closed (`s3claim._http`).
 
     Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
     behind a load balancer can answer any of them. Older clients open a session
@@ -132,8 +135,7 @@ async def serve_http(
     if isinstance(store, RangedStore):
         routes.append(claims_mount(store))
     app = Starlette(routes=routes, lifespan=lifespan)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    server = _Uvicorn(config)
+    server = _Uvicorn(server_config(app, header_timeout=header_timeout, lifespan="on"))
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_stop_on_signal, server)

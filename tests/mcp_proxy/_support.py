@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import anyio
-import uvicorn
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -25,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, TextContent
 
 from s3claim import ClaimCheck, ClaimCheckPolicy, ClaimCheckStore, MemoryClaimCheckStore
+from s3claim._http import server_config
 from s3claim.mcp import (
     DEFAULT_MAX_CALLS,
     MCP_PATH,
@@ -182,7 +182,7 @@ async def serving_http(proxy: ClaimCheckProxy) -> AsyncIterator[str]:
     sock = listen_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     app: Any = proxy.server().streamable_http_app(streamable_http_path=MCP_PATH, host="127.0.0.1")
-    server = _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
+    server = _Uvicorn(server_config(app, lifespan="on"))  # as `serve_http` runs
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(partial(server.serve, sockets=[sock]))

@@ -5,6 +5,11 @@ the same three for coroutines (a sibling, not a mode flag). The other protocols 
 store may offer beyond them: a stream for search, reads by line and path, hand-off, and a
 listing of a tenant's or a run's claims (`ListableStore`, each claim a `ClaimInfo`).
 
+A claim's **check-in** is the write that made it: a repeat put of the same text in the same
+run is the same handle and refreshes that check-in (it keeps its id, `new_check_in_id`),
+while the same text checked in after an erasure is a check-in of its own. A read may name the
+check-in it expects (`check_in_id=`, what a link does): any other is unavailable.
+
 `RangedStore` is how a store offers all of them at once: it serves each claim as ranges of
 its text and of its index (`ClaimRanges`; the obspec `get_range` shape), and gets every
 reading mode from the one reading engine (`s3claim._reading`): windows by offset, lines,
@@ -16,6 +21,7 @@ check-in with `build_index`). Each read is one span (`s3claim.fetch`), opened he
 from __future__ import annotations
 
 import inspect
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -51,12 +57,14 @@ from s3claim.scope import Scope
 from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
+    "CHECK_IN_ID_BYTES",
     "DEFAULT_FETCH_CHARS",
     "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
     "AsyncClaimCheckStore",
     "AsyncClaimRanges",
     "AsyncListableStore",
+    "CheckIn",
     "ClaimCheckStore",
     "ClaimInfo",
     "ClaimRanges",
@@ -83,7 +91,9 @@ __all__ = [
     "count_lines",
     "end_plan",
     "finish",
+    "is_check_in_id",
     "line_plan",
+    "new_check_in_id",
     "path_plan",
     "read_outcome",
     "recorded_tool",
@@ -152,6 +162,34 @@ class ClaimInfo:
     lines: int = 0
     """Lines as a read by line counts them: the line breaks, and one more after the last
     when characters follow it (0 for an empty claim)."""
+
+
+CHECK_IN_ID_BYTES = 8
+"""A check-in id's random bytes (16 hex digits): two check-ins of one claim, in one run,
+never meet by chance."""
+
+
+def new_check_in_id() -> str:
+    """A fresh check-in id: random, so that nothing but the claim's own metadata knows it."""
+    return secrets.token_hex(CHECK_IN_ID_BYTES)
+
+
+def is_check_in_id(value: object) -> bool:
+    """Whether `value` is a check-in id as `new_check_in_id` makes them."""
+    return (
+        isinstance(value, str)
+        and len(value) == 2 * CHECK_IN_ID_BYTES
+        and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckIn:
+    """What a link needs of a claim, from one metadata read: until when it reads, and which
+    check-in it is (None for a claim written before stores kept one: nothing to hold it to)."""
+
+    expires_at: float
+    id: str | None
 
 
 @runtime_checkable
@@ -253,51 +291,91 @@ class RangedStore(ABC):
 
     A subclass implements `ranges` (and `put`, `forget`); every read below checks the handle's
     form first (a malformed one never reaches the store) and is one `s3claim.fetch` span.
+    Each takes `check_in_id`: given, only that check-in of the claim is read, any other is
+    unavailable, checked on what each range reads anyway (a link's reads; no request more).
     """
 
     @abstractmethod
-    def ranges(self, scope: Scope, handle: str) -> ClaimRanges:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> ClaimRanges:
         """The claim `handle` names, as ranges (a well-formed handle: the caller checked).
 
         Making it costs nothing; each range checks the claim as `fetch` does
-        (`ClaimUnavailableError`), and `stream` does so before it returns.
+        (`ClaimUnavailableError`), and `stream` does so before it returns; with
+        `check_in_id`, a claim of another check-in is unavailable too.
         """
 
     def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int = 0,
+        limit: int = DEFAULT_FETCH_CHARS,
+        *,
+        check_in_id: str | None = None,
     ) -> Window:
         """content[offset:offset + limit]; at or past the end, an empty window."""
-        return self._read(scope, handle, offset, window_plan(offset, limit))
+        return self._read(scope, handle, offset, window_plan(offset, limit), check_in_id)
 
     def read_line(
-        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        line: int,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> LineWindow:
         """Whole lines from the start of `line` (`LineReadableStore`)."""
-        return self._read(scope, handle, None, line_plan(line, limit))
+        return self._read(scope, handle, None, line_plan(line, limit), check_in_id)
 
     def read_end(
-        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> LineWindow:
         """The last window, from a line's start when it holds one (`LineReadableStore`)."""
-        return self._read(scope, handle, None, end_plan(limit))
+        return self._read(scope, handle, None, end_plan(limit), check_in_id)
 
     def read_path(
-        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        pointer: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> PathRead:
         """The value at a JSON Pointer, and its first members (`PathReadableStore`)."""
-        return self._read(scope, handle, 0, path_plan(pointer, limit=limit))
+        return self._read(scope, handle, 0, path_plan(pointer, limit=limit), check_in_id)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         """The claim's text in pieces (`SearchableStore`); refuses as `fetch` does."""
         if not is_handle(handle):
             raise ClaimUnavailableError
-        return self.ranges(scope, handle).stream()
+        return self._ranges(scope, handle, check_in_id).stream()
 
-    def _read(self, scope: Scope, handle: str, offset: int | None, plan: Plan[_T]) -> _T:
+    def _ranges(self, scope: Scope, handle: str, check_in_id: str | None) -> ClaimRanges:
+        # Named only when a read names it: a subclass's `ranges` written before it still
+        # serves every other read.
+        if check_in_id is None:
+            return self.ranges(scope, handle)
+        return self.ranges(scope, handle, check_in_id=check_in_id)
+
+    def _read(
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int | None,
+        plan: Plan[_T],
+        check_in_id: str | None = None,
+    ) -> _T:
         known = handle if is_handle(handle) else None
         # A malformed handle is refused at the first range, after the plan has checked its
         # own arguments: it never reaches the store.
-        ranges = self.ranges(scope, known) if known is not None else NOWHERE
+        ranges = self._ranges(scope, known, check_in_id) if known is not None else NOWHERE
         with fetch_operation(self, scope, handle=known, offset=offset) as op:
             try:
                 answer = run(plan, ranges)

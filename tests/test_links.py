@@ -521,7 +521,9 @@ def test_a_claim_written_before_check_in_ids_reads_by_fetch_and_by_link(
             Metadata=layout.seal(key).metadata(fields),
         )
     assert store.fetch(SCOPE, handle, 5, 30).text == DOC[5:35]
-    assert store.read_line(SCOPE, handle, 3, limit=100).text == DOC.splitlines(True)[2]
+    lines = DOC.splitlines(keepends=True)
+    window = store.read_line(SCOPE, handle, 3, limit=100).text
+    assert window.startswith(lines[2]) and "".join(lines[2:]).startswith(window)
     url = link(store, handle, scope=SCOPE, base_url=BASE)
     opened = LinkKey(store.handle_key).open(url.rsplit("/", 1)[1])
     assert opened is not None and opened.check_in_id is None

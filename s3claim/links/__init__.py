@@ -1,11 +1,14 @@
 """Links: a URL that lets code read one claim, with nothing but an HTTP client.
 
 `link(store, handle, scope=..., base_url=...)` (or `ClaimCheck.link`) returns
-`{base_url}/claims/{token}`: the token names one claim in one scope and an expiry, sealed
-under the handle key (`_token`: encrypted, so the URL shows no tenant or run name, and
-MAC'd, so no bit of it can change). It expires after `ttl_seconds`, and never after the
-claim does. `s3claim serve`, or the MCP gateway over HTTP, serves it (`s3claim.links.server`,
-which needs the `mcp` extra): the claim's exact text, by byte range or reading mode.
+`{base_url}/claims/{token}`: the token names one claim in one scope, the check-in of it that
+stands when the link is made, and an expiry, sealed under the handle key (`_token`:
+encrypted, so the URL shows no tenant or run name, and MAC'd, so no bit of it can change).
+It expires after `ttl_seconds`, and never after the claim does. It ends with its check-in:
+`forget` of the tenant or the run ends it for good, though the same text checked in again in
+the same run has the same handle; a refresh (a repeat put) keeps the check-in, and the link.
+`s3claim serve`, or the MCP gateway over HTTP, serves it (`s3claim.links.server`, which
+needs the `mcp` extra): the claim's exact text, by byte range or reading mode.
 docs/code.md has the threat model and the limits.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -22,10 +26,15 @@ from s3claim.handles import HandleKey, is_handle
 from s3claim.links._token import Link, LinkKey
 from s3claim.scope import Scope
 from s3claim.store import (
+    DEFAULT_FETCH_CHARS,
+    CheckIn,
     ClaimCheckStore,
     LineReadableStore,
+    LineWindow,
+    PathRead,
     PathReadableStore,
     SearchableStore,
+    Window,
     check_ttl,
 )
 
@@ -50,9 +59,11 @@ _LOOPBACK_NAMES = {"localhost"}
 class LinkableStore(
     ClaimCheckStore, SearchableStore, LineReadableStore, PathReadableStore, Protocol
 ):
-    """A store that links can name and a link server can read: every reading mode, the
-    key links are sealed under, its clock, and one claim's expiry (one metadata read,
-    refused as `fetch` refuses). Both stores of s3claim are linkable."""
+    """A store that links can name and a link server can read: every reading mode, each
+    held to one check-in when asked (`check_in_id`: another is unavailable, told from the
+    read's own answer), the key links are sealed under, its clock, and one claim's expiry and
+    check-in (`checked_in`: one metadata read, refused as `fetch` refuses). Both stores of
+    s3claim are linkable."""
 
     @property
     def handle_key(self) -> HandleKey: ...
@@ -60,7 +71,39 @@ class LinkableStore(
     @property
     def clock(self) -> Clock: ...
 
-    def expiry(self, scope: Scope, handle: str) -> float: ...
+    def checked_in(self, scope: Scope, handle: str) -> CheckIn: ...
+
+    def fetch(
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int = 0,
+        limit: int = DEFAULT_FETCH_CHARS,
+        *,
+        check_in_id: str | None = None,
+    ) -> Window: ...
+
+    def scan(
+        self, scope: Scope, handle: str, *, check_in_id: str | None = None
+    ) -> Iterator[str]: ...
+
+    def read_line(
+        self, scope: Scope, handle: str, line: int, *, limit: int, check_in_id: str | None = None
+    ) -> LineWindow: ...
+
+    def read_end(
+        self, scope: Scope, handle: str, *, limit: int, check_in_id: str | None = None
+    ) -> LineWindow: ...
+
+    def read_path(
+        self,
+        scope: Scope,
+        handle: str,
+        pointer: str,
+        *,
+        limit: int,
+        check_in_id: str | None = None,
+    ) -> PathRead: ...
 
 
 def check_base_url(base_url: str) -> str:
@@ -110,14 +153,16 @@ def link(
     ttl_seconds: int = DEFAULT_LINK_TTL_SECONDS,
 ) -> str:
     """A URL that reads the claim `handle` of `scope` until `ttl_seconds` from now, or the
-    claim's own expiry if sooner. One metadata read of the claim (its expiry);
-    `ClaimUnavailableError` for a handle `scope` cannot redeem."""
+    claim's own expiry if sooner, as long as the check-in standing now does. One metadata read
+    of the claim (its expiry and check-in); `ClaimUnavailableError` for a handle `scope`
+    cannot redeem."""
     base = check_base_url(base_url)
     check_ttl(ttl_seconds)
     if not isinstance(store, LinkableStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
     if not is_handle(handle):
         raise ClaimUnavailableError
-    until = min(store.clock.now() + ttl_seconds, store.expiry(scope, handle))
-    token = LinkKey(store.handle_key).seal(Link(handle, scope, math.floor(until)))
+    check_in = store.checked_in(scope, handle)
+    until = min(store.clock.now() + ttl_seconds, check_in.expires_at)
+    token = LinkKey(store.handle_key).seal(Link(handle, scope, math.floor(until), check_in.id))
     return f"{base}{LINK_PATH}{token}"

@@ -14,8 +14,9 @@ mounted by the MCP gateway over HTTP beside `/mcp`. The body is `text/plain; cha
 
 `length` bounds a reading mode's window (`DEFAULT_WINDOW_CHARS`, at most `MAX_WINDOW_CHARS`);
 `X-Claim-*` headers say where the window is and where the next begins. An expired, altered,
-foreign or unknown link, and a damaged claim, are the same 404, byte for byte; a store fault
-is a 503 in one line. Nothing of the content, and no name, is ever logged.
+foreign or unknown link, one whose check-in is gone (each read names it to the store), and a
+damaged claim, are the same 404, byte for byte; a store fault is a 503 in one line. Nothing
+of the content, and no name, is ever logged.
 """
 
 from __future__ import annotations
@@ -136,18 +137,20 @@ class _Query:
         return asked
 
     def read(self, store: LinkableStore, link: Link) -> Window | LineWindow | PathRead:
-        scope, handle, limit = link.scope, link.handle, self.length
+        scope, handle, limit, check_in_id = link.scope, link.handle, self.length, link.check_in_id
         if self.path is not None:
-            return store.read_path(scope, handle, self.path, limit=limit)
+            return store.read_path(scope, handle, self.path, limit=limit, check_in_id=check_in_id)
         if self.line is not None or self.from_end:
             if self.line is not None:
-                window = store.read_line(scope, handle, self.line, limit=limit)
+                window = store.read_line(
+                    scope, handle, self.line, limit=limit, check_in_id=check_in_id
+                )
             else:
-                window = store.read_end(scope, handle, limit=limit)
+                window = store.read_end(scope, handle, limit=limit, check_in_id=check_in_id)
             if self.lines is None:
                 return window
             return at_most_lines(window, self.lines, from_end=self.line is None)
-        return store.fetch(scope, handle, self.offset or 0, limit)
+        return store.fetch(scope, handle, self.offset or 0, limit, check_in_id=check_in_id)
 
 
 def _number(query: Mapping[str, str], name: str, *, least: int) -> int | None:
@@ -305,7 +308,7 @@ def _opened(store: LinkableStore, link: Link) -> Iterator[str]:
     """The claim's text as a stream, opened (and so checked) now: one audited read."""
     with fetch_operation(store, link.scope, handle=link.handle, offset=0) as op:
         try:
-            return store.scan(link.scope, link.handle)
+            return store.scan(link.scope, link.handle, check_in_id=link.check_in_id)
         except Exception as exc:
             op.outcome = read_outcome(exc)
             raise

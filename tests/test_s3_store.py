@@ -278,6 +278,27 @@ def test_the_refresh_copy_is_tagged_for_its_own_day_class(
     assert tags == [{"Key": "s3claim-ttl-days", "Value": "30"}]
 
 
+def test_a_shorter_refresh_from_another_instance_keeps_the_expiry_and_its_day_class(
+    store: S3ClaimCheckStore, bucket: str, key: HandleKey, moto_endpoint: str, clock: ManualClock
+) -> None:
+    """The refresh copy is a new object: lifecycle counts from now, so it is tagged for the
+    expiry it keeps, not for the shorter TTL that asked for it."""
+    text = "lives eight days\n" * 3  # an index beside it: both objects
+    handle = store.put(SCOPE, text, ttl_seconds=8 * 86_400)
+    first = math.ceil(clock.now() + 8 * 86_400)
+    client = new_client(moto_endpoint)
+    other = S3ClaimCheckStore(bucket, handle_key=key, client=client, clock=clock, retry=NO_WAIT)
+    clock.advance(86_400)
+    other.put(SCOPE, text, ttl_seconds=60)
+    for name in (object_key(key, SCOPE, handle), object_key(key, SCOPE, handle) + ".index"):
+        meta = client.head_object(Bucket=bucket, Key=name)["Metadata"]
+        assert meta["s3claim-expires-at"] == str(first), name
+        tags = client.get_object_tagging(Bucket=bucket, Key=name)["TagSet"]
+        assert tags == [{"Key": "s3claim-ttl-days", "Value": "7"}], name  # 7 days left
+    clock.advance(7 * 86_400 - 1)
+    assert other.fetch(SCOPE, handle).text == text
+
+
 def test_sse_s3_by_default_on_put_and_refresh(
     store: S3ClaimCheckStore, wire: Wire, clock: ManualClock
 ) -> None:

@@ -481,10 +481,10 @@ class _Objects:
             return stamp
         if meta.expires_at <= stamp.expires_at:
             expires_at, days = stamp.expires_at, stamp.days
-        else:  # the longer life stands, and the lifecycle class that outlives it
-            expires_at = meta.expires_at
-            bucket = self._bucket
-            left = min(expires_at - math.floor(now), bucket.max_ttl_seconds)
+        else:  # the longer life stands, and the lifecycle class of what is left of it
+            expires_at, bucket = meta.expires_at, self._bucket
+            # In whole seconds from now, as a put counts its TTL (the expiry rounds it up).
+            left = min(expires_at - math.ceil(now), bucket.max_ttl_seconds)
             days = max(stamp.days, day_class(left, bucket.classes))
         check_in_id = meta.check_in_id or stamp.check_in_id  # one written before ids: now one
         return _Stamp(check_in_id, expires_at, meta.tool, days)

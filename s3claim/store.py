@@ -11,10 +11,16 @@ store are both built on it, so a new store gets every mode by offering ranges (a
 its index at check-in with `build_index`). `read` is the one read of an `Address` for every
 door; each read is one span (`s3claim.fetch`), opened here. docs/reading.md describes the
 modes; docs/s3.md what each costs on S3.
+
+A claim's **check-in** is the write that made it: a repeat put of the same text in the same
+run is the same handle and refreshes that check-in (it keeps its id, `new_check_in_id`),
+while the same text checked in after an erasure is a check-in of its own. A read may name the
+check-in it expects (`check_in_id=`, what a link does): any other is unavailable.
 """
 
 from __future__ import annotations
 
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,12 +59,14 @@ from s3claim.scope import Scope
 from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
+    "CHECK_IN_ID_BYTES",
     "DEFAULT_FETCH_CHARS",
     "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
     "Address",
     "AddressError",
     "AsyncClaimCheckStore",
+    "CheckIn",
     "ClaimCheckStore",
     "ClaimInfo",
     "ClaimRanges",
@@ -77,6 +85,8 @@ __all__ = [
     "build_index",
     "check_ttl",
     "count_lines",
+    "is_check_in_id",
+    "new_check_in_id",
     "read",
     "read_outcome",
     "recorded_tool",
@@ -145,6 +155,34 @@ class ClaimInfo:
     when characters follow it (0 for an empty claim)."""
 
 
+CHECK_IN_ID_BYTES = 8
+"""A check-in id's random bytes (16 hex digits): two check-ins of one claim, in one run,
+never meet by chance."""
+
+
+def new_check_in_id() -> str:
+    """A fresh check-in id: random, so that nothing but the claim's own metadata knows it."""
+    return secrets.token_hex(CHECK_IN_ID_BYTES)
+
+
+def is_check_in_id(value: object) -> bool:
+    """Whether `value` is a check-in id as `new_check_in_id` makes them."""
+    return (
+        isinstance(value, str)
+        and len(value) == 2 * CHECK_IN_ID_BYTES
+        and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckIn:
+    """What a link needs of a claim, from one metadata read: until when it reads, and which
+    check-in it is (None for a claim written before stores kept one: nothing to hold it to)."""
+
+    expires_at: float
+    id: str | None
+
+
 def recorded_tool(tool: object) -> str | None:
     """What a store records of `put`'s `tool`: the name, when it is one it keeps (valid
     Unicode, 1 to `MAX_TOOL_NAME_BYTES` bytes of UTF-8)."""
@@ -162,21 +200,24 @@ class RangedStore(ABC):
     everything a claim check offers beyond put, fetch and forget.
 
     A subclass implements `ranges` (each claim as ranges of its text and index), `put`
-    (taking `tool=`, which its listing keeps), `forget`, `claims`, `hand_off`, `expiry`, its
+    (taking `tool=`, which its listing keeps), `forget`, `claims`, `hand_off`, `checked_in`, its
     `clock` and `handle_key`, and the run marks that end repeat reads on every instance
     (`mark_written`, `run_mark`, `new_run_mark`); every reading mode comes from the engine
     here (`read`, by an `Address`), each read checking the handle's form first (a malformed
     one never reaches the store) and each one `s3claim.fetch` span. Both stores of s3claim
     are built on it; a store that offers only the first level (`ClaimCheckStore`) is read
     by offset alone.
+    Each read takes `check_in_id`: given, only that check-in of the claim is read, any other
+    is unavailable, checked on what each range reads anyway (a link's reads; no request more).
     """
 
     @abstractmethod
-    def ranges(self, scope: Scope, handle: str) -> ClaimRanges:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> ClaimRanges:
         """The claim `handle` names, as ranges (a well-formed handle: the caller checked).
 
         Making it costs nothing; each range checks the claim as `fetch` does
-        (`ClaimUnavailableError`), and `stream` does so before it returns.
+        (`ClaimUnavailableError`), and `stream` does so before it returns; with
+        `check_in_id`, a claim of another check-in is unavailable too.
         """
 
     @abstractmethod
@@ -206,9 +247,9 @@ class RangedStore(ABC):
         checks it (`ClaimUnavailableError`). The content does not pass through the caller."""
 
     @abstractmethod
-    def expiry(self, scope: Scope, handle: str) -> float:
-        """When the claim stops being readable (the store's clock), refused as `fetch`
-        refuses (`ClaimUnavailableError`): one metadata read."""
+    def checked_in(self, scope: Scope, handle: str) -> CheckIn:
+        """The claim's check-in: when it stops being readable (the store's clock) and its id,
+        refused as `fetch` refuses (`ClaimUnavailableError`): one metadata read."""
 
     @property
     @abstractmethod
@@ -235,62 +276,108 @@ class RangedStore(ABC):
     def mark_written(self, scope: Scope) -> None:
         """A call that may write has run in the run: change its mark. One request."""
 
-    def read(self, scope: Scope, handle: str, address: Address, *, length: int) -> Read:
+    def read(
+        self,
+        scope: Scope,
+        handle: str,
+        address: Address,
+        *,
+        length: int,
+        check_in_id: str | None = None,
+    ) -> Read:
         """The window `address` names, of at most `length` characters: the one read behind
         every door (the claim tools, references, links, resource URIs, the command line), by
         the reading method of its way (so a subclass that wraps one wraps every door's)."""
         match address.way:
             case "path":
                 assert address.path is not None
-                return self.read_path(scope, handle, address.path, limit=length)
+                return self.read_path(
+                    scope, handle, address.path, limit=length, check_in_id=check_in_id
+                )
             case "line":
                 assert address.line is not None
-                window = self.read_line(scope, handle, address.line, limit=length)
+                window = self.read_line(
+                    scope, handle, address.line, limit=length, check_in_id=check_in_id
+                )
             case "from_end":
-                window = self.read_end(scope, handle, limit=length)
+                window = self.read_end(scope, handle, limit=length, check_in_id=check_in_id)
             case "offset":
-                return self.fetch(scope, handle, address.offset or 0, length)
+                return self.fetch(
+                    scope, handle, address.offset or 0, length, check_in_id=check_in_id
+                )
         if address.lines is None:
             return window
         return at_most_lines(window, address.lines, from_end=address.from_end)
 
     def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int = 0,
+        limit: int = DEFAULT_FETCH_CHARS,
+        *,
+        check_in_id: str | None = None,
     ) -> Window:
         """content[offset:offset + limit]; at or past the end, an empty window."""
-        return self._read(scope, handle, offset, window_plan(offset, limit))
+        return self._read(scope, handle, offset, window_plan(offset, limit), check_in_id)
 
     def read_line(
-        self, scope: Scope, handle: str, line: int, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        line: int,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> LineWindow:
         """Whole lines from the start of `line` (1-based), up to `limit` characters."""
-        return self._read(scope, handle, None, line_plan(line, limit))
+        return self._read(scope, handle, None, line_plan(line, limit), check_in_id)
 
     def read_end(
-        self, scope: Scope, handle: str, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> LineWindow:
         """The claim's last `limit` characters at most, from a line's start when they hold one."""
-        return self._read(scope, handle, None, end_plan(limit))
+        return self._read(scope, handle, None, end_plan(limit), check_in_id)
 
     def read_path(
-        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        pointer: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
     ) -> PathRead:
         """The value at a JSON Pointer, and its first members (`PathError` for a pointer to
         nothing, `NoIndexError` for a claim that is not JSON)."""
-        return self._read(scope, handle, 0, path_plan(pointer, limit=limit))
+        return self._read(scope, handle, 0, path_plan(pointer, limit=limit), check_in_id)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         """The claim's text, start to end, in pieces (search reads it so); refuses as
         `fetch` does, before yielding anything."""
         if not is_handle(handle):
             raise ClaimUnavailableError
-        return self.ranges(scope, handle).stream()
+        return self.ranges(scope, handle, check_in_id=check_in_id).stream()
 
-    def _read(self, scope: Scope, handle: str, offset: int | None, plan: Plan[_T]) -> _T:
+    def _read(
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int | None,
+        plan: Plan[_T],
+        check_in_id: str | None = None,
+    ) -> _T:
         known = handle if is_handle(handle) else None
         # A malformed handle is refused at the first range, after the plan has checked its
         # own arguments: it never reaches the store.
-        ranges = self.ranges(scope, known) if known is not None else NOWHERE
+        ranges = (
+            self.ranges(scope, known, check_in_id=check_in_id) if known is not None else NOWHERE
+        )
         with fetch_operation(self, scope, handle=known, offset=offset) as op:
             try:
                 answer = run(plan, ranges)

@@ -7,6 +7,7 @@ server costs the store per read is counted in this process, on the same app in-p
 
 from __future__ import annotations
 
+import base64
 import http.client
 import inspect
 import json
@@ -42,6 +43,7 @@ from s3claim import (
     Scope,
 )
 from s3claim._http import server_config
+from s3claim.handles import HandleKey
 from s3claim.links import Link, LinkKey, check_base_url, link
 from s3claim.links.server import links_app
 from s3claim.mcp import listen_socket
@@ -617,3 +619,220 @@ def test_no_request_to_the_link_server_is_a_traceback_or_a_500(served: Served) -
                 said = (url[:120], asked and asked[:40], answer.status_code, answer.text[:120])
                 assert answer.status_code in allowed, said
                 assert answer.status_code < 400 or "\n" not in answer.text, said
+
+
+# -- a link names one check-in (issue 46) ----------------------------------------------------
+
+BASE = "http://127.0.0.1"
+DOC = json.dumps({"items": [{"id": n, "name": f"récord {n}"} for n in range(40)]}, indent=1)
+"""JSON of many lines: it has an index, so line and path reads go through it."""
+READS: list[tuple[str, dict[str, str]]] = [
+    ("", {}),
+    ("", {"Range": "bytes=0-9"}),
+    ("?offset=3&length=20", {}),
+    ("?line=2&lines=1", {}),
+    ("?line=100000", {}),  # past the last line: answered from the index alone
+    ("?from_end&lines=1", {}),
+    ("?path=/items/1", {}),
+    ("?path=/nothing", {}),  # no such member: refused from the index alone
+]
+READ_STATUSES = [200, 206, 200, 200, 200, 200, 200, 422]
+NO_WAIT = RetryPolicy(initial_wait=0, max_wait=0)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def linkable(request: pytest.FixtureRequest) -> MemoryClaimCheckStore | S3ClaimCheckStore:
+    """Each store a link server reads, on a clock of the test's own (S3: moto's server)."""
+    clock = ManualClock(1_700_000_000)
+    if request.param == "memory":
+        return MemoryClaimCheckStore(clock=clock, handle_key=HandleKey(KEY))
+    return S3ClaimCheckStore(
+        request.getfixturevalue("bucket"),
+        handle_key=KEY,
+        client=request.getfixturevalue("s3"),
+        clock=clock,
+        retry=NO_WAIT,
+    )
+
+
+def _answers(store: Any, url: str) -> list[tuple[int, dict[str, str], bytes]]:
+    """What the link server answers to each of `READS` of `url`, in-process."""
+    path = url.removeprefix(BASE)
+    with TestClient(links_app(store)) as http:
+        answers = [http.get(path + query, headers=headers) for query, headers in READS]
+    return [(a.status_code, _without_date(dict(a.headers)), a.content) for a in answers]
+
+
+def _not_found(store: Any) -> tuple[int, dict[str, str], bytes]:
+    """The answer to a token that names nothing: what every refused link must answer."""
+    with TestClient(links_app(store)) as http:
+        answer = http.get("/claims/not-a-token")
+    return answer.status_code, _without_date(dict(answer.headers)), answer.content
+
+
+def _reads(store: Any, url: str) -> bool:
+    return [status for status, _, _ in _answers(store, url)] == READ_STATUSES
+
+
+def _refused(store: Any, url: str) -> bool:
+    return all(answer == _not_found(store) for answer in _answers(store, url))
+
+
+def _forget(store: Any, erased: str) -> None:
+    if erased == "tenant":
+        store.forget(tenant=SCOPE.tenant)
+    else:
+        store.forget(tenant=SCOPE.tenant, run=SCOPE.run)
+
+
+@pytest.mark.parametrize("erased", ["tenant", "run"])
+def test_a_forgotten_link_stays_revoked_when_its_text_is_checked_in_again(
+    linkable: MemoryClaimCheckStore | S3ClaimCheckStore, erased: str
+) -> None:
+    """Issue 46: the same text in the same run is the same handle, but not the same link."""
+    store = linkable
+    handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    url = link(store, handle, scope=SCOPE, base_url=BASE)
+    assert _reads(store, url)
+    _forget(store, erased)
+    assert store.put(SCOPE, DOC, ttl_seconds=3600) == handle  # checked in again: same handle
+    assert store.fetch(SCOPE, handle, 0, 10).text == DOC[:10]
+    assert _refused(store, url)  # every mode, index-only answers included: the one 404
+    assert _reads(store, link(store, handle, scope=SCOPE, base_url=BASE))  # a new link reads
+
+
+def test_a_link_reads_on_through_refreshes_of_its_claim_until_it_is_forgotten(
+    linkable: MemoryClaimCheckStore | S3ClaimCheckStore,
+) -> None:
+    store, clock = linkable, linkable.clock
+    assert isinstance(clock, ManualClock)
+    handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    url = link(store, handle, scope=SCOPE, base_url=BASE, ttl_seconds=3000)
+    for _ in range(2):  # each a refresh: a repeat put that extends the claim's life
+        clock.advance(600)
+        assert store.put(SCOPE, DOC, ttl_seconds=3600) == handle
+        assert _reads(store, url)
+    store.forget(tenant=SCOPE.tenant, run=SCOPE.run)
+    store.put(SCOPE, DOC, ttl_seconds=3600)
+    assert _refused(store, url)
+
+
+def _other_instance(store: S3ClaimCheckStore, moto_endpoint: str) -> tuple[S3ClaimCheckStore, Wire]:
+    """Another process's view of the same claims: its own client, on the same bucket and key."""
+    client = moto_client(moto_endpoint)
+    other = S3ClaimCheckStore(
+        store.bucket.name,
+        handle_key=KEY,
+        client=client,
+        clock=store.clock,
+        retry=NO_WAIT,
+    )
+    return other, Wire.attach(client)
+
+
+def test_a_refresh_from_another_process_keeps_the_link_and_the_longer_expiry(
+    s3: Any, bucket: str, moto_endpoint: str
+) -> None:
+    clock = ManualClock(1_700_000_000)
+    store = S3ClaimCheckStore(bucket, handle_key=KEY, client=s3, clock=clock, retry=NO_WAIT)
+    handle = store.put(SCOPE, DOC, ttl_seconds=7200, tool="first_tool")
+    url = link(store, handle, scope=SCOPE, base_url=BASE, ttl_seconds=3600)
+    other, wire = _other_instance(store, moto_endpoint)
+    clock.advance(100)
+    assert other.put(SCOPE, DOC, ttl_seconds=60, tool="second_tool") == handle
+    # 412 for both objects (neither overwritten), the HEAD that reads the check-in and the
+    # expiry standing, then each object's in-place copy keeping them
+    assert dict(wire.requests) == {"PutObject": 2, "HeadObject": 1, "CopyObject": 2}
+    clock.advance(120)  # past the other process's 60 s: the first check-in's 7,200 s stand
+    assert _reads(store, url) and _reads(other, url)
+    (listed,) = store.claims(tenant=SCOPE.tenant)
+    assert listed.expires_at == 1_700_000_000 + 7200 and listed.tool == "first_tool"
+    other.forget(tenant=SCOPE.tenant)
+    other.put(SCOPE, DOC, ttl_seconds=60)
+    assert _refused(store, url)
+
+
+def test_a_link_read_costs_what_it_did_and_a_refused_one_no_more(
+    s3: Any, bucket: str, moto_endpoint: str
+) -> None:
+    wire = Wire.attach(s3)
+    store = S3ClaimCheckStore(bucket, handle_key=KEY, client=s3, retry=NO_WAIT)
+    handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    wire.requests.clear()
+    url = link(store, handle, scope=SCOPE, base_url=BASE)
+    assert dict(wire.requests) == {"HeadObject": 1}  # the link's one metadata read
+    path = url.removeprefix(BASE)
+    with TestClient(links_app(store)) as http:
+        for query in ("", "?offset=3&length=20", "?from_end&lines=1"):
+            wire.requests.clear()
+            assert http.get(path + query).status_code == 200
+            assert dict(wire.requests) == {"GetObject": 1}, query
+        store.forget(tenant=SCOPE.tenant)
+        store.put(SCOPE, DOC, ttl_seconds=3600)
+        for query in ("", "?offset=3&length=20", "?from_end&lines=1"):
+            wire.requests.clear()
+            assert http.get(path + query).status_code == 404
+            assert dict(wire.requests) == {"GetObject": 1}, query  # refused on its own answer
+
+
+@pytest.mark.parametrize("erased", ["tenant", "run"])
+def test_a_link_to_a_hand_off_copy_ends_with_that_copy(
+    linkable: MemoryClaimCheckStore | S3ClaimCheckStore, erased: str
+) -> None:
+    """A hand-off copy is a check-in of its own: erased with its run, a new copy is new."""
+    store = linkable
+    child_scope = Scope(SCOPE.tenant, "sub-agent-run")
+    handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    child = store.hand_off(SCOPE, handle, to=child_scope, ttl_seconds=3600)
+    url = link(store, child, scope=child_scope, base_url=BASE)
+    assert _reads(store, url)
+    if erased == "tenant":
+        store.forget(tenant=SCOPE.tenant)
+        handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    else:
+        store.forget(tenant=SCOPE.tenant, run=child_scope.run)
+    assert store.hand_off(SCOPE, handle, to=child_scope, ttl_seconds=3600) == child
+    assert _refused(store, url)
+
+
+def test_a_claim_written_before_check_in_ids_reads_by_fetch_and_by_link(
+    s3: Any, bucket: str
+) -> None:
+    """The previous version wrote no check-in id: such objects read, and links to them read
+    as they did (there is no check-in to hold them to)."""
+    store = S3ClaimCheckStore(bucket, handle_key=KEY, client=s3, retry=NO_WAIT)
+    handle = store.put(SCOPE, DOC, ttl_seconds=3600)
+    layout = store.layout
+    for key in (layout.object_key(SCOPE, handle), layout.index_key(SCOPE, handle)):
+        found = s3.head_object(Bucket=bucket, Key=key)
+        fields = {k: v for k, v in found["Metadata"].items() if k != "s3claim-mac"}
+        assert fields.pop("s3claim-check-in")  # written now, and taken out again
+        s3.copy_object(
+            Bucket=bucket,
+            Key=key,
+            CopySource={"Bucket": bucket, "Key": key},
+            MetadataDirective="REPLACE",
+            ContentType=found["ContentType"],
+            Metadata=layout.seal(key).metadata(fields),
+        )
+    assert store.fetch(SCOPE, handle, 5, 30).text == DOC[5:35]
+    lines = DOC.splitlines(keepends=True)
+    window = store.read_line(SCOPE, handle, 3, limit=100).text
+    assert window.startswith(lines[2]) and "".join(lines[2:]).startswith(window)
+    url = link(store, handle, scope=SCOPE, base_url=BASE)
+    opened = LinkKey(store.handle_key).open(url.rsplit("/", 1)[1])
+    assert opened is not None and opened.check_in_id is None
+    assert _reads(store, url)
+
+
+def test_a_token_carries_its_check_in_and_older_tokens_do_not_open() -> None:
+    key = LinkKey(HandleKey(KEY))
+    handle = MemoryClaimCheckStore().put(SCOPE, "x", ttl_seconds=60)
+    for check_in_id in ("0123456789abcdef", None):
+        token = key.seal(Link(handle, SCOPE, 2_000_000_000, check_in_id))
+        assert key.open(token) == Link(handle, SCOPE, 2_000_000_000, check_in_id)
+    token = key.seal(Link(handle, SCOPE, 2_000_000_000, "0123456789abcdef"))
+    raw = bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw[0] = 1  # the version before check-ins, its tag made again so only the version differs
+    raw[-16:] = key._tag(bytes(raw[:-16]))
+    assert key.open(base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()) is None

@@ -174,6 +174,7 @@ def test_metadata_carries_expiry_size_encoding_format_and_run(
     head = s3.head_object(Bucket=bucket, Key=object_key(key, SCOPE, handle))
     meta = dict(head["Metadata"])
     assert re.fullmatch("[0-9a-f]{32}", meta.pop("s3claim-mac"))  # the seal: test_integrity
+    assert re.fullmatch("[0-9a-f]{16}", meta.pop("s3claim-check-in"))  # which write: random
     assert meta == {
         "s3claim-format": "5",
         "s3claim-expires-at": str(math.ceil(clock.now() + TTL)),
@@ -277,6 +278,27 @@ def test_the_refresh_copy_is_tagged_for_its_own_day_class(
     assert tags == [{"Key": "s3claim-ttl-days", "Value": "30"}]
 
 
+def test_a_shorter_refresh_from_another_instance_keeps_the_expiry_and_its_day_class(
+    store: S3ClaimCheckStore, bucket: str, key: HandleKey, moto_endpoint: str, clock: ManualClock
+) -> None:
+    """The refresh copy is a new object: lifecycle counts from now, so it is tagged for the
+    expiry it keeps, not for the shorter TTL that asked for it."""
+    text = "lives eight days\n" * 3  # an index beside it: both objects
+    handle = store.put(SCOPE, text, ttl_seconds=8 * 86_400)
+    first = math.ceil(clock.now() + 8 * 86_400)
+    client = new_client(moto_endpoint)
+    other = S3ClaimCheckStore(bucket, handle_key=key, client=client, clock=clock, retry=NO_WAIT)
+    clock.advance(86_400)
+    other.put(SCOPE, text, ttl_seconds=60)
+    for name in (object_key(key, SCOPE, handle), object_key(key, SCOPE, handle) + ".index"):
+        meta = client.head_object(Bucket=bucket, Key=name)["Metadata"]
+        assert meta["s3claim-expires-at"] == str(first), name
+        tags = client.get_object_tagging(Bucket=bucket, Key=name)["TagSet"]
+        assert tags == [{"Key": "s3claim-ttl-days", "Value": "7"}], name  # 7 days left
+    clock.advance(7 * 86_400 - 1)
+    assert other.fetch(SCOPE, handle).text == text
+
+
 def test_sse_s3_by_default_on_put_and_refresh(
     store: S3ClaimCheckStore, wire: Wire, clock: ManualClock
 ) -> None:
@@ -333,7 +355,9 @@ def test_a_put_carries_the_crc32_of_the_body_it_sends(store: S3ClaimCheckStore, 
     """botocore takes the CRC32 of the body as it reads it (a file over the buffer, the same
     for every endpoint): S3 checks the upload against it, so it is that of the bytes sent."""
     handle = store.put(SCOPE, "a line of a log\n" * 4000, ttl_seconds=TTL)
-    claim = next(r for op, r in wire.sent if op == "PutObject" and "if-none-match" in r.headers)
+    claim = next(
+        r for op, r in wire.sent if op == "PutObject" and not r.url.endswith(".index")
+    )  # both PUTs are conditional now: the claim is the one not at `.index`
     header, crc = _sent_crc32(claim)
     assert header == crc
     assert store.fetch(SCOPE, handle, offset=16_000).text.startswith("a line of a log\n")
@@ -404,7 +428,7 @@ def test_a_later_repeat_put_refreshes_with_one_bodiless_copy(
     assert head["Metadata"]["s3claim-expires-at"] == str(math.ceil(clock.now() + TTL))
 
 
-def test_another_instance_repeat_put_is_a_412_and_one_copy(
+def test_another_instance_repeat_put_is_a_412_a_head_and_one_copy(
     store: S3ClaimCheckStore, bucket: str, key: HandleKey, moto_endpoint: str, clock: ManualClock
 ) -> None:
     handle = store.put(SCOPE, "shared", ttl_seconds=TTL)
@@ -413,7 +437,9 @@ def test_another_instance_repeat_put_is_a_412_and_one_copy(
     other = S3ClaimCheckStore(bucket, handle_key=key, client=client, clock=clock, retry=NO_WAIT)
     clock.advance(100)
     assert other.put(SCOPE, "shared", ttl_seconds=TTL) == handle
-    assert wire.ops == ["PutObject", "CopyObject"]
+    # The HEAD is new (issue 46): it reads the check-in the copy keeps, so links made before
+    # this refresh read on, and the expiry and tool standing, so it never shortens the claim.
+    assert wire.ops == ["PutObject", "HeadObject", "CopyObject"]
     clock.advance(TTL - 50)  # past the first expiry, within the refreshed one
     assert store.fetch(SCOPE, handle).text == "shared"
 

@@ -49,9 +49,11 @@ OPERATIONS: dict[str, Budget] = {
         ),
         Budget(
             "check_in_again",
-            {"PutObject": 1, "CopyObject": 1},
-            "same content, same run, another process: 412, then an in-place copy (no body); "
-            "0 requests in the process that wrote it while its expiry covers the new TTL",
+            {"PutObject": 1, "HeadObject": 1, "CopyObject": 1},
+            "same content, same run, another process: 412, a HEAD for the check-in, expiry and "
+            "tool standing, then an in-place copy keeping them (no body); with an index, one "
+            "PUT and one copy more; 0 requests in the process that wrote it while its expiry "
+            "covers the new TTL (one copy of each object once it does not)",
         ),
         Budget("fetch", {"GetObject": 1}, "offset=: one ranged GET of width x limit bytes"),
         Budget(

@@ -1,11 +1,14 @@
 """Links: a URL that lets code read one claim, with nothing but an HTTP client.
 
 `link(store, handle, scope=..., base_url=...)` (or `ClaimCheck.link`) returns
-`{base_url}/claims/{token}`: the token names one claim in one scope and an expiry, sealed
-under the handle key (`_token`: encrypted, so the URL shows no tenant or run name, and
-MAC'd, so no bit of it can change). It expires after `ttl_seconds`, and never after the
-claim does. `s3claim serve`, or the MCP gateway over HTTP, serves it (`s3claim.links.server`,
-which needs the `mcp` extra): the claim's exact text, by byte range or reading mode.
+`{base_url}/claims/{token}`: the token names one claim in one scope, the check-in of it that
+stands when the link is made, and an expiry, sealed under the handle key (`_token`:
+encrypted, so the URL shows no tenant or run name, and MAC'd, so no bit of it can change).
+It expires after `ttl_seconds`, and never after the claim does. It ends with its check-in:
+`forget` of the tenant or the run ends it for good, though the same text checked in again in
+the same run has the same handle; a refresh (a repeat put) keeps the check-in, and the link.
+`s3claim serve`, or the MCP gateway over HTTP, serves it (`s3claim.links.server`, which
+needs the `mcp` extra): the claim's exact text, by byte range or reading mode.
 docs/code.md has the threat model and the limits.
 """
 
@@ -84,14 +87,16 @@ def link(
     ttl_seconds: int = DEFAULT_LINK_TTL_SECONDS,
 ) -> str:
     """A URL that reads the claim `handle` of `scope` until `ttl_seconds` from now, or the
-    claim's own expiry if sooner. One metadata read of the claim (its expiry);
-    `ClaimUnavailableError` for a handle `scope` cannot redeem."""
+    claim's own expiry if sooner, as long as the check-in standing now does. One metadata read
+    of the claim (its expiry and check-in); `ClaimUnavailableError` for a handle `scope`
+    cannot redeem."""
     base = check_base_url(base_url)
     check_ttl(ttl_seconds)
     if not isinstance(store, RangedStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
     if not is_handle(handle):
         raise ClaimUnavailableError
-    until = min(store.clock.now() + ttl_seconds, store.expiry(scope, handle))
-    token = LinkKey(store.handle_key).seal(Link(handle, scope, math.floor(until)))
+    check_in = store.checked_in(scope, handle)
+    until = min(store.clock.now() + ttl_seconds, check_in.expires_at)
+    token = LinkKey(store.handle_key).seal(Link(handle, scope, math.floor(until), check_in.id))
     return f"{base}{LINK_PATH}{token}"

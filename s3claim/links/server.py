@@ -15,7 +15,8 @@ mounted by the MCP gateway over HTTP beside `/mcp`. The body is `text/plain; cha
 
 `length` bounds a reading mode's window (`DEFAULT_WINDOW_CHARS`, at most `MAX_WINDOW_CHARS`);
 `X-Claim-*` headers say where the window is and where the next begins. An expired, altered,
-foreign or unknown link, and a damaged claim, are the same 404, byte for byte; a store fault
+foreign or unknown link, one whose check-in is gone (each read names it to the store), and a
+damaged claim, are the same 404, byte for byte; a store fault
 is a 503 in one line. Nothing of the content, and no name, is ever logged.
 
 **Nothing is sent before what it says has been checked.** The S3 store checks a claim's
@@ -228,7 +229,14 @@ def claims_mount(store: RangedStore) -> Mount:
             return _said(400, exc.message)
         if address is not None:  # a reading mode: Range, which cuts the whole text, is ignored
             answer = await _guarded(
-                link, lambda: store.read(link.scope, link.handle, address, length=length)
+                link,
+                lambda: store.read(
+                    link.scope,
+                    link.handle,
+                    address,
+                    length=length,
+                    check_in_id=link.check_in_id,
+                ),
             )
             if isinstance(answer, Response):
                 return answer
@@ -287,7 +295,7 @@ def _read_through(store: RangedStore, link: Link, consume: Callable[[Iterator[st
     failed fetch. The stream is closed however `consume` ends."""
     with fetch_operation(store, link.scope, handle=link.handle, offset=0) as op:
         try:
-            pieces = store.scan(link.scope, link.handle)
+            pieces = store.scan(link.scope, link.handle, check_in_id=link.check_in_id)
             try:
                 return consume(pieces)
             finally:
@@ -333,7 +341,9 @@ async def _whole(store: RangedStore, link: Link) -> Response:
     if held is not None:
         return Response(held, media_type=_TEXT, headers=headers)
     # Outside the read's span: the claim's one redemption was the read that checked it.
-    pieces = await _guarded(link, lambda: store.scan(link.scope, link.handle))
+    pieces = await _guarded(
+        link, lambda: store.scan(link.scope, link.handle, check_in_id=link.check_in_id)
+    )
     if isinstance(pieces, Response):
         return pieces
     headers["Content-Length"] = str(size)

@@ -7,6 +7,11 @@ claim holds: the UTF-8 bytes of its text and the bytes of its index. A put that 
 bound first evicts the oldest claims (the tenant's own when its share is full), each reported
 as a `ClaimEvicted` event to `on_evict`. A claim larger than a bound is refused
 (`ClaimStoreError`), never stored in part.
+
+Each entry is one check-in, under an id of its own (`s3claim.store.new_check_in_id`): a
+repeat put while it lives extends it and keeps the id; the same text put once it is gone
+(forgotten, expired, evicted) is a new entry under a new id, which a link to the old one
+does not read.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from s3claim.events import ClaimEvicted
 from s3claim.handles import HandleKey, content_digest, utf8_of
 from s3claim.scope import Scope
 from s3claim.store import (
+    CheckIn,
     ClaimInfo,
     Facts,
     IndexPart,
@@ -37,6 +43,7 @@ from s3claim.store import (
     build_index,
     check_ttl,
     count_lines,
+    new_check_in_id,
     recorded_tool,
 )
 from s3claim.telemetry import traced_forget
@@ -63,6 +70,8 @@ class _Entry:
     tool: str | None = None
     handed_off: bool = False
     """A hand-off copy (`hand_off`), as an erasure's receipt counts it."""
+    check_in_id: str = ""
+    """The check-in the entry is: set as it is held (`_hold`), kept while it lives."""
 
 
 class MemoryClaimCheckStore(RangedStore):
@@ -118,10 +127,11 @@ class MemoryClaimCheckStore(RangedStore):
         """The secret behind handles, tags and links (`s3claim.links`); its repr hides it."""
         return self._key
 
-    def expiry(self, scope: Scope, handle: str) -> float:
-        """When the claim stops being readable (the store's clock), refused as `fetch`
-        refuses (`ClaimUnavailableError`)."""
-        return self._entry(scope, handle).expires_at
+    def checked_in(self, scope: Scope, handle: str) -> CheckIn:
+        """Until when the claim reads (the store's clock) and which check-in it is, refused
+        as `fetch` refuses (`ClaimUnavailableError`)."""
+        entry = self._entry(scope, handle)
+        return CheckIn(entry.expires_at, entry.check_in_id)
 
     def bind_journal(self, journal: MemoryRunJournal) -> None:
         """Erase `journal`'s records with this store's claims (`MemoryRunJournal(store=...)`)."""
@@ -154,8 +164,8 @@ class MemoryClaimCheckStore(RangedStore):
 
     def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
         """The claim, readable in the run `to` for `ttl_seconds`: a new entry sharing the text
-        and index (no copy), with its own expiry; `forget` of either run leaves the other's.
-        Refuses exactly as `fetch` does; never across tenants."""
+        and index (no copy), with its own expiry, a check-in of its own; `forget` of either run
+        leaves the other's. Refuses exactly as `fetch` does; never across tenants."""
         check_ttl(ttl_seconds)
         if to.tenant != scope.tenant:
             raise ValueError("a claim is handed off within its tenant only")
@@ -166,8 +176,9 @@ class MemoryClaimCheckStore(RangedStore):
         return child
 
     def _hold(self, handle: str, entry: _Entry, ttl_seconds: int) -> None:
-        """Keep `entry` under `handle` for `ttl_seconds` from now; one held already lives on,
-        for at least that long (a repeat put never shortens a claim's life)."""
+        """Keep `entry` under `handle` for `ttl_seconds` from now, a check-in of its own; one
+        held already lives on, for at least that long, the same check-in (a repeat put never
+        shortens a claim's life, nor ends a link to it)."""
         evicted: list[ClaimEvicted] = []
         with self._lock:
             now = self._clock.now()
@@ -188,7 +199,9 @@ class MemoryClaimCheckStore(RangedStore):
                             f"memory store holds ({bound})"
                         )
                 evicted = self._make_room(tenant, entry.size)
-                entry.expires_at = now + ttl_seconds
+                entry = dataclasses.replace(
+                    entry, expires_at=now + ttl_seconds, check_in_id=new_check_in_id()
+                )
                 self._entries[handle] = entry
                 self._bytes += entry.size
                 self._tenant_bytes[tenant] = self._tenant_bytes.get(tenant, 0) + entry.size
@@ -248,16 +261,19 @@ class MemoryClaimCheckStore(RangedStore):
             self._marks.popitem(last=False)
         return token
 
-    def ranges(self, scope: Scope, handle: str) -> _Ranges:
-        return _Ranges(self, scope, handle)
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> _Ranges:
+        return _Ranges(self, scope, handle, check_in_id)
 
-    def _entry(self, scope: Scope, handle: str) -> _Entry:
+    def _entry(self, scope: Scope, handle: str, check_in_id: str | None = None) -> _Entry:
+        """The entry `scope` reads under `handle` (of that check-in, when one is given)."""
         with self._lock:
             entry = self._entries.get(handle)
             if entry is not None and entry.expires_at <= self._clock.now():
                 self._drop(handle)
                 entry = None
         if entry is None or entry.scope != scope:
+            raise ClaimUnavailableError
+        if check_in_id is not None and entry.check_in_id != check_in_id:
             raise ClaimUnavailableError
         return entry
 
@@ -343,13 +359,16 @@ class MemoryClaimCheckStore(RangedStore):
 class _Ranges:
     """One claim of a memory store, as slices; each checks the claim is there for its reader."""
 
-    __slots__ = ("_handle", "_scope", "_store")
+    __slots__ = ("_check_in_id", "_handle", "_scope", "_store")
 
-    def __init__(self, store: MemoryClaimCheckStore, scope: Scope, handle: str) -> None:
+    def __init__(
+        self, store: MemoryClaimCheckStore, scope: Scope, handle: str, check_in_id: str | None
+    ) -> None:
         self._store, self._scope, self._handle = store, scope, handle
+        self._check_in_id = check_in_id
 
     def _entry(self) -> _Entry:
-        return self._store._entry(self._scope, self._handle)
+        return self._store._entry(self._scope, self._handle, self._check_in_id)
 
     def text(self, start: int, end: int) -> TextPart:
         entry = self._entry()

@@ -11,11 +11,13 @@ whole characters. The width travels in the handle (`s3claim.handles`).
 A claim's index (`s3claim._reading._index`: line starts first, the JSON structure last) sits
 beside it at the claim's key and `.index`, only for a claim of two lines or more, or JSON.
 Both objects carry metadata a read checks without another request: expiry (epoch seconds),
-run tag, length in characters and lines, the object's own length in bytes and the format
-version; the claim also its encoding, its index's length and, when the check-in named it,
-the tool (percent-encoded UTF-8: S3 metadata is ASCII; a claim written before the field was
-added has none, and reads as before). Both are sealed (`s3claim.s3._seal`). Objects of
-earlier formats are refused as damaged.
+run tag, length in characters and lines, the object's own length in bytes, the format
+version and the check-in id (`s3claim.store.new_check_in_id`: which write of the claim this
+is, the same on both objects and kept by a refresh; a link reads only its own); the claim
+also its encoding, its index's length and, when the check-in named it, the tool
+(percent-encoded UTF-8: S3 metadata is ASCII). A claim written before the tool or the
+check-in id was added has none, and reads as before. Both are sealed (`s3claim.s3._seal`).
+Objects of earlier formats are refused as damaged.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from urllib.parse import quote, unquote
 
 from s3claim.errors import ClaimStoreError
 from s3claim.s3._seal import BLOCK_BYTES, content_bytes_within, laid_out
-from s3claim.store import Facts, recorded_tool
+from s3claim.store import Facts, is_check_in_id, recorded_tool
 
 __all__ = [
     "CONTENT_TYPES",
@@ -76,6 +78,9 @@ _META_BLOCKS = "s3claim-blocks"
 original's). Sealed with the rest, so only a holder of the handle key can name one."""
 _META_TOOL = "s3claim-tool"
 """On a claim: the tool whose result it is, when the check-in said (`ClaimInfo.tool`)."""
+_META_CHECK_IN = "s3claim-check-in"
+"""On both objects: the check-in they belong to (16 hex digits). Optional: the version before
+it wrote none."""
 _HEADER_PREFIX = "x-amz-meta-"
 _WIDTH_OF = {name: width for width, name in ENCODINGS.items()}
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
@@ -99,6 +104,8 @@ class ObjectMeta:
     """The key the body's block tags are bound to, when it is not the object's own."""
     tool: str | None = None
     """On a claim: the tool whose result it is, when its check-in said."""
+    check_in_id: str | None = None
+    """The check-in the object belongs to; None on one written before the field was."""
 
     @property
     def facts(self) -> Facts:
@@ -179,6 +186,7 @@ def metadata(
     index_size: int = 0,
     blocks_key: str | None = None,
     tool: str | None = None,
+    check_in_id: str | None = None,
 ) -> dict[str, str]:
     """The fields of a claim (`width` given) or of its index (none)."""
     meta = {
@@ -198,6 +206,10 @@ def metadata(
     tool = recorded_tool(tool)
     if tool is not None:
         meta[_META_TOOL] = quote(tool, safe="")
+    if check_in_id is not None:
+        if not is_check_in_id(check_in_id):
+            raise ValueError("a check-in id is 16 hex digits (new_check_in_id)")
+        meta[_META_CHECK_IN] = check_in_id
     check_metadata_size(meta)
     return meta
 
@@ -224,11 +236,18 @@ def parse_metadata(meta: Mapping[str, str], *, operation: str) -> ObjectMeta:
             index_size=int(meta.get(_META_INDEX, "0")),
             blocks_key=meta.get(_META_BLOCKS),
             tool=_tool(meta.get(_META_TOOL)),
+            check_in_id=_check_in(meta.get(_META_CHECK_IN)),
         )
     except (KeyError, ValueError):
         raise ClaimStoreError(
             f"{operation}: object metadata is incomplete", reason="damaged"
         ) from None
+
+
+def _check_in(found: str | None) -> str | None:
+    if found is not None and not is_check_in_id(found):
+        raise ValueError("not a check-in id")  # sealed, so ours: only a bug gets here
+    return found
 
 
 def _tool(found: str | None) -> str | None:

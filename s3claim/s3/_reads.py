@@ -92,20 +92,25 @@ def _damaged(what: str) -> ClaimStoreError:
 @dataclass(frozen=True, slots=True)
 class Sealed:
     """One object of a claim as a reader in one scope checks it: its key and seal, the run
-    that may read it, the claim's width (None for its index), and the clock."""
+    that may read it, the claim's width (None for its index), the clock, and the check-in
+    the reader expects (a link's; None: whichever stands)."""
 
     key: str
     run_tag: str
     width: int | None
     layout: Layout = field(repr=False)
     now: Callable[[], float] = field(repr=False)
+    check_in_id: str | None = field(default=None, repr=False)
 
     def checked(self, raw: Mapping[str, str], *, operation: str) -> ObjectMeta:
         """The object's metadata once every check on it has passed; nothing of an object
-        is used before its seal holds."""
+        is used before its seal holds. Another check-in than the one expected is refused as
+        unavailable, like a claim that is not there: it is not the one the reader names."""
         meta = _format.parse_metadata(raw, operation=operation)
         self.layout.seal(self.key).check_metadata(raw, operation=operation)
         if not meta.readable(run_tag=self.run_tag, now=self.now()):
+            raise ClaimUnavailableError
+        if self.check_in_id is not None and meta.check_in_id != self.check_in_id:
             raise ClaimUnavailableError
         if meta.width != self.width:  # the key binds the width: only a damaged object differs
             raise ClaimStoreError(

@@ -5,10 +5,13 @@ beside it; every reading mode is the engine's (`s3claim.store.RangedStore`) over
 (`_reads`). What each operation costs in requests is in docs/s3.md ("Requests"). Expiry is
 enforced on every read, to the second; lifecycle rules only collect the garbage.
 
-Known limit: a refresh from another process than the writer cannot see the expiry it replaces
-(a HEAD more), so it may set a shorter one; within one process a refresh never shortens. So
-with the tool a claim lists: a repeat put keeps the first check-in's tool within the process
-that wrote it, while one from another process that refreshes the claim records its own.
+A claim's first write is its check-in, under a random id in both objects' sealed metadata
+(`s3claim.store.new_check_in_id`); a link names it, and reads nothing of another check-in of
+the same handle (the same text checked in again after `forget`). A repeat put refreshes the
+claim in place and keeps its check-in: the process that wrote it remembers the id; another
+process learns it, with the expiry and the tool standing, from one HeadObject after its
+conditional PUT found the claim there. So a refresh never shortens a claim's life nor
+changes its tool, from whichever process.
 
 Permissions: s3:PutObject, s3:PutObjectTagging, s3:GetObject, s3:DeleteObject(Version) (by
 VersionId, "null" unversioned), s3:ListBucketVersions, and s3:ListBucket, without which S3
@@ -23,6 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Unpack
@@ -49,6 +53,7 @@ from s3claim.s3._retry import RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
 from s3claim.store import (
+    CheckIn,
     ClaimInfo,
     Facts,
     IndexPart,
@@ -57,6 +62,7 @@ from s3claim.store import (
     build_index,
     check_ttl,
     count_lines,
+    new_check_in_id,
     recorded_tool,
 )
 from s3claim.telemetry import traced_forget
@@ -68,8 +74,8 @@ if TYPE_CHECKING:
 __all__ = ["S3ClaimCheckStore"]
 
 _WRITTEN_CACHE = 4096
-"""Claims this process remembers writing (key -> expiry, tool), to skip repeat puts for free
-and keep the first check-in's tool when one refreshes the claim."""
+"""Claims this process remembers writing (key -> check-in id, expiry, tool), to skip repeat
+puts for free and refresh the others keeping their check-in and its tool, with no HEAD."""
 _MARK = "application/octet-stream"
 """A mark's content type: a hand-off copy's (an empty object beside it,
 `_layout.HAND_OFF_SUFFIX`) and a run's (`_layout.MARK_NAME`)."""
@@ -90,7 +96,7 @@ class S3ClaimCheckStore(RangedStore):
     ) -> None:
         self._bucket = Bucket.given(bucket, options)
         self._clock = clock or SystemClock()
-        self._written: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
+        self._written: OrderedDict[str, _Stamp] = OrderedDict()
         self._lock = threading.Lock()
         self._eraser = Eraser(self._bucket)
 
@@ -166,44 +172,55 @@ class S3ClaimCheckStore(RangedStore):
             known = self._written.get(key)
             if known is not None:
                 self._written.move_to_end(key)
-        if known is not None and known[0] >= expires_at:
+        if known is not None and known.expires_at >= expires_at:
             return handle
-        tool = known[1] if known is not None else recorded_tool(tool)  # the first one's
-        objects = _Objects(
-            bucket, scope, handle, content, width=width, expires_at=expires_at, days=days, tool=tool
-        )
-        if known is None or not objects.refresh(index=True):
-            body = layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
-            # Written; or there already (another writer's), its expiry refreshed; or gone
-            # between the two (forgotten, collected), written once more.
-            written = objects.write(body) or objects.refresh(index=False)
-            if not written and not objects.write(body):
-                raise ClaimStoreError("PutObject: the claim vanished while it was refreshed")
-        self._remember(key, expires_at, tool)
+        objects = _Objects(bucket, scope, handle, content, width=width)
+        if known is not None:  # ours: refreshed in place, its check-in and tool kept
+            kept = _Stamp(known.check_in_id, expires_at, known.tool, days)
+            if objects.refresh(kept):
+                self._remember(key, kept)
+                return handle
+        tool = known.tool if known is not None else recorded_tool(tool)  # the first one's
+        stamp = _Stamp(new_check_in_id(), expires_at, tool, days)  # a check-in of its own
+        body = layout.seal(key).tag(*(laid or _format.laid_out_body(content, width)))
+        # Written; or there already (another writer's), refreshed keeping what stands (one
+        # HEAD reads it); or gone between the two (forgotten, collected), written once more.
+        if not objects.write(body, stamp):
+            standing = objects.standing(stamp, now=self._clock.now())
+            if standing is None or not objects.refresh(standing):
+                if not objects.write(body, stamp):
+                    raise ClaimStoreError("PutObject: the claim vanished while it was refreshed")
+            else:
+                stamp = standing
+        self._remember(key, stamp)
         return handle
 
-    def _remember(self, key: str, expires_at: int, tool: str | None) -> None:
+    def _remember(self, key: str, stamp: _Stamp) -> None:
         with self._lock:
             known = self._written.get(key)
-            self._written[key] = (max(expires_at, known[0]) if known else expires_at, tool)
+            if known is not None and known.expires_at > stamp.expires_at:
+                stamp = replace(stamp, expires_at=known.expires_at)
+            self._written[key] = stamp
             self._written.move_to_end(key)
             while len(self._written) > _WRITTEN_CACHE:
                 self._written.popitem(last=False)
 
     # -- reads ---------------------------------------------------------------------------
 
-    def ranges(self, scope: Scope, handle: str) -> _Ranges:
-        return _Ranges(
-            self._bucket, *claim_objects(self._bucket.layout, scope, handle, self._clock)
-        )
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> _Ranges:
+        layout = self._bucket.layout
+        objects = claim_objects(layout, scope, handle, self._clock, check_in_id=check_in_id)
+        return _Ranges(self._bucket, *objects)
 
-    def expiry(self, scope: Scope, handle: str) -> int:
-        """When the claim stops being readable (epoch seconds): one HeadObject, checked as a
-        read checks it (`ClaimUnavailableError` for every handle `fetch` refuses)."""
+    def checked_in(self, scope: Scope, handle: str) -> CheckIn:
+        """Until when the claim reads (epoch seconds) and which check-in it is: one
+        HeadObject, checked as a read checks it (`ClaimUnavailableError` for every handle
+        `fetch` refuses)."""
         if not is_handle(handle):
             raise ClaimUnavailableError
         claim, _ = claim_objects(self._bucket.layout, scope, handle, self._clock)
-        return perform(present(head(claim)), sender(self._bucket)).expires_at
+        meta = perform(present(head(claim)), sender(self._bucket))
+        return CheckIn(meta.expires_at, meta.check_in_id)
 
     @property
     def handle_key(self) -> HandleKey:
@@ -246,11 +263,13 @@ class S3ClaimCheckStore(RangedStore):
 
         One HeadObject checks the claim as a read would; one server-side CopyObject of each
         of its objects puts it under `to`'s run prefix with new sealed metadata (`to`'s run,
-        its own expiry, and the key the block tags are bound to). No byte of the body passes
-        through this process; the copy lives on whatever becomes of the original, until its
-        own expiry or a `forget` of its tenant or run. Once the claim's copy stands, an empty
-        object beside it marks it a copy (sent beside the index's copy), so that an erasure
-        counts hand-off copies by key (`erase`), reading none.
+        its own expiry, a check-in of its own, and the key the block tags are bound to). No
+        byte of the body passes through this process; the copy lives on whatever becomes of
+        the original, until its own expiry or a `forget` of its tenant or run (the same
+        hand-off again is a new check-in: links to the copy made before it end). Once the
+        claim's copy stands, an empty object beside it marks it a copy (sent beside the
+        index's copy), so that an erasure counts hand-off copies by key (`erase`), reading
+        none.
         """
         check_ttl(ttl_seconds)
         if to.tenant != scope.tenant:
@@ -265,6 +284,7 @@ class S3ClaimCheckStore(RangedStore):
         expires_at = math.ceil(self._clock.now() + ttl_seconds)
         original = meta.blocks_key or claim.key  # a hand-off of a hand-off: still the original
         child_key = layout.object_key(to, child)
+        stamp = _Stamp(new_check_in_id(), expires_at, meta.tool, days)
         copies = [(claim.key, child_key, original, meta.size, meta.width)]
         if meta.index_size:
             index_keys = layout.index_key(scope, handle), layout.index_key(to, child)
@@ -280,6 +300,7 @@ class S3ClaimCheckStore(RangedStore):
                 index_size=meta.index_size if width else 0,
                 blocks_key=blocks_key,
                 tool=meta.tool if width else None,
+                check_in_id=stamp.check_in_id,
             )
             content_type = _format.CONTENT_TYPES[width] if width else _format.INDEX_CONTENT_TYPE
             sealed = layout.seal(target).metadata(fields)
@@ -290,7 +311,7 @@ class S3ClaimCheckStore(RangedStore):
                 mark = bucket.beside(partial(marking, content_type=_MARK))
         assert mark is not None
         mark.result()
-        self._remember(child_key, expires_at, meta.tool)
+        self._remember(child_key, stamp)
         return child
 
     # -- forget -------------------------------------------------------------------------
@@ -400,80 +421,143 @@ class S3ClaimCheckStore(RangedStore):
         )
 
 
-class _Objects:
-    """A claim's objects as one put writes them: each one's key, sealed metadata and content
-    type, the index sealed whole (the only form of it kept), and how to write and refresh them."""
+@dataclass(frozen=True, slots=True)
+class _Stamp:
+    """What a write or a refresh sets on a claim's objects beyond what its text fixes: its
+    check-in, its expiry, the tool, and the lifecycle day class that outlives the expiry."""
 
-    __slots__ = ("_bucket", "_claim", "_days", "_index")
+    check_in_id: str
+    expires_at: int
+    tool: str | None
+    days: int
+
+
+class _Objects:
+    """A claim's objects as one put writes them: each one's key and content type, the fields
+    its text fixes, the index sealed whole (the only form of it kept), and how to write and
+    refresh them under a `_Stamp` (both objects always under the same one)."""
+
+    __slots__ = ("_bucket", "_claim", "_fields", "_index", "_index_size", "_width")
 
     def __init__(
-        self,
-        bucket: Bucket,
-        scope: Scope,
-        handle: str,
-        content: str,
-        *,
-        width: int,
-        expires_at: int,
-        days: int,
-        tool: str | None,
+        self, bucket: Bucket, scope: Scope, handle: str, content: str, *, width: int
     ) -> None:
         layout = bucket.layout
         built = build_index(content)
         facts = Facts(len(content), count_lines(content))
-        fields = partial(
-            _format.metadata, expires_at=expires_at, facts=facts, run_tag=layout.run_tag(scope)
-        )
-        key, index_key = layout.object_key(scope, handle), layout.index_key(scope, handle)
-        claim_meta = fields(
-            size=width * len(content), width=width, index_size=len(built or b""), tool=tool
-        )
-        self._bucket, self._days = bucket, days
-        self._claim = (key, layout.seal(key).metadata(claim_meta), _format.CONTENT_TYPES[width])
-        self._index: tuple[str, dict[str, str], str, bytearray] | None = None
+        self._bucket, self._width = bucket, width
+        self._fields = partial(_format.metadata, facts=facts, run_tag=layout.run_tag(scope))
+        self._index_size = len(built or b"")
+        self._claim = (layout.object_key(scope, handle), width * len(content))
+        self._index: tuple[str, bytearray] | None = None
         if built is not None:
-            seal, index_meta = layout.seal(index_key), fields(size=len(built))
-            content_type = _format.INDEX_CONTENT_TYPE
-            self._index = (index_key, seal.metadata(index_meta), content_type, seal.blocks(built))
+            index_key = layout.index_key(scope, handle)
+            self._index = (index_key, layout.seal(index_key).blocks(built))
 
-    def write(self, body: bytearray) -> bool:
-        """The claim where none is (`If-None-Match: *`) and its index beside it, sent at once;
-        False when the claim is there already. Both stand, or the check-in fails."""
-        key, meta, content_type = self._claim
-        beside = self._bucket.beside(self._write_index) if self._index is not None else None
+    def _claim_meta(self, stamp: _Stamp) -> dict[str, str]:
+        key, size = self._claim
+        fields = self._fields(
+            expires_at=stamp.expires_at,
+            size=size,
+            width=self._width,
+            index_size=self._index_size,
+            tool=stamp.tool,
+            check_in_id=stamp.check_in_id,
+        )
+        return self._bucket.layout.seal(key).metadata(fields)
+
+    def _index_meta(self, stamp: _Stamp) -> dict[str, str]:
+        fields = self._fields(
+            expires_at=stamp.expires_at, size=self._index_size, check_in_id=stamp.check_in_id
+        )
+        assert self._index is not None
+        return self._bucket.layout.seal(self._index[0]).metadata(fields)
+
+    def write(self, body: bytearray, stamp: _Stamp) -> bool:
+        """The claim where none is (`If-None-Match: *`) and its index beside it, sent at once
+        and each only where none is, so a check-in standing already keeps both as they are;
+        False when the claim is there. Both stand, or the check-in fails (an index left by a
+        check-in that failed is written over once the claim is written)."""
+        beside = None
+        if self._index is not None:
+            beside = self._bucket.beside(partial(self._write_index, stamp, exclusive=True))
+        key, content_type = self._claim[0], _format.CONTENT_TYPES[self._width]
+        written = False
         try:
-            return self._bucket.put(
-                key, body, content_type=content_type, meta=meta, days=self._days, exclusive=True
+            written = self._bucket.put(
+                key,
+                body,
+                content_type=content_type,
+                meta=self._claim_meta(stamp),
+                days=stamp.days,
+                exclusive=True,
             )
         finally:
-            if beside is not None:
-                beside.result()
+            if beside is not None and not beside.result() and written:
+                self._write_index(stamp)
+        return written
 
-    def refresh(self, *, index: bool) -> bool:
-        """The claim's new expiry, in place, no body sent (a new object: lifecycle counts
-        from now, and this TTL's day class covers it); the index's too when `index` (written
-        again if it is gone). False when the claim is gone."""
-        if not self._copy(*self._claim):
+    def standing(self, stamp: _Stamp, *, now: float) -> _Stamp | None:
+        """What a refresh of the claim standing keeps (one HeadObject): its check-in, its
+        tool and its expiry when longer than `stamp`'s; None when the claim is gone. One whose
+        metadata does not hold (damaged, another format) is written over with `stamp`."""
+        key = self._claim[0]
+        found = self._bucket.head(key)
+        if found is None:
+            return None
+        try:
+            meta = _format.parse_metadata(found["Metadata"], operation="HeadObject")
+            self._bucket.layout.seal(key).check_metadata(found["Metadata"], operation="HeadObject")
+        except ClaimStoreError:
+            return stamp
+        if meta.expires_at <= stamp.expires_at:
+            expires_at, days = stamp.expires_at, stamp.days
+        else:  # the longer life stands, and the lifecycle class of what is left of it
+            expires_at, bucket = meta.expires_at, self._bucket
+            # In whole seconds from now, as a put counts its TTL (the expiry rounds it up).
+            left = min(expires_at - math.ceil(now), bucket.max_ttl_seconds)
+            days = max(stamp.days, day_class(left, bucket.classes))
+        check_in_id = meta.check_in_id or stamp.check_in_id  # one written before ids: now one
+        return _Stamp(check_in_id, expires_at, meta.tool, days)
+
+    def refresh(self, stamp: _Stamp) -> bool:
+        """The claim's new stamp, in place, no body sent (a new object: lifecycle counts from
+        now, and the stamp's day class covers it); the index's too (written again if it is
+        gone). False when the claim is gone."""
+        key, content_type = self._claim[0], _format.CONTENT_TYPES[self._width]
+        if not self._copy(key, self._claim_meta(stamp), content_type, stamp.days):
             return False
-        if index and self._index is not None and not self._copy(*self._index[:3]):
-            self._write_index()
+        if self._index is not None:
+            index_key, meta = self._index[0], self._index_meta(stamp)
+            if not self._copy(index_key, meta, _format.INDEX_CONTENT_TYPE, stamp.days):
+                self._write_index(stamp)
         return True
 
-    def _copy(self, key: str, meta: dict[str, str], content_type: str) -> bool:
-        return self._bucket.copy(key, key, content_type=content_type, meta=meta, days=self._days)
+    def _copy(self, key: str, meta: dict[str, str], content_type: str, days: int) -> bool:
+        return self._bucket.copy(key, key, content_type=content_type, meta=meta, days=days)
 
-    def _write_index(self) -> None:
+    def _write_index(self, stamp: _Stamp, *, exclusive: bool = False) -> bool:
         assert self._index is not None
-        key, meta, content_type, sealed = self._index
-        self._bucket.put(key, sealed, content_type=content_type, meta=meta, days=self._days)
+        key, sealed = self._index
+        return self._bucket.put(
+            key,
+            sealed,
+            content_type=_format.INDEX_CONTENT_TYPE,
+            meta=self._index_meta(stamp),
+            days=stamp.days,
+            exclusive=exclusive,
+        )
 
 
-def claim_objects(layout: Layout, scope: Scope, handle: str, clock: Clock) -> tuple[Sealed, Sealed]:
-    """The claim's two objects (its text, its index) as a reader in `scope` checks them."""
-    run_tag = layout.run_tag(scope)
+def claim_objects(
+    layout: Layout, scope: Scope, handle: str, clock: Clock, *, check_in_id: str | None = None
+) -> tuple[Sealed, Sealed]:
+    """The claim's two objects (its text, its index) as a reader in `scope` checks them; with
+    `check_in_id`, only that check-in of the claim reads."""
+    run_tag, width = layout.run_tag(scope), handle_width(handle)
     return (
-        Sealed(layout.object_key(scope, handle), run_tag, handle_width(handle), layout, clock.now),
-        Sealed(layout.index_key(scope, handle), run_tag, None, layout, clock.now),
+        Sealed(layout.object_key(scope, handle), run_tag, width, layout, clock.now, check_in_id),
+        Sealed(layout.index_key(scope, handle), run_tag, None, layout, clock.now, check_in_id),
     )
 
 

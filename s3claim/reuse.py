@@ -22,9 +22,9 @@ The decisions, each the simplest honest one:
   meanwhile is never answered again. The claim tools are read-only.
 - **A reuse needs its window, its claim's TTL and the run's mark.** The window runs from the
   check-in by the store's clock (`store.clock`; tests hold it still); a claim's TTL ends it
-  sooner. Each look-up of a reusable call reads the run's mark (one request, `run_mark`), and
-  the first read remembered in a run gives the run a mark if it has none (one conditional
-  write, `new_run_mark`). A `forget` of the run or its tenant erases the mark with the claims,
+  sooner. Each look-up of a reusable call reads the run's mark (one request, `run_mark`); the
+  first in a run gives the run its mark (one conditional write more, `new_run_mark`). A
+  `forget` of the run or its tenant erases the mark with the claims,
   and the memory store drops it with any claim it evicts: a repeat then runs the tool again,
   rather than hand the model a dead handle.
 - **Memory is per process**, by the run's scope: a host remembers `max_runs` runs (the least
@@ -192,9 +192,11 @@ class RepeatReads(Generic[_T]):
         if key is None:
             return Recall()
         try:
-            mark = self._store.run_mark(scope)
+            mark = self._mark(scope)
         except Exception:  # a store fault: run the tool, as without reuse, and keep nothing
             _log.warning("repeat reads: the run's mark could not be read (%s)", tool[:64])
+            return Recall()
+        if mark is None:  # given one by another instance, and gone again: nothing to go by
             return Recall()
         with self._lock:
             kept = self._reads(scope).get(key)
@@ -209,19 +211,12 @@ class RepeatReads(Generic[_T]):
     def keep(self, recall: Recall[_T], answer: _T, *, chars: int) -> None:
         """After a call ran: remember `answer` (the repeat's, line included, of `chars`
         characters) if its result was checked in, under the run's mark as it was before the
-        call ran (giving the run a mark if it had none)."""
+        call ran."""
         scope = recall._scope
         if recall._key is None or scope is None or recall.handle is None:
             return
         mark = recall._mark
-        if mark is None:
-            try:
-                mark = self._store.new_run_mark(scope)
-            except Exception:
-                _log.warning("repeat reads: the run could not be given a mark")
-                return
-            if mark is None:  # a write (somewhere) came first: nothing to remember by
-                return
+        assert mark is not None
         ttl = self._claim_check.policy_for(recall._tool).ttl_seconds
         until = self._clock.now() + min(recall._seconds, ttl)
         self._remember(scope, recall._key, _Read(answer, recall.handle, until, chars, mark))
@@ -252,7 +247,7 @@ class RepeatReads(Generic[_T]):
         if not since:
             return
         try:
-            mark = self._store.run_mark(scope) or self._store.new_run_mark(scope)
+            mark = self._mark(scope)
         except Exception:
             return
         if mark is None:
@@ -281,6 +276,16 @@ class RepeatReads(Generic[_T]):
         """The run is over (the runner knows when): forget it."""
         with self._lock:
             self._runs.pop(scope, None)
+
+    def _mark(self, scope: Scope) -> str | None:
+        """The run's mark; a run without one is given one first (`new_run_mark`), so what is
+        remembered is always remembered by a mark, which a write, a `forget` or an eviction
+        takes away. One request; two the first time in a run (three when another instance
+        gives it one at the same moment)."""
+        mark = self._store.run_mark(scope)
+        if mark is None:
+            mark = self._store.new_run_mark(scope) or self._store.run_mark(scope)
+        return mark
 
     def _reads(self, scope: Scope) -> OrderedDict[str, _Read[_T]]:
         """The run's reads, most recently used now (hold the lock)."""

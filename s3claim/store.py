@@ -28,6 +28,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from s3claim._reading import (
     DEFAULT_FETCH_CHARS,
+    MAX_DIGITS,
     Address,
     AddressError,
     ClaimRanges,
@@ -61,6 +62,7 @@ from s3claim.telemetry import Operation, fetch_operation
 __all__ = [
     "CHECK_IN_ID_BYTES",
     "DEFAULT_FETCH_CHARS",
+    "MAX_DIGITS",
     "MAX_TOOL_NAME_BYTES",
     "NOWHERE",
     "Address",

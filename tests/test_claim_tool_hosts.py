@@ -54,10 +54,10 @@ class FlakyStore(MemoryClaimCheckStore):
             raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
         return super().read(scope, handle, address, length=length)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         if self.failing:
             raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().scan(scope, handle)
+        return super().scan(scope, handle, check_in_id=check_in_id)
 
 
 class ClaimToolContract(ABC):

@@ -194,9 +194,9 @@ class _Watched(MemoryClaimCheckStore):
         super().__init__()
         self.scans = threading.Semaphore(0)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         self.scans.release()
-        return super().scan(scope, handle)
+        return super().scan(scope, handle, check_in_id=check_in_id)
 
 
 class _Blocking(MemoryClaimCheckStore):
@@ -207,10 +207,10 @@ class _Blocking(MemoryClaimCheckStore):
         self.entered = threading.Semaphore(0)
         self.release = threading.Event()
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         self.entered.release()
         self.release.wait(timeout=30)
-        return super().scan(scope, handle)
+        return super().scan(scope, handle, check_in_id=check_in_id)
 
 
 def test_searches_beyond_the_bounds_queue_then_are_told_busy(

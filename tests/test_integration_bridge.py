@@ -37,8 +37,8 @@ def test_a_scope_that_is_not_two_short_strings_is_a_configuration_error() -> Non
 
 def test_a_result_the_boundary_refuses_reaches_the_model_as_an_error() -> None:
     bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
-    text = bridge.admit("bad \ud800 text", tool="read", scope=SCOPE, agent="a")
-    error = json.loads(text)
+    call = bridge.begin("read", {}, scope=SCOPE, agent="a")
+    error = json.loads(bridge.finish(call, "bad \ud800 text"))
     assert error["error"] == "invalid_result"
     assert "lone surrogate at index 4" in error["message"]
     assert "bad" not in error["message"]
@@ -52,10 +52,11 @@ def test_claim_tool_arguments_that_are_not_a_json_object_are_refused(
     arguments: str, message: str
 ) -> None:
     bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
-    answer = asyncio.run(
-        bridge.aside(bridge.call, "fetch_result", arguments, scope=SCOPE, agent="a")
+    call = asyncio.run(
+        bridge.aside(bridge.begin, "fetch_result", arguments, scope=SCOPE, agent="a")
     )
-    assert json.loads(answer) == {
+    assert call.answer is not None and call.answer.is_error
+    assert json.loads(call.answer.text) == {
         "error": "invalid_arguments",
         "message": f"the arguments {message}",
     }
@@ -64,10 +65,12 @@ def test_claim_tool_arguments_that_are_not_a_json_object_are_refused(
 def test_a_claim_tool_reads_what_the_bridge_checked_in() -> None:
     bridge = Bridge(ClaimCheck(MemoryClaimCheckStore()))
     content = "x" * 10_000
-    head = asyncio.run(bridge.aside(bridge.admit, content, tool="read", scope=SCOPE, agent="a"))
+    call = bridge.begin("read", {}, scope=SCOPE, agent="a")
+    head = asyncio.run(bridge.aside(bridge.finish, call, content))
     handle = head.split("handle='", 1)[1].split("'", 1)[0]
-    window = bridge.call("fetch_result", {"handle": handle, "offset": 8192}, scope=SCOPE, agent="a")
-    assert window == "x" * (10_000 - 8192) + "\n\n" + end_note(
+    fetch = bridge.begin("fetch_result", {"handle": handle, "offset": 8192}, scope=SCOPE, agent="a")
+    assert fetch.answer is not None
+    assert fetch.answer.text == "x" * (10_000 - 8192) + "\n\n" + end_note(
         offset=8192, end=10_000, total_chars=10_000, total_lines=1
     )
 

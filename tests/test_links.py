@@ -487,8 +487,8 @@ class _RewrittenAfterItsFirstRead(MemoryClaimCheckStore):
         super().__init__()
         self.scans = 0
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
-        pieces = super().scan(scope, handle)
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
+        pieces = super().scan(scope, handle, check_in_id=check_in_id)
         self.scans += 1
         if self.scans == 1:
             return pieces

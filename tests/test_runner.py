@@ -211,9 +211,9 @@ class CountingStore(MemoryClaimCheckStore):
         super().__init__(clock=ManualClock())
         self.fetches = 0
 
-    def ranges(self, scope: Scope, handle: str) -> Any:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Any:
         self.fetches += 1
-        return super().ranges(scope, handle)
+        return super().ranges(scope, handle, check_in_id=check_in_id)
 
 
 @pytest.mark.parametrize(
@@ -339,10 +339,18 @@ class BrokenStore(MemoryClaimCheckStore):
             raise ClaimStoreError("put failed: SlowDown")
         return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
-    def fetch(self, scope: Scope, handle: str, offset: int = 0, limit: int = 4096) -> Window:
+    def fetch(
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int = 0,
+        limit: int = 4096,
+        *,
+        check_in_id: str | None = None,
+    ) -> Window:
         if self.down:
             raise ClaimStoreError("get failed: SlowDown")
-        return super().fetch(scope, handle, offset, limit)
+        return super().fetch(scope, handle, offset, limit, check_in_id=check_in_id)
 
 
 def test_a_store_failure_degrades_to_truncation_and_the_run_goes_on() -> None:

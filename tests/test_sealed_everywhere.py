@@ -90,7 +90,7 @@ def _reads(store: S3ClaimCheckStore) -> dict[str, Callable[[str], str]]:
             from mcp.shared.exceptions import MCPError
 
             try:
-                result = read_claim(fetch, f"{handle}?{query}", context)
+                result = read_claim(store, f"{handle}?{query}", context)
             except MCPError as exc:
                 return f"refused: {exc.error.message}"
             return str(result.contents[0].text)  # type: ignore[union-attr]

@@ -41,13 +41,12 @@ from s3claim.mcp._gateway import SEPARATOR, Gateway
 from s3claim.mcp._neutral import TooDeepError, neutralised, neutralised_named
 from s3claim.mcp._relay import Relay, connection_of
 from s3claim.mcp._results import (
-    admitted_result,
     advertised,
     checked_prompt,
     checked_resource,
+    checked_result,
     claim_link,
     error_result,
-    measured_text,
 )
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
 from s3claim.mcp._shares import TENANT_SHARE, Shares
@@ -500,21 +499,12 @@ class ClaimCheckProxy:
     def _admit(self, begun: Call, result: CallToolResult) -> CallToolResult:
         """The client's result for the upstream's (blocking: in a worker thread)."""
         try:
-            text = measured_text(result, tool=begun.tool)
+            return checked_result(self.host, begun, result)
         except ToolError as error:  # the upstream's text failed the boundary
             self.host.untouched(begun)
             return error_result(refusal_text(error))
         except TooDeepError as error:
             self.host.untouched(begun)
-            return error_result(ToolError("upstream_invalid_result", str(error)).render())
-        if text is None:  # nothing to measure: images, audio, resources
-            self.host.untouched(begun)
-            return admitted_result(result, None, None)
-        # An error result is not remembered for a repeat: its tool runs again next time.
-        admitted = self.host.admit(begun, text, keep=not result.is_error).text
-        try:
-            return admitted_result(result, text, admitted)
-        except TooDeepError as error:
             return error_result(ToolError("upstream_invalid_result", str(error)).render())
 
     def _admit_text(self, text: str, kind: str, *, context: RunContext) -> str | None:

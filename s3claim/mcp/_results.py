@@ -30,7 +30,7 @@ from mcp_types import (
 from pydantic import BaseModel
 
 from s3claim.errors import ToolError
-from s3claim.hosting import text_of
+from s3claim.hosting import Call, Host, text_of
 from s3claim.mcp._neutral import joined_neutral, neutralised, neutralised_named
 from s3claim.safejson import MAX_DEPTH, depth_of, loads
 from s3claim.wording import HANDLE_SEEN, MARKER_SEEN, claim_link_name
@@ -42,6 +42,7 @@ __all__ = [
     "advertised",
     "checked_prompt",
     "checked_resource",
+    "checked_result",
     "claim_link",
     "error_result",
     "measured_text",
@@ -83,6 +84,19 @@ def measured_text(result: CallToolResult, *, tool: str) -> str | None:
     if not parts:
         return None
     return JOIN.join(text_of(part, tool=tool) for part in parts)
+
+
+def checked_result(host: Host, call: Call, result: CallToolResult) -> CallToolResult:
+    """The result the client receives for the upstream's `result` of `call`, admitted by
+    `host` (blocking: in a worker thread). Raises `ToolError` when its text fails the
+    boundary, `TooDeepError` when a block nests too deep; an error result is never kept to
+    answer a repeat (its tool runs again next time)."""
+    text = measured_text(result, tool=call.tool)
+    if text is None:  # nothing to measure: images, audio, resources
+        host.untouched(call)
+        return neutralised(result)
+    admitted = host.admit(call, text, keep=not result.is_error).text
+    return admitted_result(result, text, admitted)
 
 
 def admitted_result(

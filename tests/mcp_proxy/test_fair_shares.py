@@ -58,12 +58,12 @@ class _Store(MemoryClaimCheckStore):
         self.entered = threading.Semaphore(0)
         self.release = threading.Event()
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         if scope.tenant == "evil":
             self.entered.release()
             if self.held:
                 self.release.wait(timeout=SECONDS * 3)
-        return super().scan(scope, handle)
+        return super().scan(scope, handle, check_in_id=check_in_id)
 
     async def wait_entered(self, count: int) -> None:
         for _ in range(count):

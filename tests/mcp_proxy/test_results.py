@@ -29,7 +29,8 @@ from s3claim import (
     Scope,
     ToolError,
 )
-from s3claim.mcp._results import JOIN, advertised, claim_check_result
+from s3claim.hosting import Host
+from s3claim.mcp._results import JOIN, advertised, checked_result
 from tests.mcp_proxy._support import MARKER
 
 SCOPE = Scope("acme", "run-1")
@@ -47,13 +48,8 @@ def admit(
     store = store if store is not None else MemoryClaimCheckStore()
     events: list[Event] = []
     context = RunContext(scope=SCOPE, agent="mcp-proxy", emit=events.append)
-    out = claim_check_result(
-        result,
-        tool="read",
-        context=context,
-        claim_check=ClaimCheck(store, policy=POLICY),
-        limit=POLICY.threshold_chars,
-    )
+    host = Host(ClaimCheck(store, policy=POLICY), limit=POLICY.threshold_chars)
+    out = checked_result(host, host.begin("read", {}, context), result)
     return out, events, store
 
 

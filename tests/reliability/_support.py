@@ -68,9 +68,9 @@ class CountingMemoryStore(MemoryClaimCheckStore):
         self.calls["put"] += 1
         return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
-    def ranges(self, scope: Scope, handle: str) -> Any:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Any:
         self.calls["ranges"] += 1
-        return super().ranges(scope, handle)
+        return super().ranges(scope, handle, check_in_id=check_in_id)
 
 
 @dataclass

@@ -33,6 +33,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import boto3
@@ -742,29 +743,10 @@ class McpProxyHost(Host):
 
 
 class _AsyncFace(Blocking):
-    """The async face as the claim tools read it: every read one coroutine of the async
-    store, on its own loop (search streams from the sync store: the async face has no scan)."""
-
-    def __init__(self, astore: ThreadedAsyncStore, sync: Any) -> None:
-        super().__init__(astore)
-        self.sync = sync
-        self.aface = astore
+    """The async faces on their own loop, as an application runs them."""
 
     def run_here(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return self._run(coroutine)
-
-    def read_line(self, scope: Scope, handle: str, line: int, *, limit: int) -> Any:
-        return self._run(self.aface.read_line(scope, handle, line, limit=limit))
-
-    def read_end(self, scope: Scope, handle: str, *, limit: int) -> Any:
-        return self._run(self.aface.read_end(scope, handle, limit=limit))
-
-    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> Any:
-        return self._run(self.aface.read_path(scope, handle, pointer, limit=limit))
-
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
-        pieces: Iterator[str] = self.sync.scan(scope, handle)
-        return pieces
 
 
 class AsyncFaceHost(Host):
@@ -772,11 +754,13 @@ class AsyncFaceHost(Host):
 
     def __init__(self, rig: StoreRig) -> None:
         super().__init__(rig)
-        self.face = _AsyncFace(ThreadedAsyncStore(rig.store), rig.store)
+        self.face = _AsyncFace(ThreadedAsyncStore(rig.store))
         self.checks = AsyncClaimCheck(self.claim_check)
 
     def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        tools = {t.name: t for t in claim_tools(self.face)}
+        # Checked in through the async face; read as every async host of ours reads, the
+        # sync store's claim tools on a worker (`Bridge.aside`).
+        tools = {t.name: t for t in claim_tools(self.rig.store)}
         context = RunContext(self.scope, "async", lambda _: None)
         answers, marks = [], [self.rig.requests()]
         for name, arguments in calls:
@@ -786,7 +770,8 @@ class AsyncFaceHost(Host):
                 )
                 answers.append(checked.text)
             else:
-                answers.append(claim_answer(tools[name], arguments, context).text)
+                read = partial(claim_answer, tools[name], arguments, context)
+                answers.append(self.face.run_here(asyncio.to_thread(read)).text)
             marks.append(self.rig.requests())
         return answers, _deltas(marks)
 

@@ -109,7 +109,9 @@ def test_the_proxy_continues_the_clients_trace_and_passes_it_upstream(
         forwarded
     )  # the upstream's parent: the proxy
 
-    check_in = telemetry.span("s3claim.check_in")
+    passed, check_in = telemetry.spans("s3claim.check_in")  # each result is admitted
+    assert parent(passed) is served["tools/call meta"]
+    assert passed.attributes is not None and passed.attributes["s3claim.outcome"] == "passed"
     assert parent(check_in) is served["tools/call big"]
     assert check_in.attributes is not None
     assert check_in.attributes["s3claim.tool"] == "big"

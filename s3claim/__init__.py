@@ -40,6 +40,7 @@ from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     AsyncClaimCheckStore,
     ClaimCheckStore,
+    RangedStore,
     Window,
 )
 from s3claim.tools import RunContext, Tool, ToolRegistry, tool
@@ -95,6 +96,7 @@ __all__ = [
     "Message",
     "OpenAICompatibleProvider",
     "ProviderError",
+    "RangedStore",
     "RetryPolicy",
     "RunConflictError",
     "RunContext",

@@ -45,7 +45,8 @@ def test_the_top_level_holds_at_most_fifty_names() -> None:
 
     assert len(s3claim.__all__) <= 50
     assert "Event" in s3claim.__all__ and "ToolResultStored" not in s3claim.__all__
-    assert {"admit", "resolve_references", "run_claim_tool"} <= set(hosting.__all__)
+    assert {"Call", "Host", "ToolAnswer"} <= set(hosting.__all__)  # one pipeline, its steps
+    assert not {"admit", "resolve_references", "run_claim_tool"} & set(hosting.__all__)
     assert "ToolResultStored" in events.__all__
 
 
@@ -84,7 +85,7 @@ def test_store_errors_say_what_failed() -> None:
 
 def test_the_protocols_are_satisfied_by_the_doubles() -> None:
     assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.ClaimCheckStore)
-    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.SearchableStore)
+    assert isinstance(s3claim.MemoryClaimCheckStore(), s3claim.RangedStore)
     assert isinstance(s3claim.MemoryRunJournal(), s3claim.RunJournal)
     assert isinstance(s3claim.ManualClock(0), s3claim.Clock)
     assert isinstance(
@@ -94,16 +95,20 @@ def test_the_protocols_are_satisfied_by_the_doubles() -> None:
     assert s3claim.DEFAULT_FETCH_CHARS == 4096
 
 
-def test_listing_lives_with_the_store_protocols_not_at_the_top_level() -> None:
-    """Issue 38: an application lists a run's claims on any store (`ClaimCheck.claims`)."""
-    from s3claim import store
+def test_a_store_has_two_levels_and_no_capability_protocols() -> None:
+    """Issue 46: the first level (`ClaimCheckStore`: put, fetch, forget) and the second
+    (`RangedStore`: ranges, and so every reading mode, listing, hand-off, links, erasure
+    receipts, run marks); no protocol per capability, no signature sniffing."""
+    from s3claim import erasure, links, store
 
-    listing = {"ClaimInfo", "ListableStore", "AsyncListableStore", "MAX_TOOL_NAME_BYTES"}
-    assert listing <= set(store.__all__)
-    assert not listing & set(s3claim.__all__)
-    assert isinstance(s3claim.MemoryClaimCheckStore(), store.ListableStore)
-    threaded = s3claim.ThreadedAsyncStore(s3claim.MemoryClaimCheckStore())
-    assert isinstance(threaded, store.AsyncListableStore)
+    assert {"ClaimCheckStore", "RangedStore", "Address", "ClaimInfo"} <= set(store.__all__)
+    for gone in ("SearchableStore", "LineReadableStore", "PathReadableStore", "HandOffStore",
+                 "ListableStore", "AsyncListableStore", "takes_tool"):  # fmt: skip
+        assert gone not in store.__all__ and not hasattr(store, gone), gone
+    assert not hasattr(links, "LinkableStore") and not hasattr(erasure, "ErasableStore")
+    assert issubclass(s3claim.MemoryClaimCheckStore, s3claim.RangedStore)
+    assert issubclass(s3claim.S3ClaimCheckStore, s3claim.RangedStore)
+    assert {"ClaimInfo", "MAX_TOOL_NAME_BYTES"}.isdisjoint(s3claim.__all__)
     from s3claim.s3 import ClaimInfo
 
     assert ClaimInfo is store.ClaimInfo  # `s3claim.s3.ClaimInfo`, as before
@@ -133,12 +138,10 @@ def test_the_async_face_is_the_threaded_one_over_every_store() -> None:
     assert {"AsyncClaimCheck", "AsyncClaimCheckStore", "ThreadedAsyncStore"} <= set(s3claim.__all__)
     assert [name for name in store.__all__ if name.startswith("Async")] == [
         "AsyncClaimCheckStore",
-        "AsyncListableStore",
     ]
     s3_store = s3claim.S3ClaimCheckStore("b", handle_key="k" * 32)
     threaded = s3claim.ThreadedAsyncStore(s3_store)
     assert isinstance(threaded, store.AsyncClaimCheckStore)
-    assert isinstance(threaded, store.AsyncListableStore)
 
 
 def test_s3_names_load_lazily_and_the_core_does_not_import_boto3() -> None:
@@ -175,26 +178,22 @@ def test_the_links_family_is_pinned() -> None:
         "LINK_PATH",
         "Link",
         "LinkKey",
-        "LinkableStore",
         "check_base_url",
         "link",
     ]
     assert not set(links.__all__) & set(s3claim.__all__)
-    assert isinstance(s3claim.MemoryClaimCheckStore(), links.LinkableStore)
 
 
 def test_erasure_receipts_live_in_their_family_module() -> None:
-    """Issue 38: the receipt, the protocol of a store that gives one and its check, in
-    `s3claim.erasure`, not the top level."""
+    """Issue 38: the receipt and its check, in `s3claim.erasure`, not the top level; every
+    store of the second level gives one (`RangedStore.erase`)."""
     from s3claim import erasure
 
     assert erasure.__all__ == [
         "RECEIPT_FORMAT",
-        "ErasableStore",
         "ErasureReceipt",
         "issue_receipt",
         "verify_receipt",
     ]
     assert not set(erasure.__all__) & set(s3claim.__all__)
-    assert isinstance(s3claim.MemoryClaimCheckStore(), erasure.ErasableStore)
     assert all(hasattr(s3claim.S3ClaimCheckStore, name) for name in ("erase", "forget"))

@@ -128,22 +128,36 @@ class MeasuredStore(S3ClaimCheckStore):
             return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
 
     def fetch(
-        self, scope: Scope, handle: str, offset: int = 0, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        offset: int = 0,
+        limit: int = DEFAULT_FETCH_CHARS,
+        *,
+        check_in_id: str | None = None,
     ) -> Window:
         if _OP.get() == "fetch_path":  # the answer's window of a read by path: the path's
-            return super().fetch(scope, handle, offset, limit)
+            return super().fetch(scope, handle, offset, limit, check_in_id=check_in_id)
         with self.counting.operation("fetch"):
-            return super().fetch(scope, handle, offset, limit)
+            return super().fetch(scope, handle, offset, limit, check_in_id=check_in_id)
 
-    def read_path(self, scope: Scope, handle: str, pointer: str, *, limit: int) -> PathRead:
+    def read_path(
+        self,
+        scope: Scope,
+        handle: str,
+        pointer: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        check_in_id: str | None = None,
+    ) -> PathRead:
         with self.counting.operation("fetch_path"):
-            return super().read_path(scope, handle, pointer, limit=limit)
+            return super().read_path(scope, handle, pointer, limit=limit, check_in_id=check_in_id)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         began = time.perf_counter()
         token = _OP.set("search")
         try:
-            pieces = super().scan(scope, handle)
+            pieces = super().scan(scope, handle, check_in_id=check_in_id)
         finally:
             _OP.reset(token)
         return self._timed(pieces, began)

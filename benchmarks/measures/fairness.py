@@ -48,9 +48,9 @@ class _Watched(MemoryClaimCheckStore):
         super().__init__()
         self.scans = threading.Semaphore(0)
 
-    def scan(self, scope: Scope, handle: str) -> Iterator[str]:
+    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         self.scans.release()
-        return super().scan(scope, handle)
+        return super().scan(scope, handle, check_in_id=check_in_id)
 
 
 def _contract(clauses: int) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-__all__ = ["read_slowly", "stalled", "still_open"]
+__all__ = ["read_slowly", "stalled", "stalled_readers", "status_of", "still_open"]
 
 _PARTS = (
     b"GET /claims/",  # a request line cut short
@@ -83,3 +83,37 @@ def read_slowly(url: str, *, size: int, seconds: float) -> tuple[int, bytes, flo
         return response.status, bytes(body), time.monotonic() - started
     finally:
         connection.close()
+
+
+@contextmanager
+def stalled_readers(url: str, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections each sending the whole GET of `url`, then reading nothing: their
+    receive buffers are small, so the server is left holding what it has not sent."""
+    parts = urlsplit(url)
+    assert parts.hostname == "127.0.0.1" and parts.port is not None
+    target = f"{parts.path}?{parts.query}" if parts.query else parts.path
+    request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect
+            sock.settimeout(10)
+            sock.connect((parts.hostname, parts.port))
+            sock.sendall(request)
+            socks.append(sock)
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def status_of(sock: socket.socket) -> int:
+    """The status of the answer a stalled reader's connection holds (read now, its start)."""
+    head = b""
+    while b"\r\n" not in head:
+        piece = sock.recv(64)
+        if not piece:
+            break
+        head += piece
+    return int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0

@@ -23,6 +23,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,27 +85,12 @@ class Served:
         return True
 
 
-@pytest.fixture(scope="module")
-def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
-    """Two claims on moto, and `s3claim serve` over the same bucket and key."""
-    client = moto_client(moto_endpoint)
-    bucket = f"links-{uuid.uuid4().hex}"
-    client.create_bucket(Bucket=bucket)
-    store = S3ClaimCheckStore(
-        bucket, handle_key=KEY, client=client, retry=RetryPolicy(initial_wait=0, max_wait=0)
-    )
-    text = store.put(SCOPE, TEXT, ttl_seconds=3600)
-    records = store.put(SCOPE, RECORDS, ttl_seconds=3600)
-    big = store.put(SCOPE, BIG, ttl_seconds=3600)
-    env = {
-        **os.environ,
-        "S3CLAIM_BUCKET": bucket,
-        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
-        "S3CLAIM_HANDLE_KEY": KEY,
-        "S3CLAIM_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
-    }
+@contextmanager
+def serve_links(env: dict[str, str], *flags: str) -> Iterator[tuple[str, list[str], int]]:
+    """`s3claim serve` on 127.0.0.1 (port 0), with `env` and `flags`: its base URL, the lines
+    it writes on stderr as it writes them, and its pid; stopped by SIGTERM at the end."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0"],
+        [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0", *flags],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -130,7 +116,7 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
     try:
         ready.wait(_START_SECONDS)
         assert found, f"s3claim serve did not start: {''.join(lines)[-2000:]}"
-        yield Served(store, found[0], text, records, big, Wire.attach(client), lines)
+        yield found[0], lines, process.pid
     finally:
         os.kill(process.pid, signal.SIGTERM)
         try:
@@ -141,6 +127,29 @@ def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
         reader.join(timeout=15)
         assert process.stderr is not None
         process.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def served(sealed_module: None, moto_endpoint: str) -> Iterator[Served]:
+    """Two claims on moto, and `s3claim serve` over the same bucket and key."""
+    client = moto_client(moto_endpoint)
+    bucket = f"links-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ClaimCheckStore(
+        bucket, handle_key=KEY, client=client, retry=RetryPolicy(initial_wait=0, max_wait=0)
+    )
+    text = store.put(SCOPE, TEXT, ttl_seconds=3600)
+    records = store.put(SCOPE, RECORDS, ttl_seconds=3600)
+    big = store.put(SCOPE, BIG, ttl_seconds=3600)
+    env = {
+        **os.environ,
+        "S3CLAIM_BUCKET": bucket,
+        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
+        "S3CLAIM_HANDLE_KEY": KEY,
+        "S3CLAIM_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
+    }
+    with serve_links(env) as (url, lines, _):
+        yield Served(store, url, text, records, big, Wire.attach(client), lines)
     assert "ligne" not in "".join(lines)  # the server logged no content
 
 

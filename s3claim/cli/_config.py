@@ -15,6 +15,9 @@ __all__ = [
     "BucketOption",
     "EndpointOption",
     "HeaderTimeoutOption",
+    "MaxCallsOption",
+    "MaxReadBytesOption",
+    "MaxTenantCallsOption",
     "OptionalRun",
     "PrefixOption",
     "RegionOption",
@@ -58,6 +61,33 @@ HeaderTimeoutOption = Annotated[
     ),
 ]
 """`s3claim._http.HEADER_TIMEOUT_SECONDS` is the default each command gives."""
+MaxCallsOption = Annotated[
+    int,
+    typer.Option(
+        help="Requests served at once (tool calls, resource reads, prompts/get, link reads); "
+        "more are refused at once.",
+        min=1,
+        max=10_000,
+    ),
+]
+MaxTenantCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="One tenant's requests at once, counted as --max-calls counts them; more are "
+        "refused. Default: a quarter of --max-calls where many tenants are served.",
+        min=1,
+        max=10_000,
+        show_default=False,
+    ),
+]
+MaxReadBytesOption = Annotated[
+    int,
+    typer.Option(
+        help="Bytes the reads in flight may buffer in all (each reserves its window's UTF-8 "
+        "at its longest); a read past it is refused at once.",
+        min=1,
+    ),
+]
 Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
 OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 

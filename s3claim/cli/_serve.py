@@ -14,10 +14,14 @@ from typing import Annotated
 
 import typer
 
+from s3claim.bounds import DEFAULT_MAX_BYTES, DEFAULT_MAX_CALLS, Bounds
 from s3claim.cli._config import (
     BucketOption,
     EndpointOption,
     HeaderTimeoutOption,
+    MaxCallsOption,
+    MaxReadBytesOption,
+    MaxTenantCallsOption,
     PrefixOption,
     RegionOption,
 )
@@ -39,12 +43,17 @@ def serve(
     prefix: PrefixOption = None,
     region: RegionOption = None,
     header_timeout: HeaderTimeoutOption = 10.0,
+    max_calls: MaxCallsOption = DEFAULT_MAX_CALLS,
+    max_tenant_calls: MaxTenantCallsOption = None,
+    max_read_bytes: MaxReadBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
     """Serve links to claims (`ClaimCheck.link`): GET /claims/TOKEN is the claim's text.
 
     Code reads a claim with nothing but an HTTP client and the link; this server holds the
     bucket's credentials and the handle key (S3CLAIM_HANDLE_KEY), the same ones the links
-    were made with. Put it behind HTTPS unless the code runs on this host.
+    were made with. Put it behind HTTPS unless the code runs on this host. Each read takes a
+    slot of the link's tenant (--max-tenant-calls of --max-calls) and holds what it may buffer
+    (--max-read-bytes) until its last byte is sent; one past them is a 503 at once.
     """
     with handled() as context:
         require_extra("mcp")  # Starlette and uvicorn come with the MCP SDK
@@ -54,6 +63,9 @@ def serve(
         from s3claim.links.server import links_app
         from s3claim.mcp import listen_socket
 
+        bounds = Bounds(  # a ConfigurationError is one line, exit 2
+            max_calls=max_calls, tenant_calls=max_tenant_calls, max_bytes=max_read_bytes
+        )
         store = open_store(context.target(bucket, endpoint_url, prefix, region))
         host, port = address_of(listen)
         try:
@@ -69,7 +81,7 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-        config = server_config(links_app(store), header_timeout=header_timeout)
+        config = server_config(links_app(store, bounds), header_timeout=header_timeout)
         try:
             uvicorn.Server(config).run(sockets=[sock])
         finally:

@@ -45,6 +45,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from starlette.applications import Starlette
@@ -53,9 +54,10 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
-from s3claim.errors import ClaimStoreError, ClaimUnavailableError
+from s3claim.bounds import Bounds
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.links import LINK_PATH, Link, LinkKey
 from s3claim.store import (
     Address,
@@ -208,53 +210,73 @@ def _cut(pieces: Iterator[str], wanted: _Bytes) -> tuple[bytes, int, int | None]
 # -- the app ----------------------------------------------------------------------------
 
 
-def claims_mount(store: RangedStore) -> Mount:
-    """The link server at `/claims`, for a Starlette app to mount (the MCP gateway does)."""
+def claims_mount(store: RangedStore, bounds: Bounds | None = None) -> Mount:
+    """The link server at `/claims`, for a Starlette app to mount (the MCP gateway does).
+    Every read takes a slot of `bounds` (the proxy's, beside its calls; its own by default)
+    for the link's tenant, holding what it may buffer, until its last byte is sent."""
     if not isinstance(store, RangedStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
-    key = LinkKey(store.handle_key)
+    route = Route("/{token:path}", _Claims(store, bounds or Bounds()), methods=["GET"])
+    return Mount(LINK_PATH.rstrip("/"), routes=[route])
 
-    async def claim(request: Request) -> Response:
-        link = key.open(request.path_params["token"])
-        if link is None or link.expires_at <= store.clock.now():
-            return _not_found()
+
+class _Claims:
+    """The one route, as an ASGI app of its own: its slot is held while the answer is sent,
+    so a client that stops reading holds its slot and its bytes, and no more than that."""
+
+    def __init__(self, store: RangedStore, bounds: Bounds) -> None:
+        self.store, self.bounds, self.key = store, bounds, LinkKey(store.handle_key)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        link = self.key.open(request.path_params["token"])
+        if link is None or link.expires_at <= self.store.clock.now():
+            return await _not_found()(scope, receive, send)  # nothing read, no slot taken
         try:
             address = _address(request.query_params)
+            wanted = None if address is not None else _Bytes.of(request.headers.get("range"))
             length = (
                 0
                 if address is None
                 else address.window(default=DEFAULT_WINDOW_CHARS, most=MAX_WINDOW_CHARS)
             )
         except AddressError as exc:
-            return _said(400, exc.message)
+            return await _said(400, exc.message)(scope, receive, send)
+        # What the answer may hold: a window's UTF-8 at its longest (4 bytes a character), a
+        # byte range's most, or the most of a whole text that is held (`MAX_HELD_BYTES`).
+        holding = (
+            4 * length if address is not None else MAX_RANGE_BYTES if wanted else MAX_HELD_BYTES
+        )
+        try:
+            with self.bounds.admitted(link.scope.tenant, holding=holding):
+                answer = await self._answer(link, address, length, wanted)
+                await answer(scope, receive, send)
+        except ToolError as busy:  # too_many_calls: refused at once, holding nothing
+            await _said(503, busy.message)(scope, receive, send)
+
+    async def _answer(
+        self, link: Link, address: Address | None, length: int, wanted: _Bytes | None
+    ) -> Response:
+        store = self.store
         if address is not None:  # a reading mode: Range, which cuts the whole text, is ignored
-            answer = await _guarded(
-                link,
-                lambda: store.read(
-                    link.scope,
-                    link.handle,
-                    address,
-                    length=length,
-                    check_in_id=link.check_in_id,
-                ),
-            )
+            read = partial(
+                store.read, link.scope, link.handle, address, length=length,
+                check_in_id=link.check_in_id,
+            )  # fmt: skip
+            answer = await _guarded(link, read)
             if isinstance(answer, Response):
                 return answer
             return Response(
                 answer.text, media_type=_TEXT, headers={**_HEADERS, **_window_headers(answer)}
             )
-        wanted = _Bytes.of(request.headers.get("range"))
         if wanted is None:
             return await _whole(store, link)
         return await _ranged(store, link, wanted)
 
-    route = Route("/{token:path}", claim, methods=["GET"])
-    return Mount(LINK_PATH.rstrip("/"), routes=[route])
 
-
-def links_app(store: RangedStore) -> Starlette:
+def links_app(store: RangedStore, bounds: Bounds | None = None) -> Starlette:
     """The app `s3claim serve` runs: the link server alone; every other path a 404."""
-    return Starlette(routes=[claims_mount(store)])
+    return Starlette(routes=[claims_mount(store, bounds)])
 
 
 async def _guarded(link: Link, read: Callable[[], _T]) -> _T | Response:

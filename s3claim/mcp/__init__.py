@@ -21,9 +21,10 @@ from s3claim.errors import UpstreamError
 from s3claim.extras import reraise_missing
 
 try:
+    from s3claim.bounds import DEFAULT_MAX_CALLS
     from s3claim.mcp._gateway import Gateway
     from s3claim.mcp._gateway_file import read_gateway_file, read_gateway_reuse
-    from s3claim.mcp._proxy import AGENT, DEFAULT_MAX_CALLS, ClaimCheckProxy
+    from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
     from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
     from s3claim.mcp._targets import (

@@ -32,6 +32,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Te
 from mcp_types import Tool as McpTool
 from pydantic import BaseModel
 
+from s3claim.bounds import DEFAULT_MAX_BYTES, DEFAULT_MAX_CALLS, Bounds
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError, ToolError, UpstreamError
 from s3claim.events import Event
@@ -49,13 +50,12 @@ from s3claim.mcp._results import (
     error_result,
 )
 from s3claim.mcp._scoping import RUN_META_KEY, Scoping
-from s3claim.mcp._shares import TENANT_SHARE, Shares
 from s3claim.mcp._upstream import Upstream
 from s3claim.reuse import check_reuse
 from s3claim.scope import Scope
 from s3claim.tools import RunContext, Tool
 
-__all__ = ["AGENT", "DEFAULT_MAX_CALLS", "ClaimCheckProxy"]
+__all__ = ["AGENT", "ClaimCheckProxy"]
 
 _log = logging.getLogger("s3claim.mcp")
 _R = TypeVar("_R", bound=BaseModel)
@@ -63,9 +63,6 @@ _P = TypeVar("_P", bound=types.RequestParams | None)  # None: the SDK's paginate
 _Handler = Callable[[ServerRequestContext[Any], _P], Awaitable[_R]]
 AGENT = "mcp-proxy"
 """The agent name in the proxy's events and logs."""
-DEFAULT_MAX_CALLS = 64
-"""Tool calls (the claim tools' too), resource reads and prompts/get the proxy serves at
-once; one more is refused."""
 # Not for the upstream: the proxy's own `_meta` keys and another protocol's reserved ones.
 _OURS = (RUN_META_KEY, "s3claim/", "io.modelcontextprotocol/")
 _LEFT_OUT = "%s: leaving out an upstream %s named like a claim tool or a forgery (%d characters)"
@@ -91,8 +88,10 @@ class ClaimCheckProxy:
     `limit` is where an oversized result is cut when the store fails at check-in (by default
     the tool's policy threshold, as every host without a limit of its own). `max_calls`
     bounds the tool calls (the claim tools too), resource reads and prompts/get served at
-    once, and `max_tenant_calls` one tenant's of them (by default all of them with a fixed
-    tenant, and 1/`TENANT_SHARE` with tenants taken from a header: `_shares`).
+    once, with the link reads of its `/claims/` (`serve_http`), `max_tenant_calls` one
+    tenant's of them (by default all of them with a fixed tenant, and 1/`TENANT_SHARE` with
+    tenants taken from a header), and `max_read_bytes` what the reads among them may buffer
+    (`s3claim.bounds`).
     `single_client`: the proxy serves one client (stdio), so what the upstream sends between
     calls is that client's.
     `note` is added to the server's instructions (e.g. that handles end with the process).
@@ -113,6 +112,7 @@ class ClaimCheckProxy:
         on_event: Callable[[Event], None] | None = None,
         max_calls: int = DEFAULT_MAX_CALLS,
         max_tenant_calls: int | None = None,
+        max_read_bytes: int = DEFAULT_MAX_BYTES,
         single_client: bool = True,
         note: str | None = None,
         reuse: Mapping[str, int] | None = None,
@@ -126,10 +126,15 @@ class ClaimCheckProxy:
         self.claim_check = claim_check
         self.scoping = scoping
         self.limit = limit
-        if max_tenant_calls is None:
-            many = scoping.tenant_header is not None
-            max_tenant_calls = max(1, max_calls // TENANT_SHARE) if many else max_calls
-        self.shares = Shares(max_calls=max_calls, tenant_calls=max_tenant_calls)
+        self.bounds = Bounds(
+            max_calls=max_calls, tenant_calls=max_tenant_calls, max_bytes=max_read_bytes,
+            many_tenants=scoping.tenant_header is not None,
+        )  # fmt: skip
+        # An admitted call's blocking work (a claim tool, a claim read, its references, its
+        # check-in) runs in a thread of `workers`, as many as there are slots: an admitted call
+        # never waits for one, so no queue is shared by the tenants (anyio's default of 40
+        # threads was: 60 searches of one tenant kept another's 5 ms call waiting 5 to 9 s).
+        self.workers = anyio.CapacityLimiter(max_calls)
         self.claim_tools: dict[str, Tool] = self.host.tools
         self.name = name
         self.note = note
@@ -290,7 +295,7 @@ class ClaimCheckProxy:
         except ToolError as error:
             return error_result(refusal_text(error))
         try:
-            with self.shares.admitted(scope.tenant):
+            with self.bounds.admitted(scope.tenant):
                 return await self._call_admitted(ctx, params, scope)
         except ToolError as error:  # too_many_calls
             return error_result(error.render())
@@ -299,7 +304,7 @@ class ClaimCheckProxy:
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams, scope: Scope
     ) -> CallToolResult:
         arguments, context, host = params.arguments or {}, self._context(scope), self.host
-        workers = self.shares.workers
+        workers = self.workers
         name = params.name
         if name not in self.claim_tools and self.refused(name):  # its arguments may hold a handle
             return error_result(ToolError("unknown_tool", _UNLISTED).render())
@@ -393,7 +398,7 @@ class ClaimCheckProxy:
         if claim is not None:  # the proxy answers it: a handle never goes upstream
             with self._read_slot(context.scope.tenant):
                 return await anyio.to_thread.run_sync(
-                    read_claim, self.claim_check.store, claim, context, limiter=self.shares.workers
+                    read_claim, self.claim_check.store, claim, context, limiter=self.workers
                 )
         if self.upstream.capabilities.resources is None:
             raise MCPError(types.INVALID_PARAMS, f"no resource {neutralise(params.uri)!r}")
@@ -401,7 +406,7 @@ class ClaimCheckProxy:
         with self._read_slot(context.scope.tenant):
             return await self._forward(
                 ctx, types.ReadResourceRequest, params, types.ReadResourceResult, check,
-                workers=self.shares.workers,
+                workers=self.workers,
             )  # fmt: skip
 
     async def _get_prompt(
@@ -414,7 +419,7 @@ class ClaimCheckProxy:
         with self._read_slot(context.scope.tenant):
             return await self._forward(
                 ctx, types.GetPromptRequest, params, types.GetPromptResult, check,
-                workers=self.shares.workers,
+                workers=self.workers,
             )  # fmt: skip
 
     async def _complete(
@@ -479,10 +484,10 @@ class ClaimCheckProxy:
 
     @contextmanager
     def _read_slot(self, tenant: str) -> Iterator[None]:
-        """A slot of `tenant`'s share for a read or a prompt, as for a call (`_shares`); the
+        """A slot of `tenant`'s share for a read or a prompt, as for a call (`bounds`); the
         JSON-RPC error when there is none (the reads inside raise `MCPError`, never this)."""
         try:
-            with self.shares.admitted(tenant):
+            with self.bounds.admitted(tenant):
                 yield
         except ToolError as error:  # too_many_calls
             raise MCPError(types.INTERNAL_ERROR, error.message) from None

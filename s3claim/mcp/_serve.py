@@ -133,7 +133,7 @@ async def serve_http(
     routes = [route for one in apps for route in one.routes]
     store = proxy.claim_check.store
     if isinstance(store, RangedStore):
-        routes.append(claims_mount(store))
+        routes.append(claims_mount(store, proxy.bounds))  # one set of bounds: calls and reads
     app = Starlette(routes=routes, lifespan=lifespan)
     server = _Uvicorn(server_config(app, header_timeout=header_timeout, lifespan="on"))
     try:

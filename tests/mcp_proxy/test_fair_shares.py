@@ -29,9 +29,9 @@ from mcp_types import CallToolResult
 
 from s3claim import ClaimCheck, MemoryClaimCheckStore, Scope
 from s3claim._reading import _matching
+from s3claim.bounds import Bounds
 from s3claim.errors import ToolError
 from s3claim.mcp import ClaimCheckProxy, Scoping, Upstream
-from s3claim.mcp._shares import Shares
 
 from ._support import handle_of, serving_http, tenant_client, text_of, upstream
 
@@ -80,10 +80,11 @@ class _Gateway:
     proxy: ClaimCheckProxy
     store: _Store
 
-    def shares(self, *, max_calls: int, tenant_calls: int) -> Shares:
-        made = partial(Shares, max_calls=max_calls, tenant_calls=tenant_calls)
-        self.proxy.shares = self.portal.call(made)  # in the proxy's event loop
-        return self.proxy.shares
+    def shares(self, *, max_calls: int, tenant_calls: int) -> Bounds:
+        self.proxy.bounds = Bounds(max_calls=max_calls, tenant_calls=tenant_calls)
+        made = partial(anyio.CapacityLimiter, max_calls)
+        self.proxy.workers = self.portal.call(made)  # in the proxy's event loop
+        return self.proxy.bounds
 
 
 @asynccontextmanager
@@ -121,7 +122,7 @@ async def _claim(client: Client, text: str) -> str:
 
 
 def test_shares_refuse_past_the_tenants_share_and_past_the_total() -> None:
-    shares = Shares(max_calls=4, tenant_calls=2)
+    shares = Bounds(max_calls=4, tenant_calls=2)
     with ExitStack() as held:
         for tenant in ("evil", "evil", "good"):
             held.enter_context(shares.admitted(tenant))
@@ -136,7 +137,7 @@ def test_shares_refuse_past_the_tenants_share_and_past_the_total() -> None:
 
 
 def test_the_table_holds_only_tenants_in_flight_however_many_are_named() -> None:
-    shares = Shares(max_calls=64, tenant_calls=16)
+    shares = Bounds(max_calls=64, tenant_calls=16)
     with ExitStack() as held:
         refused = 0
         for n in range(10_000):  # a client that mints a tenant per request
@@ -157,7 +158,7 @@ def test_shares_out_of_bounds_are_refused_at_construction(
     max_calls: int, tenant_calls: int
 ) -> None:
     with pytest.raises(ValueError, match="must be"):
-        Shares(max_calls=max_calls, tenant_calls=tenant_calls)
+        Bounds(max_calls=max_calls, tenant_calls=tenant_calls)
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,7 @@ def test_a_tenant_from_a_header_gets_a_quarter_by_default_a_fixed_one_all(
         )  # fmt: skip
 
     proxy = anyio.run(built)  # never connected
-    assert (proxy.shares.max_calls, proxy.shares.tenant_calls) == (max_calls, share)
+    assert (proxy.bounds.max_calls, proxy.bounds.tenant_calls) == (max_calls, share)
 
 
 def test_each_upstream_of_a_gateway_counts_against_the_gateways_shares() -> None:
@@ -192,7 +193,7 @@ def test_each_upstream_of_a_gateway_counts_against_the_gateways_shares() -> None
         return proxy, proxy.beside(Upstream(upstream(), timeout=1.0))  # never connected
 
     proxy, alone = anyio.run(built)
-    assert alone.shares is proxy.shares
+    assert alone.bounds is proxy.bounds
 
 
 # -- the claim tools count ------------------------------------------------------------------
@@ -292,7 +293,9 @@ def test_a_flooding_tenant_holds_only_its_share_and_never_anothers_threads(
                     assert text_of(echoed) == "hi" and _error(fetched) is None
                     assert json.loads(text_of(found))["total_matches"] == 400
                     refused = next(r for r in results if _error(r) == "too_many_calls")
-                    assert "16 calls in flight, its share (--max-tenant-calls)" in text_of(refused)
+                    assert "16 requests in flight, its share (--max-tenant-calls)" in text_of(
+                        refused
+                    )
                     assert shares.tenants == 1  # good's calls ended: good is gone
                 finally:
                     store.release.set()

@@ -249,25 +249,28 @@ class Host:
         the host knows of the tool (an MCP upstream's listing says it)."""
         spec = tool if isinstance(tool, Tool) else None
         name = tool.name if isinstance(tool, Tool) else tool
-        call = Call(name, context, arguments, turn=turn, _spec=spec)
         claim_tool = self.tools.get(name) if spec is None else None if spec.check_in else spec
         if claim_tool is not None:
+            call = Call(name, context, arguments, turn=turn, _spec=spec)
             return self._answered(call, self._claim_tool(claim_tool, arguments, context))
         if read_only is None:
             read_only = spec.read_only if spec is not None else name in self.read_only
+        seconds = spec.reuse_seconds if spec is not None else self.reuse.get(name, 0)
+        # Known by its qualified name from here on (events, policy, repeat reads): a gateway
+        # endpoint's `read` is the gateway's `{upstream}__read`, whichever door it came by.
+        call = Call(self._namespace + name, context, arguments, turn=turn, _spec=spec)
         call._writes = not read_only
         reads = self._reads
         if reads is not None and read_only:
-            seconds = spec.reuse_seconds if spec is not None else self.reuse.get(name, 0)
             recall = reads.recall(
-                context.scope, self._namespace + name, arguments, reuse_seconds=seconds,
+                context.scope, call.tool, arguments, reuse_seconds=seconds,
                 agent=context.agent, emit=context.emit,
             )  # fmt: skip
             if recall.answer is not None:  # the earlier result: the tool does not run
                 return self._answered(call, ToolAnswer(recall.answer))
             call._recall = recall
         try:
-            call.arguments = self._resolve(arguments, tool=name, context=context)
+            call.arguments = self._resolve(arguments, tool=call.tool, context=context)
         except ToolError as error:  # the tool does not run
             return self._answered(call, ToolAnswer(refusal_text(error), is_error=True))
         return call

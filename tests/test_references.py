@@ -259,6 +259,24 @@ class ReferenceContract(ABC):
             assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
         assert SEEN == []
 
+    def test_lines_past_the_bound_are_refused_whatever_the_lines_hold(self) -> None:
+        """JSON lines whose records hold escaped newlines (a backslash and an n): ten of them
+        are 300,000 characters, past the call's 100,000. They were once delivered cut to the
+        3 that fit, as the check counted the two characters `\\n` for line breaks."""
+        record = json.dumps({"msg": "step failed\n  at frame\n" * 1_100})  # ~29,700 chars
+        lines = [f"{record}\n" for _ in range(12)]
+        handle = self.store.put(SCOPE, "".join(lines), ttl_seconds=60)
+        (text,) = self.run(
+            calls(("word_count", {"text": {"$claim": handle, "line": 1, "lines": 10}}))
+        )
+        answer = refusal(text)
+        assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
+        assert SEEN == []
+        (text,) = self.run(
+            calls(("word_count", {"text": {"$claim": handle, "line": 2, "lines": 3}}))
+        )
+        assert ["".join(lines[1:4])] == SEEN  # three lines fit: exactly those
+
     def test_an_offset_past_the_end_reads_empty_as_a_fetch_would(self) -> None:
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
         (text,) = self.run(

@@ -144,3 +144,107 @@ def test_a_gateway_files_reuse_must_be_whole_seconds(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigurationError, match=r"upstreams\.fs\.reuse\.read_text_file"):
         read_gateway_reuse(config)
+
+
+def test_two_upstreams_read_tools_of_one_name_are_each_answered_by_their_own(
+    filesystem_server: Path, tmp_path: Path
+) -> None:
+    """A gateway's endpoints `/mcp/fs` and `/mcp/docs` both offer `read_text_file`: a read
+    through one is never the answer to the same read through the other (issue 46: the docs
+    endpoint was answered with fs's earlier result, and docs never received the call)."""
+    path = tmp_path / "shared.txt"
+    path.write_text(document(20_000, seed=1), encoding="utf-8")
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        "".join(
+            f'[upstreams.{name}]\ncommand = "{filesystem_server}"\nargs = ["{tmp_path}"]\n'
+            "reuse = { read_text_file = 300 }\n"
+            for name in ("fs", "docs")
+        ),
+        encoding="utf-8",
+    )
+    targets = read_gateway_file(config, {"PATH": "/usr/bin:/bin"})
+    args = {"path": str(path)}
+
+    async def scenario() -> None:
+        async with Gateway.connect(targets, timeout=20, startup_timeout=60) as gateway:
+            proxy = ClaimCheckProxy(
+                gateway, claim_check=ClaimCheck(MemoryClaimCheckStore()),
+                scoping=Scoping.for_stdio("acme"), reuse=read_gateway_reuse(config),
+            )  # fmt: skip
+            await proxy.check_names()
+            fs, docs = (proxy.beside(gateway.upstreams[name]) for name in ("fs", "docs"))
+            async with Client(fs.server()) as at_fs, Client(docs.server()) as at_docs:
+                for endpoint in (at_fs, at_docs):  # a client lists first: readOnlyHint is read
+                    assert (await endpoint.list_tools()).tools
+                first = await at_fs.call_tool("read_text_file", args)
+                assert _texts(first).startswith("1/0: ")
+                path.write_text(document(20_000, seed=2), encoding="utf-8")
+                theirs = await at_docs.call_tool("read_text_file", args)
+                assert _texts(theirs).startswith("2/0: ")  # docs was asked: the file as it is
+                again = await at_fs.call_tool("read_text_file", args)
+                assert _texts(again) == reused(_texts(first))  # fs's own repeat, its own answer
+                through = await ClientCall(proxy).call("docs__read_text_file", args)
+                assert _texts(through) == reused(_texts(theirs))  # the gateway's name: the same
+
+    anyio.run(scenario)
+
+
+class ClientCall:
+    """One call through a proxy's own endpoint (`/mcp`), in a client of its own."""
+
+    def __init__(self, proxy: ClaimCheckProxy) -> None:
+        self.proxy = proxy
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        async with Client(self.proxy.server()) as client:
+            return await client.call_tool(name, arguments)
+
+
+def test_a_write_through_another_instance_ends_reuse_on_this_one(
+    filesystem_server: Path, tmp_path: Path, moto_endpoint: str
+) -> None:
+    """Two proxies behind a load balancer share one bucket on moto: a write through B (a
+    tool not marked read-only) ends reuse in the run on A, which reads the file afresh."""
+    import uuid
+
+    from s3claim import S3ClaimCheckStore
+    from tests._s3 import moto_client
+
+    bucket = f"reuse-{uuid.uuid4().hex}"
+    client = moto_client(moto_endpoint)
+    client.create_bucket(Bucket=bucket)
+    key = "the-key-every-instance-shares-0123"
+    path = tmp_path / "log.txt"
+    path.write_text(document(20_000, seed=1), encoding="utf-8")
+    args = {"path": str(path)}
+    note = {"path": str(tmp_path / "note.txt"), "content": "noted"}
+
+    def instance(up: Upstream) -> ClaimCheckProxy:
+        store = S3ClaimCheckStore(bucket, handle_key=key, client=moto_client(moto_endpoint))
+        return ClaimCheckProxy(
+            up, claim_check=ClaimCheck(store), scoping=Scoping.for_stdio("acme"),
+            reuse={"read_text_file": 300},
+        )  # fmt: skip
+
+    async def scenario() -> None:
+        target = StdioUpstream(command=str(filesystem_server), args=(str(tmp_path),))
+        async with (
+            Upstream.connect(target, timeout=20, startup_timeout=60) as up_a,
+            Upstream.connect(target, timeout=20, startup_timeout=60) as up_b,
+        ):
+            a, b = instance(up_a), instance(up_b)
+            await a.check_names()
+            await b.check_names()
+            async with Client(a.server()) as at_a, Client(b.server()) as at_b:
+                first = await at_a.call_tool("read_text_file", args, meta=_run("r"))
+                again = await at_a.call_tool("read_text_file", args, meta=_run("r"))
+                assert _texts(again) == reused(_texts(first))  # reused on A
+                seen = await at_b.call_tool("read_text_file", args, meta=_run("r"))
+                assert _texts(seen) == _texts(first)  # B remembers only its own reads: it asks
+                path.write_text(document(20_000, seed=2), encoding="utf-8")
+                assert not (await at_b.call_tool("write_file", note, meta=_run("r"))).is_error
+                after = await at_a.call_tool("read_text_file", args, meta=_run("r"))
+                assert _texts(after).startswith("2/0: ")  # A read afresh after B's write
+
+    anyio.run(scenario)

@@ -112,6 +112,24 @@ def _reads(store: S3ClaimCheckStore) -> dict[str, Callable[[str], str]]:
 
         return read
 
+    def through_link(query: str) -> Callable[[str], str]:
+        from starlette.testclient import TestClient
+
+        from s3claim.errors import ClaimUnavailableError
+        from s3claim.links import link
+        from s3claim.links.server import links_app
+
+        def read(handle: str) -> str:
+            try:  # one metadata read, checked as any read checks it
+                url = link(store, handle, scope=SCOPE, base_url="http://127.0.0.1")
+            except ClaimUnavailableError:
+                return "404 Not Found"  # what the server answers any link to nothing
+            with TestClient(links_app(store)) as http:
+                answer = http.get(url.removeprefix("http://127.0.0.1") + query)
+            return f"{answer.status_code} {answer.text}"
+
+        return read
+
     return {
         "offset": tool(fetch, offset=100),
         "line": tool(fetch, line=3),
@@ -122,13 +140,16 @@ def _reads(store: S3ClaimCheckStore) -> dict[str, Callable[[str], str]]:
         "reference_offset": reference(offset=10, length=40),
         "reference_line": reference(line=3, lines=2),
         "reference_path": reference(path="/title"),
+        "link_whole": through_link(""),
+        "link_window": through_link("?offset=100&length=40"),
+        "link_line": through_link("?line=3&lines=2"),
     }
 
 
-USES_INDEX = {"line", "path", "resource", "reference_line", "reference_path"}
+USES_INDEX = {"line", "path", "resource", "reference_line", "reference_path", "link_line"}
 """The reads that use a claim's index (a line's start, the JSON structure)."""
 USES_TEXT = {"offset", "line", "from_end", "search", "resource", "reference_offset",
-             "reference_line"}  # fmt: skip
+             "reference_line", "link_whole", "link_window", "link_line"}  # fmt: skip
 """The reads that use its text; reads by path do too, on a claim that is JSON."""
 
 

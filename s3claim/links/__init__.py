@@ -18,7 +18,7 @@ import ipaddress
 import math
 from urllib.parse import urlsplit
 
-from s3claim.errors import ClaimUnavailableError, ConfigurationError
+from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ConfigurationError
 from s3claim.handles import is_handle
 from s3claim.links._token import Link, LinkKey
 from s3claim.scope import Scope
@@ -89,14 +89,19 @@ def link(
     """A URL that reads the claim `handle` of `scope` until `ttl_seconds` from now, or the
     claim's own expiry if sooner, as long as the check-in standing now does. One metadata read
     of the claim (its expiry and check-in); `ClaimUnavailableError` for a handle `scope`
-    cannot redeem."""
+    cannot redeem, a damaged claim's included."""
     base = check_base_url(base_url)
     check_ttl(ttl_seconds)
     if not isinstance(store, RangedStore):
         raise TypeError(f"{type(store).__name__} cannot serve links")
     if not is_handle(handle):
         raise ClaimUnavailableError
-    check_in = store.checked_in(scope, handle)
+    try:
+        check_in = store.checked_in(scope, handle)
+    except ClaimStoreError as exc:  # a damaged claim is the one refusal, here as at every door
+        if exc.reason == "damaged":
+            raise ClaimUnavailableError from None
+        raise
     until = min(store.clock.now() + ttl_seconds, check_in.expires_at)
     token = LinkKey(store.handle_key).seal(Link(handle, scope, math.floor(until), check_in.id))
     return f"{base}{LINK_PATH}{token}"

@@ -173,8 +173,7 @@ def read_refusal(
         return ToolError(exc.kind, exc.message)
     if isinstance(exc, NoIndexError):
         return ToolError("not_json", wording.NOT_JSON_MESSAGE, own_words=True)
-    _log.warning("%s: store failed for %s (%s)", reader, handle, failure_reason(exc))
-    context.emit(ClaimFetchFailed(handle=handle, error=type(exc).__name__))
+    context.emit(ClaimFetchFailed(handle=handle, error=failure_reason(exc)))
     return store_refusal(exc)
 
 
@@ -282,8 +281,7 @@ def _search(
         raise ToolError("pattern_too_costly", message) from None
     except Exception as exc:  # a store fault is told to the model, never the run's end
         op.outcome = "failed"
-        _log.warning("search_result: store failed for %s (%s)", known, failure_reason(exc))
-        context.emit(ClaimSearchFailed(handle=known, error=type(exc).__name__))
+        context.emit(ClaimSearchFailed(handle=known, error=failure_reason(exc)))
         raise store_refusal(exc) from None
 
 

@@ -1,9 +1,21 @@
-"""Typed run events. They name sizes, tools and handles, never content."""
+"""Typed run events, and their one observation. They name sizes, tools and handles, never
+content.
+
+Whatever happens to a tool call (stored, fetched, failed) is one event, and the event is the
+one observation of it (`observing`): the host's callback gets it (the runner's record, an
+adapter's `on_event`), the span it happened in gets it as a span event, and the log gets one
+line of it, on `s3claim.events`: a failure's in words at WARNING (`Failure.line`), any other
+as its JSON at INFO. No other line is written for the same thing. docs/observability.md
+lists the events and their fields.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from s3claim.turns import CheckInReason
@@ -25,7 +37,11 @@ __all__ = [
     "ToolResultStoreFailed",
     "ToolResultStored",
     "ToolResultTruncated",
+    "observe",
+    "observing",
 ]
+
+_log = logging.getLogger("s3claim.events")
 
 
 class _Event(BaseModel):
@@ -77,6 +93,9 @@ class ToolResultStoreFailed(_Event):
     kept_chars: int
     error: str
 
+    def line(self) -> str:
+        return f"check-in failed for {self.tool[:64]} ({self.size_chars} chars): {self.error}"
+
 
 class ToolFailed(_Event):
     """The tool raised; the model was told it failed, by exception type only."""
@@ -85,6 +104,9 @@ class ToolFailed(_Event):
     tool: str
     agent: str
     error: str
+
+    def line(self) -> str:
+        return f"tool {self.tool[:64]} raised {self.error}"
 
 
 class ClaimFetched(_Event):
@@ -122,11 +144,20 @@ class ClaimEvicted(_Event):
     size_bytes: int
     reason: Literal["store_full", "tenant_full"]
 
+    def line(self) -> str:
+        return f"claim {self.handle} evicted ({self.size_bytes} bytes, {self.reason})"
+
 
 class ClaimFetchFailed(_Event):
+    """A read of a claim failed in the store (after its retries); `error` is the exception's
+    type, and a store error's reason (`ClaimStoreError: damaged`)."""
+
     kind: Literal["claim_fetch_failed"] = "claim_fetch_failed"
     handle: str | None
     error: str
+
+    def line(self) -> str:
+        return f"read failed for {self.handle}: {self.error}"
 
 
 class ClaimSearched(_Event):
@@ -146,6 +177,9 @@ class ClaimSearchFailed(_Event):
     kind: Literal["claim_search_failed"] = "claim_search_failed"
     handle: str | None
     error: str
+
+    def line(self) -> str:
+        return f"search failed for {self.handle}: {self.error}"
 
 
 class ResultReused(_Event):
@@ -196,3 +230,31 @@ Event = Annotated[
     | RunResumed,
     Field(discriminator="kind"),
 ]
+
+
+Failure = ToolResultStoreFailed | ToolFailed | ClaimFetchFailed | ClaimSearchFailed | ClaimEvicted
+"""The events that are failures (or losses, an eviction): logged at WARNING, in words."""
+
+
+def observe(event: Event) -> None:
+    """The log line and the span event of `event` (see the module docstring)."""
+    attributes = {
+        f"s3claim.{k}": v
+        for k, v in event.model_dump(mode="json").items()
+        if isinstance(v, str | int | float | bool)
+    }
+    trace.get_current_span().add_event(f"s3claim.{event.kind}", attributes)
+    if isinstance(event, Failure):
+        _log.warning("%s", event.line())
+    else:
+        _log.info("event %s", event.model_dump_json())
+
+
+def observing(emit: Callable[[Event], None]) -> Callable[[Event], None]:
+    """`emit`, each event observed first (`observe`): what a host hands its run context."""
+
+    def observed(event: Event) -> None:
+        observe(event)
+        emit(event)
+
+    return observed

@@ -36,7 +36,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,6 +54,7 @@ from s3claim.events import (
     ToolResultStored,
     ToolResultStoreFailed,
     ToolResultTruncated,
+    observing,
 )
 from s3claim.handles import is_handle
 from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
@@ -247,6 +248,7 @@ class Host:
         its references resolved. `turn` names the model response that made the call (for a
         turn budget's running total; None: a turn of its own). `read_only` overrides what
         the host knows of the tool (an MCP upstream's listing says it)."""
+        context = replace(context, emit=observing(context.emit))  # one observation an event
         spec = tool if isinstance(tool, Tool) else None
         name = tool.name if isinstance(tool, Tool) else tool
         claim_tool = self.tools.get(name) if spec is None else None if spec.check_in else spec
@@ -343,7 +345,7 @@ class Host:
                 arguments = call.arguments
                 if isinstance(arguments, str):
                     arguments = _json_object(arguments)
-                value = call._spec.call(arguments, context)
+                value = call._spec.call(arguments, call.context)
             elif execute is not None:
                 value = execute(call.arguments)
             else:
@@ -535,9 +537,6 @@ class Host:
         except Exception as exc:  # a store fault degrades the result, never the run
             op.outcome = "store_failed"
             op.attributes[names.ERROR_TYPE] = type(exc).__name__
-            _log.warning(
-                "check-in failed for %s (%d chars): %s", tool, len(text), type(exc).__name__
-            )
             context.emit(
                 ToolResultStoreFailed(
                     tool=tool,
@@ -780,7 +779,6 @@ def _failure_answer(exc: Exception, *, tool: str, context: RunContext) -> ToolAn
     """
     if isinstance(exc, ToolError):
         return ToolAnswer(refusal_text(exc), is_error=True)
-    _log.warning("tool %s raised %s", tool[:64], type(exc).__name__)
     context.emit(ToolFailed(tool=tool, agent=context.agent, error=type(exc).__name__))
     failed = ToolError("tool_failed", wording.tool_failed_message(type(exc).__name__))
     return ToolAnswer(failed.render(), is_error=True)

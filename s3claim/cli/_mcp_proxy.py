@@ -28,7 +28,7 @@ from s3claim.cli._config import (
 )
 from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.errors import ClaimStoreError
-from s3claim.events import ClaimEvicted
+from s3claim.events import ClaimEvicted, observe
 from s3claim.extras import require_extra
 from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
@@ -510,7 +510,7 @@ def _store_line(kind: StoreKind, bucket: str | None) -> str:
 
 
 def _log_eviction(event: ClaimEvicted) -> None:
-    logging.getLogger("s3claim.mcp").warning("event %s", event.model_dump_json())
+    observe(event)  # its one line, as every event's
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -496,8 +496,7 @@ class ClaimCheckProxy:
         return RunContext(scope=scope, agent=AGENT, emit=self._emit)
 
     def _emit(self, event: Event) -> None:
-        # Events carry sizes, tool names and handles only: safe for a log line.
-        _log.info("event %s", event.model_dump_json())
+        # The host logs each event (`s3claim.events.observe`): sizes, tools and handles only.
         if self._on_event is not None:
             self._on_event(event)
 

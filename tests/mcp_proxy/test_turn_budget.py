@@ -33,7 +33,7 @@ def test_a_call_over_the_budget_is_checked_in_below_the_threshold(
             whole, _ = await read_all(client, found.group(3))
             assert len(whole) == 3_000
 
-    with caplog.at_level(logging.INFO, logger="s3claim.mcp"):
+    with caplog.at_level(logging.INFO, logger="s3claim.events"):
         anyio.run(scenario)
     events = [
         json.loads(r.getMessage().removeprefix("event "))

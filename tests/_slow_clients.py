@@ -1,4 +1,4 @@
-"""Clients that take their time, for the header timeout of our HTTP servers (`s3claim._http`):
+"""Clients that take their time, for the header timeout of our HTTP servers (`s3claim.mcp`):
 connections whose request never finishes, and a reader that drains a large body slowly."""
 
 from __future__ import annotations

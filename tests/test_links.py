@@ -43,11 +43,10 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
 )
-from s3claim._http import server_config
 from s3claim.handles import HandleKey
 from s3claim.links import Link, LinkKey, check_base_url, link
 from s3claim.links.server import links_app
-from s3claim.mcp import listen_socket
+from s3claim.mcp import listen_socket, server_config
 from tests._s3 import moto_client, s3_error, stored_bytes
 from tests._slow_clients import read_slowly, stalled, still_open
 
@@ -369,9 +368,9 @@ def test_bad_queries_are_400_and_bad_settings_refused_at_once() -> None:
 
 
 def test_both_servers_bound_a_requests_headers_by_default() -> None:
-    from s3claim._http import HEADER_TIMEOUT_SECONDS
     from s3claim.cli._mcp_proxy import mcp_proxy
     from s3claim.cli._serve import serve
+    from s3claim.mcp import HEADER_TIMEOUT_SECONDS
 
     for command in (serve, mcp_proxy):
         default = inspect.signature(command).parameters["header_timeout"].default

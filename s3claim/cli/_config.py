@@ -60,7 +60,7 @@ HeaderTimeoutOption = Annotated[
         max=3_600,
     ),
 ]
-"""`s3claim._http.HEADER_TIMEOUT_SECONDS` is the default each command gives."""
+"""`s3claim.mcp.HEADER_TIMEOUT_SECONDS` is the default each command gives."""
 MaxCallsOption = Annotated[
     int,
     typer.Option(

@@ -2,7 +2,7 @@
 
 Links (`ClaimCheck.link`) are sealed under the handle key, so the server reads the same
 `S3CLAIM_HANDLE_KEY` and bucket as the processes that make them. It runs as the MCP proxy's
-HTTP server does (`s3claim._http`): uvicorn's access log off (a link's URL is a credential
+HTTP server does (`s3claim.mcp`): uvicorn's access log off (a link's URL is a credential
 until it expires), and a request whose headers take longer than `--header-timeout` seconds
 to arrive has its connection closed.
 """
@@ -59,9 +59,8 @@ def serve(
         require_extra("mcp")  # Starlette and uvicorn come with the MCP SDK
         import uvicorn
 
-        from s3claim._http import server_config
         from s3claim.links.server import links_app
-        from s3claim.mcp import listen_socket
+        from s3claim.mcp import listen_socket, server_config
 
         bounds = Bounds(  # a ConfigurationError is one line, exit 2
             max_calls=max_calls, tenant_calls=max_tenant_calls, max_bytes=max_read_bytes

@@ -54,7 +54,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from s3claim.bounds import Bounds
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
@@ -93,6 +93,7 @@ longer one is read twice (the module docstring has the cost)."""
 
 _T = TypeVar("_T")
 _log = logging.getLogger("s3claim.links")
+_PIECE = 64 * 1024
 _TEXT = "text/plain; charset=utf-8"
 _HEADERS = {
     "Cache-Control": "no-store",
@@ -250,7 +251,7 @@ class _Claims:
         try:
             with self.bounds.admitted(link.scope.tenant, holding=holding):
                 answer = await self._answer(link, address, length, wanted)
-                await answer(scope, receive, send)
+                await answer(scope, receive, _in_pieces(send))
         except ToolError as busy:  # too_many_calls: refused at once, holding nothing
             await _said(503, busy.message)(scope, receive, send)
 
@@ -272,6 +273,36 @@ class _Claims:
         if wanted is None:
             return await _whole(store, link)
         return await _ranged(store, link, wanted)
+
+
+def _in_pieces(send: Send) -> Send:
+    """`send`, a body passed on in pieces of `_PIECE` bytes. The server waits, before each
+    piece, until what it buffered of the one before has gone (uvicorn's flow control), and
+    not after the last: a body sent whole would be buffered whole, and its read's slot given
+    back before any of it had reached a client that does not read."""
+
+    async def pieces(message: Message) -> None:
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) <= _PIECE:
+            return await send(message)
+        view = memoryview(body)
+        for start in range(0, len(body), _PIECE):
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": bytes(view[start : start + _PIECE]),
+                    "more_body": True,
+                }
+            )
+        await send(
+            {
+                "type": "http.response.body",
+                "body": b"",
+                "more_body": message.get("more_body", False),
+            }
+        )
+
+    return pieces
 
 
 def links_app(store: RangedStore, bounds: Bounds | None = None) -> Starlette:

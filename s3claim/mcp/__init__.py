@@ -24,6 +24,7 @@ try:
     from s3claim.bounds import DEFAULT_MAX_CALLS
     from s3claim.mcp._gateway import Gateway
     from s3claim.mcp._gateway_file import read_gateway_file, read_gateway_reuse
+    from s3claim.mcp._http import HEADER_TIMEOUT_SECONDS, server_config
     from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
     from s3claim.mcp._serve import MCP_PATH, listen_socket, serve_http, serve_stdio
@@ -41,6 +42,7 @@ except ModuleNotFoundError as exc:  # the SDK, or a module it brings (anyio, htt
 __all__ = [
     "AGENT",
     "DEFAULT_MAX_CALLS",
+    "HEADER_TIMEOUT_SECONDS",
     "MCP_PATH",
     "RUN_META_KEY",
     "SAFE_VARIABLES",
@@ -57,5 +59,6 @@ __all__ = [
     "read_gateway_reuse",
     "serve_http",
     "serve_stdio",
+    "server_config",
     "upstream_environment",
 ]

@@ -27,9 +27,9 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
-from s3claim._http import HEADER_TIMEOUT_SECONDS, server_config
 from s3claim.links.server import claims_mount
 from s3claim.mcp._gateway import Gateway
+from s3claim.mcp._http import HEADER_TIMEOUT_SECONDS, server_config
 from s3claim.mcp._proxy import ClaimCheckProxy
 from s3claim.mcp._upstream import Upstream, sole_exception
 from s3claim.store import RangedStore
@@ -110,7 +110,7 @@ async def serve_http(
     gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it; and the links
     to the store's claims at `/claims/` (`s3claim.links.server`): the memory store's too,
     which no other process could serve. A request whose headers take longer than
-    `header_timeout` seconds to arrive has its connection closed (`s3claim._http`).
+    `header_timeout` seconds to arrive has its connection closed (`s3claim.mcp`).
 
     Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
     behind a load balancer can answer any of them. Older clients open a session

@@ -24,7 +24,6 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, TextContent
 
 from s3claim import ClaimCheck, ClaimCheckPolicy, ClaimCheckStore, MemoryClaimCheckStore
-from s3claim._http import server_config
 from s3claim.mcp import (
     DEFAULT_MAX_CALLS,
     MCP_PATH,
@@ -33,6 +32,7 @@ from s3claim.mcp import (
     StdioUpstream,
     Upstream,
     listen_socket,
+    server_config,
 )
 from s3claim.mcp._serve import _Uvicorn
 

@@ -341,11 +341,11 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
     import s3claim.mcp
 
     assert s3claim.mcp.__all__ == [
-        "AGENT", "DEFAULT_MAX_CALLS", "MCP_PATH", "RUN_META_KEY", "SAFE_VARIABLES",
-        "ClaimCheckProxy", "Gateway", "HttpUpstream", "Scoping", "StdioUpstream", "Upstream",
-        "UpstreamError", "UpstreamTarget", "listen_socket", "read_gateway_file",
-        "read_gateway_reuse", "serve_http",
-        "serve_stdio", "upstream_environment",
+        "AGENT", "DEFAULT_MAX_CALLS", "HEADER_TIMEOUT_SECONDS", "MCP_PATH", "RUN_META_KEY",
+        "SAFE_VARIABLES", "ClaimCheckProxy", "Gateway", "HttpUpstream", "Scoping",
+        "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget", "listen_socket",
+        "read_gateway_file", "read_gateway_reuse", "serve_http", "serve_stdio", "server_config",
+        "upstream_environment",
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:
         assert getattr(s3claim.mcp, name) is not None

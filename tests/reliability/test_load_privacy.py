@@ -238,7 +238,7 @@ def test_tool_content_reaches_no_log_event_exception_or_repr(
     # not vacuous: the content was in the conversation, botocore logged at DEBUG, faults hit
     assert any(canary in t for t in tool_texts(result.messages))
     assert sum(r.name.startswith("botocore") for r in records) > 100
-    assert any(r.name == "s3claim" for r in records)
+    assert any(r.name.startswith("s3claim") for r in records)  # s3claim.events among them
     assert sum(faults.injected.values()) > 5
     assert result.output == "done"
 

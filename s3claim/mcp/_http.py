@@ -1,4 +1,4 @@
-"""What s3claim's HTTP servers share: uvicorn, configured once (needs the `mcp` extra).
+"""What s3claim's HTTP servers share: uvicorn, configured once (it comes with the MCP SDK).
 
 Two servers run on it: `s3claim serve` (the link server alone) and `s3claim mcp-proxy
 --listen` (streamable HTTP, the links beside it). Both take `server_config`: warnings only,

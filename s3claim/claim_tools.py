@@ -64,11 +64,6 @@ __all__ = [
     "claim_check_tool",
     "claim_search_tool",
     "claim_tools",
-    "claim_unavailable",
-    "failure_reason",
-    "fetch_text",
-    "read_refusal",
-    "store_refusal",
 ]
 
 FETCH_TOOL_NAME = "fetch_result"

@@ -24,7 +24,7 @@ from s3claim.store import ClaimCheckStore, ClaimInfo, RangedStore
 from s3claim.telemetry import check_in_operation, record_duration
 from s3claim.wording import marker, picked_line, picks_note
 
-__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck", "most_notes_chars"]
+__all__ = ["DEFAULT_MAX_REFERENCE_CHARS", "CheckIn", "ClaimCheck"]
 
 _ANY_HANDLE = f"{HANDLE_PREFIX}1{'0' * 32}"
 """A handle's length, for measuring a preview before its claim is stored."""

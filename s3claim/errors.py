@@ -40,7 +40,6 @@ __all__ = [
     "StoreFailure",
     "ToolError",
     "UpstreamError",
-    "describe_validation_error",
 ]
 
 StoreFailure = Literal[

@@ -26,16 +26,9 @@ import secrets
 from s3claim.scope import Scope
 
 __all__ = [
-    "BLOCK_BYTES",
     "HANDLE_PREFIX",
     "HandleKey",
-    "block_digests",
-    "content_digest",
-    "content_width",
-    "digest_of",
-    "handle_width",
     "is_handle",
-    "utf8_of",
 ]
 
 HANDLE_PREFIX = "claim:"

@@ -64,9 +64,6 @@ __all__ = [
     "DEFAULT_MAX_RUNS",
     "Recall",
     "RepeatReads",
-    "arguments_key",
-    "check_reuse",
-    "reused",
 ]
 
 DEFAULT_MAX_RUNS = 1_024

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "SCAN", "JSONTooDeepError", "deeper_than", "depth_of", "loads"]
+__all__ = ["MAX_DEPTH", "JSONTooDeepError", "loads"]
 
 MAX_DEPTH = 200
 """Levels of arrays and objects inside one another; no record s3claim reads needs more."""

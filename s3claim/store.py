@@ -60,11 +60,9 @@ from s3claim.scope import Scope
 from s3claim.telemetry import Operation, fetch_operation
 
 __all__ = [
-    "CHECK_IN_ID_BYTES",
     "DEFAULT_FETCH_CHARS",
     "MAX_DIGITS",
     "MAX_TOOL_NAME_BYTES",
-    "NOWHERE",
     "Address",
     "AddressError",
     "AsyncClaimCheckStore",
@@ -83,15 +81,9 @@ __all__ = [
     "Read",
     "TextPart",
     "Window",
-    "at_most_lines",
     "build_index",
-    "check_ttl",
     "count_lines",
-    "is_check_in_id",
-    "new_check_in_id",
     "read",
-    "read_outcome",
-    "recorded_tool",
 ]
 
 _T = TypeVar("_T", bound=Window | LineWindow | PathRead)

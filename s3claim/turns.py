@@ -36,11 +36,7 @@ __all__ = [
     "CheckInReason",
     "RunningTurn",
     "TurnResult",
-    "kept_chars",
     "plan_turn",
-    "refuse_room_share",
-    "shrinks",
-    "turn_budget",
 ]
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,9 +19,7 @@ from s3claim import (
     AgentRunner,
     AssistantMessage,
     ClaimCheck,
-    ClaimStoreError,
     Event,
-    MemoryClaimCheckStore,
     Scope,
     ScriptedProvider,
     ToolCall,
@@ -30,7 +27,7 @@ from s3claim import (
 )
 from s3claim.integrations._bridge import Bridge
 from s3claim.messages import ToolMessage
-from s3claim.store import Address, Read
+from s3claim.testing import FailingStore
 from s3claim.wording import (
     LINES_WITHOUT_LINE_MESSAGE,
     UNAVAILABLE_MESSAGE,
@@ -44,28 +41,12 @@ TEXT = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1,
 RECORDS = json.dumps({"items": [{"id": n, "name": f"record {n}"} for n in range(2000)]}, indent=1)
 
 
-class FlakyStore(MemoryClaimCheckStore):
-    """The memory store, but failing on demand the way a store does (after its retries)."""
-
-    failing = False
-
-    def read(self, scope: Scope, handle: str, address: Address, *, length: int) -> Read:
-        if self.failing:
-            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().read(scope, handle, address, length=length)
-
-    def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
-        if self.failing:
-            raise ClaimStoreError("GetObject failed after 5 attempt(s): SlowDown (HTTP 503)")
-        return super().scan(scope, handle, check_in_id=check_in_id)
-
-
 class ClaimToolContract(ABC):
     """The cases. A host implements `call`: (text the model reads, whether it is an error)."""
 
     @pytest.fixture(autouse=True)
     def _store(self) -> None:
-        self.store = FlakyStore()
+        self.store = FailingStore(failing=False)
         self.events: list[Event] = []
         self.handle = self.store.put(SCOPE, TEXT, ttl_seconds=60)
 

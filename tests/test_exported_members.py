@@ -197,3 +197,19 @@ def test_erasure_receipts_live_in_their_family_module() -> None:
     ]
     assert not set(erasure.__all__) & set(s3claim.__all__)
     assert all(hasattr(s3claim.S3ClaimCheckStore, name) for name in ("erase", "forget"))
+
+
+def test_the_test_doubles_have_a_home_of_their_own() -> None:
+    """Issue 46: the doubles an application's tests build on, in `s3claim.testing`, each the
+    library's own part (the memory store is the memory store)."""
+    from s3claim import testing
+
+    assert testing.__all__ == [
+        "FailingStore",
+        "ManualClock",
+        "MemoryClaimCheckStore",
+        "MemoryRunJournal",
+        "ScriptedProvider",
+    ]
+    assert testing.MemoryClaimCheckStore is s3claim.MemoryClaimCheckStore
+    assert issubclass(testing.FailingStore, s3claim.RangedStore)

@@ -19,14 +19,18 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, Scope
+from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore
 from s3claim.errors import ConfigurationError
 from s3claim.hosting import truncate
 from s3claim.integrations.langchain import ClaimCheckMiddleware
+from s3claim.testing import FailingStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 Script = Callable[[list[BaseMessage]], AIMessage]
+
+DEAD = ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
+"""What a store that cannot be written raises, once its retries are spent."""
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -161,17 +165,14 @@ def test_another_tenant_or_thread_cannot_redeem_the_handle() -> None:
             }
 
 
-class DeadStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
-        raise ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
-
-
 @FACES
 def test_a_dead_store_degrades_to_truncation_with_a_warning(
     face: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     events: list[Event] = []
-    middleware = ClaimCheckMiddleware(ClaimCheck(DeadStore()), on_event=events.append)
+    middleware = ClaimCheckMiddleware(
+        ClaimCheck(FailingStore(fail=["put"], error=DEAD)), on_event=events.append
+    )
     model, agent = _agent(
         _steps(_call("read_contract", "c1", name="msa"), AIMessage("ok")), [middleware]
     )

@@ -29,12 +29,16 @@ from s3claim import ClaimCheck, ClaimStoreError, Event, MemoryClaimCheckStore, S
 from s3claim.errors import ConfigurationError
 from s3claim.hosting import truncate
 from s3claim.integrations.openai_agents import claim_check_tools
+from s3claim.testing import FailingStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, QUESTIONS, chars_in, reassemble
 
 set_tracing_disabled(True)
 RUN = RunConfig(tracing_disabled=True)
 CONTEXT = {"tenant": "acme", "run_id": "matter-7"}
+
+DEAD = ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
+"""What a store that cannot be written raises, once its retries are spent."""
 
 
 @function_tool
@@ -150,16 +154,13 @@ def test_another_tenant_or_run_cannot_redeem_the_handle(other: dict[str, str]) -
     }
 
 
-class DeadStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
-        raise ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
-
-
 def test_a_dead_store_degrades_to_truncation_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     events: list[Event] = []
-    tools = claim_check_tools([read_contract], ClaimCheck(DeadStore()), on_event=events.append)
+    tools = claim_check_tools(
+        [read_contract], ClaimCheck(FailingStore(fail=["put"], error=DEAD)), on_event=events.append
+    )
     with caplog.at_level(logging.WARNING, logger="s3claim"):
         model, result = _run(
             tools,

@@ -34,15 +34,18 @@ from s3claim import (
     Event,
     MemoryClaimCheckStore,
     S3ClaimCheckStore,
-    Scope,
 )
 from s3claim.errors import ConfigurationError
 from s3claim.hosting import truncate
 from s3claim.integrations.pydantic_ai import ClaimCheckToolset
+from s3claim.testing import FailingStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._counsel import CLAIM_TOOLS, CONTRACT, HANDLE, reassemble
 
 Script = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+DEAD = ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
+"""What a store that cannot be written raises, once its retries are spent."""
 
 
 @dataclass
@@ -177,17 +180,14 @@ def test_another_tenant_or_conversation_cannot_redeem_the_handle() -> None:
             }
 
 
-class DeadStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
-        raise ClaimStoreError("PutObject failed after 5 attempt(s): InternalError (HTTP 500)")
-
-
 def test_a_dead_store_degrades_to_truncation_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     events: list[Event] = []
     toolset = ClaimCheckToolset(
-        FunctionToolset([read_contract]), ClaimCheck(DeadStore()), on_event=events.append
+        FunctionToolset([read_contract]),
+        ClaimCheck(FailingStore(fail=["put"], error=DEAD)),
+        on_event=events.append,
     )
     script, requests = _steps(*_read_then_ok())
     with caplog.at_level(logging.WARNING, logger="s3claim"):

@@ -24,11 +24,11 @@ from s3claim import (
     ScriptedProvider,
     ToolCall,
     ToolRegistry,
-    Window,
     claim_check_tool,
     tool,
 )
 from s3claim._reading._lines import count_lines
+from s3claim.testing import FailingStore
 from s3claim.wording import end_note, past_end_note
 from tests.conftest import StoreUnderTest
 
@@ -329,35 +329,16 @@ def test_without_claim_check_an_oversized_result_is_truncated() -> None:
     assert (event.size_chars, event.kept_chars) == (len(BIG), 1000)
 
 
-class BrokenStore(MemoryClaimCheckStore):
-    def __init__(self) -> None:
-        super().__init__(clock=ManualClock())
-        self.down = True
-
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
-        if self.down:
-            raise ClaimStoreError("put failed: SlowDown")
-        return super().put(scope, content, ttl_seconds=ttl_seconds, tool=tool)
-
-    def fetch(
-        self,
-        scope: Scope,
-        handle: str,
-        offset: int = 0,
-        limit: int = 4096,
-        *,
-        check_in_id: str | None = None,
-    ) -> Window:
-        if self.down:
-            raise ClaimStoreError("get failed: SlowDown")
-        return super().fetch(scope, handle, offset, limit, check_in_id=check_in_id)
+def broken_store() -> FailingStore:
+    """A store that is down (put and read fail, as after the retries) until told otherwise."""
+    return FailingStore(clock=ManualClock(), error=ClaimStoreError("S3 failed: SlowDown"))
 
 
 def test_a_store_failure_degrades_to_truncation_and_the_run_goes_on() -> None:
-    store = BrokenStore()
+    store = broken_store()
 
     def outage_ends(messages: Sequence[Message]) -> AssistantMessage:
-        store.down = False
+        store.failing = False
         return call("read_contract", "again", name="big")
 
     runner = AgentRunner(
@@ -449,8 +430,8 @@ def test_forget_by_tenant_and_by_run(store_under_test: StoreUnderTest) -> None:
 
 def test_no_event_log_line_or_repr_carries_tool_content(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    store = BrokenStore()
-    store.down = False
+    store = broken_store()
+    store.failing = False
     runner = AgentRunner(
         provider=ScriptedProvider(
             [call("read_contract", name="big"), fetch_step(0), fetch_step(-1, "bad"), done()]

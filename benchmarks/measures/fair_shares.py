@@ -32,8 +32,8 @@ from benchmarks.load.fleet import Proxy
 from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_ms, fmt_ratio
 from s3claim._reading._matching import MAX_SEARCHES_PER_TENANT
-from s3claim.mcp import DEFAULT_MAX_CALLS
 from s3claim.bounds import TENANT_SHARE
+from s3claim.mcp import DEFAULT_MAX_CALLS
 
 __all__ = ["run"]
 

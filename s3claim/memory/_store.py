@@ -36,6 +36,7 @@ from s3claim.scope import Scope
 from s3claim.store import (
     CheckIn,
     ClaimInfo,
+    ClaimRanges,
     Facts,
     IndexPart,
     RangedStore,
@@ -261,7 +262,7 @@ class MemoryClaimCheckStore(RangedStore):
             self._marks.popitem(last=False)
         return token
 
-    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> _Ranges:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> ClaimRanges:
         return _Ranges(self, scope, handle, check_in_id)
 
     def _entry(self, scope: Scope, handle: str, check_in_id: str | None = None) -> _Entry:

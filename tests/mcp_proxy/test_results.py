@@ -31,15 +31,11 @@ from s3claim import (
 )
 from s3claim.hosting import Host
 from s3claim.mcp._results import JOIN, advertised, checked_result
+from s3claim.testing import FailingStore
 from tests.mcp_proxy._support import MARKER
 
 SCOPE = Scope("acme", "run-1")
 POLICY = ClaimCheckPolicy(threshold_chars=1_000, head_chars=200)
-
-
-class BrokenStore(MemoryClaimCheckStore):
-    def put(self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None) -> str:
-        raise ClaimStoreError("the bucket is on fire")
 
 
 def admit(
@@ -194,7 +190,7 @@ def test_a_store_fault_truncates_with_a_warning_and_never_passes_the_whole(
     text = document(30_000)
     out, events, _ = admit(
         CallToolResult(content=[TextContent(text=text)], structured_content={"content": text}),
-        store=BrokenStore(),
+        store=FailingStore(fail=["put"], error=ClaimStoreError("the bucket is on fire")),
     )
     shown = out.content[0].text  # type: ignore[union-attr]
     assert shown.startswith(text[: POLICY.threshold_chars])

@@ -34,6 +34,7 @@ from s3claim import (
 from s3claim.hosting import truncate
 from s3claim.s3._seal import TAG_BYTES
 from s3claim.telemetry import configure
+from s3claim.testing import FailingStore
 from tests.telemetry.conftest import Telemetry
 
 CONTRACT = "".join(f"Clause {n}. The parties agree to term {n}.\n\n" for n in range(1, 3000))
@@ -205,12 +206,6 @@ def test_a_counsel_run_counts_its_claims_characters_and_fetches(telemetry: Telem
 
 
 def test_outcomes_passed_truncated_store_failed_and_unavailable(telemetry: Telemetry) -> None:
-    class Broken(MemoryClaimCheckStore):
-        def put(
-            self, scope: Scope, content: str, *, ttl_seconds: int, tool: str | None = None
-        ) -> str:
-            raise ClaimStoreError("PutObject: unavailable")
-
     @tool
     def small() -> str:
         """A short result."""
@@ -229,7 +224,10 @@ def test_outcomes_passed_truncated_store_failed_and_unavailable(telemetry: Telem
             ]
         )
 
-    for store, claim_check in ((Broken(), True), (MemoryClaimCheckStore(), False)):
+    for store, claim_check in (
+        (FailingStore(fail=["put"], error=ClaimStoreError("PutObject: unavailable")), True),
+        (MemoryClaimCheckStore(), False),
+    ):
         registry = ToolRegistry((read_contract, small, *claim_tools(store)))
         AgentRunner(
             provider=script("read_contract"),

@@ -7,6 +7,8 @@ by `s3claim.hosting.Host`, so a claim tool behaves the same whoever hosts it. A 
 named by an `Address` (`s3claim._reading._address`), read by the one reader
 (`s3claim.store.read`) and shown by `s3claim._windows`; what the model is told of a read that
 failed is said here (`read_refusal`), for every door that reads a claim.
+
+docs/reading.md has the tools as a model uses them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""ClaimCheck: store an oversized result, leave its head and a marker in the conversation."""
+"""ClaimCheck: store an oversized result, leave its head and a marker in the conversation.
+
+docs/reading.md ("The marker", "Previews that keep what matters") shows what stays in the
+conversation.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Clocks: expiry is a comparison with `now()`, so tests can hold time still."""
+"""Clocks: expiry is a comparison with `now()`, so tests can hold time still.
+
+docs/development.md ("Testing with s3claim") shows `ManualClock` in a test.
+"""
 
 from __future__ import annotations
 

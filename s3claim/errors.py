@@ -16,6 +16,8 @@ Model-actionable failures (`ToolError`, and `ClaimUnavailableError` once a claim
 turned it into a `claim_unavailable` refusal) are read by the model; the rest are raised to
 the developer. No message in this tree ever carries tool content: only sizes, handles, tags,
 error codes and the names of causes.
+
+docs/operations.md ("Exit codes") says what each means on the command line.
 """
 
 from __future__ import annotations

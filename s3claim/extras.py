@@ -9,6 +9,8 @@ dependency's dependency (`anyio`).
 s3claim is not on the package index yet, so the command names where this copy was installed
 from (PEP 610's `direct_url.json`): a checkout (`pip install -e '/src/s3claim[mcp]'`) or a
 built wheel; `pip install 's3claim[mcp]'` only for a copy that came from an index.
+
+README.md ("Install") lists the extras and what each brings.
 """
 
 from __future__ import annotations

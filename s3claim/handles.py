@@ -14,6 +14,8 @@ The length prefixes make the encoding unambiguous, so ("a/b", "c") and ("a", "b/
 meet; the key makes a handle impossible to derive, or to guess for another scope, without it.
 The same key also yields the opaque tenant and run tags the S3 layout uses, and the per-object
 keys that seal what the S3 store writes (`s3claim.s3._seal`).
+
+docs/security.md ("Keyed handles") says what the key protects.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Conversation messages, in the chat-completions shape."""
+"""Conversation messages, in the chat-completions shape.
+
+docs/journal.md shows them recorded and resumed.
+"""
 
 from __future__ import annotations
 

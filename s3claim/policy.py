@@ -1,4 +1,7 @@
-"""ClaimCheckPolicy: when a result is checked in, how much stays, how long it lives."""
+"""ClaimCheckPolicy: when a result is checked in, how much stays, how long it lives.
+
+docs/reading.md has each knob, its presets and when not to use them.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ calls whose results were not recorded (at least once, never zero times). One PUT
 A turn's results are admitted one by one, each on its own; with a turn budget or a share of
 the room (`s3claim.turns`) a turn's tools all run first, then its results are admitted
 together, by a plan that is a pure function of their sizes, so a resumed turn chooses alike.
+
+docs/journal.md has the journal and resuming; docs/reading.md the turn's knobs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ a model's tool arguments, an MCP upstream's results, a setting. So text nested d
 `ValueError`) like any other text that is not the JSON expected: every caller already handles
 that. `MAX_DEPTH` is the one bound on nesting anywhere in s3claim: a claim's structure index
 (`deeper_than`) and the values a tool returns hold to it too.
+
+docs/security.md ("The result boundary") has the bound and why.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Scope: who a claim belongs to. Handles are derived from it and lookups check it."""
+"""Scope: who a claim belongs to. Handles are derived from it and lookups check it.
+
+docs/security.md ("Scopes") says how a scope is checked.
+"""
 
 from __future__ import annotations
 

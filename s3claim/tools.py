@@ -1,4 +1,7 @@
-"""Tools: typed functions the model may call, their registry, and per-agent views."""
+"""Tools: typed functions the model may call, their registry, and per-agent views.
+
+docs/references.md shows tools taking claims as arguments.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,8 @@ the same rule for a host that sees a turn's results one at a time (an adapter's 
 Sizes only: nothing here sees content. A check-in counts as what it leaves in the
 conversation: measured exactly by the host (`ClaimCheck.preview_chars`, the preview built
 once more before the claim is stored), or at its longest (`kept_chars`) when not measured.
+
+docs/reading.md ("Deciding by the turn") has the knobs and when not to use them.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ claim tools' descriptions and refusals: a wording change is one edit here. Scrip
 (the demo, the benchmarks, the tests) read handles and offsets back with the patterns below,
 so they follow the wording wherever it goes. The result boundary (`s3claim.hosting`)
 rewrites anything in tool output that imitates these lines.
+
+docs/reading.md quotes each line as the model reads it.
 """
 
 from __future__ import annotations

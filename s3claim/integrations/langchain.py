@@ -17,6 +17,8 @@ checkpointer replays a thread's messages, handles included, into its later runs.
 call, by its id (LangGraph gives every message one).
 
 Needs the `langchain` extra (`MissingExtraError` names its install when it is missing).
+
+docs/adapters.md ("LangChain") has a snippet that runs.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ default the `tenant` and `run_id` attributes or keys of the context object given
 running total) is one model response: the run's usage counts them (`usage.requests`).
 
 Needs the `openai-agents` extra (`MissingExtraError` names its install when it is missing).
+
+docs/adapters.md ("OpenAI Agents SDK") has a snippet that runs.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ pydantic-ai carries across the runs that share a message history. A turn (for a 
 budget's running total) is one model response: the run's id and its step, `run_step`.
 
 Needs the `pydantic-ai` extra (`MissingExtraError` names its install when it is missing).
+
+docs/adapters.md ("pydantic-ai") has a snippet that runs.
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ the answer stops short of its `Content-Length` and the connection closes: one wa
 naming the handle, and uvicorn's one line, no traceback. Buffering every text whole would
 save the second read but hold claims of any size in memory; the memory store's text is in
 memory already and cannot be damaged, so it only pays the count.
+
+docs/code.md ("The server") has the answers, their headers and their costs.
 """
 
 from __future__ import annotations

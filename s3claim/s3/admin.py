@@ -4,6 +4,8 @@ Provisioning a bucket as the Terraform module would (`provision_bucket`), checki
 against what the store needs (`check_bucket`, `s3claim doctor`), the lifecycle rules it must
 carry, a configured bucket's client (`Target`) and the store and journal on it, and the one
 line that explains a store error to whoever runs it (`explain`).
+
+docs/operations.md has the commands built on it.
 """
 
 from __future__ import annotations

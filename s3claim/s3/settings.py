@@ -3,6 +3,8 @@
 Everything is optional here so that loading never fails on what is merely absent;
 `S3ClaimCheckStore.from_settings` then refuses a missing bucket or handle key by its
 variable name, at construction rather than at the first request.
+
+docs/s3.md ("Settings") lists the variables.
 """
 
 from __future__ import annotations

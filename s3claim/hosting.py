@@ -32,7 +32,6 @@ docs/adapters.md shows a host of your own; tests/hosts/ runs one suite through e
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -78,7 +77,6 @@ __all__ = [
     "truncate",
 ]
 
-_log = logging.getLogger("s3claim")
 REFERENCE_KEY = "$claim"
 MAX_RUNS = 4096
 """Runs whose current turn a host remembers (the latest used); an older run's next result

@@ -127,7 +127,7 @@ rather than grow the metadata S3 bounds at 2 KiB."""
 
 @dataclass(frozen=True, slots=True)
 class ClaimInfo:
-    """One claim as a store lists it (`ListableStore.claims`): what it is, never its content.
+    """One claim as a store lists it (`RangedStore.claims`): what it is, never its content.
 
     `expires_at` is in seconds since the epoch; a claim is listed until its store drops it,
     so one at or past its expiry is still listed, and no read will serve it. `tool` is the

@@ -256,7 +256,7 @@ class S3ClaimCheckStore(RangedStore):
     # -- hand-off --------------------------------------------------------------------------
 
     def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`).
+        """The claim, readable in the run `to` for `ttl_seconds` (`RangedStore.hand_off`).
 
         One HeadObject checks the claim as a read would; one server-side CopyObject of each
         of its objects puts it under `to`'s run prefix with new sealed metadata (`to`'s run,
@@ -370,11 +370,11 @@ class S3ClaimCheckStore(RangedStore):
         """
         return self.erase(tenant=tenant, run=run, progress=progress).claims
 
-    # -- listing (`ListableStore`; not part of the store protocol) -------------------------
+    # -- listing (`RangedStore.claims`; not part of the store protocol) ---------------------
 
     def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
         """Every claim of a tenant (or one run) in key order, expired ones included until
-        lifecycle collects them (`ListableStore`).
+        lifecycle collects them.
 
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
         (tool content) is ever read. Objects under the prefix that are not claims are skipped;

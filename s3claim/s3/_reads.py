@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from botocore.response import StreamingBody
     from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = ["SCAN_BYTES", "Ranges", "Sealed", "head", "pieces"]
+__all__ = ["Ranges", "Sealed", "head"]
 
 _GET_EXPECTS = MISSING | {"InvalidRange"}
 

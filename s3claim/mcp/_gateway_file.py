@@ -138,6 +138,8 @@ def _parsed(path: Path) -> _File:
         raise ConfigurationError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses into inline tables and arrays
+        raise ConfigurationError(f"{path}: nested too deeply to be a gateway file") from None
     try:
         parsed = _File.model_validate(data)
     except ValidationError as exc:

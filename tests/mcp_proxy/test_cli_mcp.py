@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -325,6 +326,22 @@ def test_an_upstream_that_cannot_start_is_exit_3() -> None:
     result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--", "/nonexistent/server"])
     assert result.exit_code == 3, result.output
     assert "cannot start the upstream: no such command: '/nonexistent/server'" in result.stderr
+
+
+def test_an_upstream_whose_cwd_does_not_exist_is_told_so_not_no_such_command(
+    tmp_path: Path,
+) -> None:
+    """The launch fails with the FileNotFoundError of the chdir: it was reported as the
+    command's (issue 48)."""
+    missing = tmp_path / "gone"
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[upstreams.dev]\ncommand = "{PYTHON}"\ncwd = "{missing}"\n')
+    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(config)])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "s3claim: error: upstream dev: cannot start the upstream: its working directory "
+        f"(cwd) does not exist: {str(missing)!r}"
+    )
 
 
 def test_importing_s3claim_does_not_import_the_mcp_sdk() -> None:

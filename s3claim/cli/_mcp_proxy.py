@@ -63,7 +63,7 @@ _RUNS_HTTP = (
 
 
 def _with_settings(command: Callable[..., None]) -> Callable[..., None]:
-    """`command`, taking an option for each field of `ProxySettings` in its `**settings`:
+    """`command`, taking an option for each field of `ProxySettings` in its `**options`:
     the field's name, default, description and bounds (checked by the model, so that a
     value refused is one line wherever it came from)."""
     signature = inspect.signature(command, eval_str=True)

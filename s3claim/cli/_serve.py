@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from s3claim._proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.bounds import DEFAULT_MAX_BYTES, DEFAULT_MAX_CALLS, Bounds
 from s3claim.cli._config import (
     BucketOption,
@@ -42,7 +43,7 @@ def serve(
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
     region: RegionOption = None,
-    header_timeout: HeaderTimeoutOption = 10.0,
+    header_timeout: HeaderTimeoutOption = HEADER_TIMEOUT_SECONDS,
     max_calls: MaxCallsOption = DEFAULT_MAX_CALLS,
     max_tenant_calls: MaxTenantCallsOption = None,
     max_read_bytes: MaxReadBytesOption = DEFAULT_MAX_BYTES,

@@ -226,6 +226,7 @@ def _langchain(face: str) -> Driver:
             final = agent.invoke(state, config, context=context)
         else:
             final = asyncio.run(agent.ainvoke(state, config, context=context))
+        assert final["messages"][-1].content == "done"
         return Run(_answers(outputs(final["messages"])), described)
 
     return run
@@ -333,6 +334,7 @@ def _pydantic_ai(functions: Sequence[Callable[..., Any]], model: Model, setup: S
             usage_limits=UsageLimits(request_limit=None),
         )
     )
+    assert result.output == "done"
     return Run(answers(result.all_messages()), described)
 
 

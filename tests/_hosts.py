@@ -109,7 +109,8 @@ def one_a_turn(*calls: Call) -> Model:
     return turns(*([call] for call in calls))
 
 
-def is_refusal(text: str) -> bool:
+def _is_refusal(text: str) -> bool:
+    """Whether `text` is a refusal as the model reads one: `{"error": ..., "message": ...}`."""
     if not text.lstrip().startswith("{"):  # no JSON parse of every window (some nest deep)
         return False
     try:
@@ -120,7 +121,7 @@ def is_refusal(text: str) -> bool:
 
 
 def _answers(texts: Sequence[str]) -> list[Answer]:
-    return [Answer(text, is_refusal(text)) for text in texts]
+    return [Answer(text, _is_refusal(text)) for text in texts]
 
 
 def _tools(functions: Sequence[Callable[..., Any]], setup: Setup) -> list[Tool]:
@@ -303,7 +304,7 @@ def _pydantic_ai(functions: Sequence[Callable[..., Any]], model: Model, setup: S
                 elif isinstance(part, ToolReturnPart):
                     content = part.content
                     text = content if isinstance(content, str) else json.dumps(content)
-                    made.append(Answer(text, is_refusal(text)))
+                    made.append(Answer(text, _is_refusal(text)))
         return made
 
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -155,6 +155,34 @@ def test_every_block_that_sets_up_opentelemetry_exports_what_it_shows(
     assert {"s3claim.claims", "s3claim.fetches"} <= metrics
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("block", PROCESS_WIDE, ids=lambda block: block.name)
+def test_every_block_that_sets_up_opentelemetry_ends_soon_with_no_receiver(
+    block: Block, doc_env: str, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from devkit.servers import free_port
+
+    script = tmp_path / "block.py"
+    script.write_text(block.code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{free_port()}"  # nothing listens
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env,
+        cwd=str(tmp_path), timeout=60, check=False,
+    )  # fmt: skip
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == block.shown_output
+    assert took < 10, f"{took:.1f} s"  # 15 s of the exporters' retries at their default timeout
+
+
 def test_every_block_names_its_language_and_the_json_parses() -> None:
     assert [block.name for block in BLOCKS if not block.lang] == []
     for block in BLOCKS:

@@ -47,6 +47,7 @@ __all__ = [
     "SNIPPET_CHARS",
     "Match",
     "MatchTooLongError",
+    "PatternError",
     "PatternTooCostlyError",
     "SearchBusyError",
     "SearchResult",
@@ -73,6 +74,11 @@ class MatchTooLongError(Exception):
     def __init__(self, chars: int) -> None:
         super().__init__(f"a match may run longer than {chars} characters")
         self.chars = chars
+
+
+class PatternError(ValueError):
+    """A pattern no search can run: not a valid regular expression, or of a length out of
+    bounds (the message says which, never quoting the pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +115,15 @@ class SearchResult:
 
 
 def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex.Pattern[str]:
-    """The compiled pattern; `ValueError` (with the engine's reason) for an invalid regex."""
+    """The compiled pattern; `PatternError` (with the engine's reason) for an invalid regex,
+    or a pattern empty or longer than `MAX_PATTERN_CHARS`."""
+    if not 0 < len(pattern) <= MAX_PATTERN_CHARS:
+        raise PatternError(f"pattern: give 1 to {MAX_PATTERN_CHARS} characters")
     flags = regex.IGNORECASE if ignore_case else 0
     try:
         return regex.compile(pattern if is_regex else regex.escape(pattern), flags)
     except regex.error as exc:  # "missing ) at position 4": the reason, never the pattern
-        raise ValueError(f"pattern: not a valid regular expression ({exc})") from None
+        raise PatternError(f"pattern: not a valid regular expression ({exc})") from None
 
 
 def _snippet(buffer: str, start: int, end: int) -> str:

@@ -173,10 +173,10 @@ def _refuse_past_the_end(address: Address, read: Read) -> None:
         return
     if address.way == "line":
         last = read.total_lines if isinstance(read, LineWindow) else None
-        raise CliError(
-            f"--line {address.line} is past the end: the claim has {last or 0:,} lines "
-            f"(the last is --line {last})"
+        counted = (
+            "" if last is None else f": the claim has {last:,} lines (the last is --line {last})"
         )
+        raise CliError(f"--line {address.line} is past the end{counted}")
     if address.offset:
         raise CliError(
             f"--offset {address.offset} is past the end: the claim has {read.total_chars:,} "

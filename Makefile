@@ -18,7 +18,7 @@ comma := ,
 # module it imports again (3.2 s of CPU to import the proxy's stack, against 1.1 s with one).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test node lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
+.PHONY: demo test node python-ok lint typecheck pytest coverage clean bench bench-model bench-peers bench-peers-venvs \
 	bench-load
 
 # Installs write to a log, shown only when they fail: a new user's first screen is the demo.
@@ -31,26 +31,33 @@ install_cmd = echo "installing $(1) into $(VENV) (log: $(INSTALL_LOG))"; \
 		>> $(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
 
 # s3claim needs Python 3.11 or later. A .venv that another Python made (a run that failed
-# under an older one, say) is made anew by this one.
+# under an older one, say) is made anew by this one, if this one can run s3claim: a Python too
+# old is refused (python-ok) and leaves the .venv as it was.
 PYTHON ?= python3
 version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PYTHON_VERSION := $(call version_of,$(PYTHON))
+# Non-empty when PYTHON_VERSION is 3.11 or later (sort -V puts the lower of the two first).
+PYTHON_OK := $(if $(PYTHON_VERSION),$(filter 3.11,$(firstword $(shell printf '3.11\n%s\n' \
+	'$(PYTHON_VERSION)' | sort -V))))
 ifneq ($(wildcard $(PY)),)
 VENV_VERSION := $(call version_of,$(PY))
 ifneq ($(VENV_VERSION),$(PYTHON_VERSION))
+ifneq ($(PYTHON_OK),)
 $(info $(VENV) was made by Python $(or $(VENV_VERSION),unknown); making it anew with $(PYTHON) $(PYTHON_VERSION))
 $(shell rm -rf $(VENV))
 endif
 endif
+endif
 
-$(PY):
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
-		echo "s3claim needs Python 3.11 or later; $(PYTHON) is $(or $(PYTHON_VERSION),missing)" \
-		"(make PYTHON=python3.12, for one)" >&2; exit 1; }
+python-ok:
+	@$(if $(PYTHON_OK),:,echo "s3claim needs Python 3.11 or later; $(PYTHON) is" \
+		"$(or $(PYTHON_VERSION),missing) (make PYTHON=python3.12, for one)" >&2; exit 1)
+
+$(PY): | python-ok
 	@$(PYTHON) -m venv $(VENV)
 
 # A rule of its own, so that a venv made before uv was used gets it too.
-$(UV): | $(PY)
+$(UV): | python-ok $(PY)
 	@$(PY) -m pip install --quiet --disable-pip-version-check uv >> $(INSTALL_LOG) 2>&1 \
 		|| { cat $(INSTALL_LOG); exit 1; }
 
@@ -68,14 +75,14 @@ $(DEMO_STAMP): $(META) | $(UV)
 	then $(call install_cmd,demo); fi
 	@touch $(DEMO_STAMP)
 
-demo: $(DEMO_STAMP)
+demo: python-ok $(DEMO_STAMP)
 	@$(PY) -m s3claim demo
 
 # What can overlap does: the two venvs and the npm packages the suite runs (`python -m devkit`,
 # standard library only, so the system's Python runs it from the start) install side by side,
 # mostly downloads; the suite starts as soon as they are in, with the lint and the type check
 # beside it rather than before it.
-test:
+test: python-ok
 	@$(MAKE) --no-print-directory -j4 --output-sync=line lint typecheck pytest
 
 node:

@@ -17,7 +17,14 @@ import logging
 from dataclasses import replace
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    WithJsonSchema,
+    create_model,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 import s3claim.wording as wording
@@ -40,7 +47,7 @@ from s3claim.events import (
     ClaimSearchFailed,
     ClaimUnavailable,
 )
-from s3claim.handles import is_handle
+from s3claim.handles import is_handle, unwrapped
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     Address,
@@ -83,6 +90,8 @@ def _schema_default(value: object) -> Any:
 
 
 _no_default = _schema_default(None)
+Handle = Annotated[str, AfterValidator(unwrapped)]
+"""A handle argument: a handle in quotes, or in their HTML entities, is the handle it wraps."""
 
 
 def claim_check_tool(store: ClaimCheckStore) -> Tool:
@@ -90,7 +99,7 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 
     def fetch_result(
         context: RunContext,
-        handle: str,
+        handle: Handle,
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
         line: Annotated[int | None, Field(ge=1, strict=True), _LINE_SCHEMA, _no_default] = None,
         from_end: Annotated[bool, Field(strict=True)] = False,
@@ -202,7 +211,7 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
 
     def search_result(
         context: RunContext,
-        handle: str,
+        handle: Handle,
         pattern: Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_CHARS)],
         regex: bool = False,
         ignore_case: bool = False,

@@ -7,9 +7,9 @@ journals, audit records, anything else; every object version and delete marker) 
 final listing still found (0: an erasure that leaves anything raises instead). Its `mac` is
 HMAC-SHA256, under a key derived from the handle key for receipts alone, of its canonical
 JSON (`to_json` without `mac`: sorted keys, no spaces), so `verify_receipt(receipt, key)` says
-whether any field was edited since. It proves what a holder of the handle key signed, not
-what happened: whoever holds the key can sign any receipt (docs/security.md, "Erasure
-receipts").
+whether any field was edited since (given the text, whether it is the text that was
+signed). It proves what a holder of the handle key signed, not what happened: whoever holds
+the key can sign any receipt (docs/security.md, "Erasure receipts").
 """
 
 from __future__ import annotations
@@ -100,10 +100,22 @@ def issue_receipt(key: HandleKey, **fields: object) -> ErasureReceipt:
     return unsigned.model_copy(update={"mac": _mac(unsigned, key)})
 
 
-def verify_receipt(receipt: ErasureReceipt, key: HandleKey | str | bytes) -> bool:
+def verify_receipt(receipt: ErasureReceipt | str | bytes, key: HandleKey | str | bytes) -> bool:
     """Whether `receipt` is as a holder of `key` signed it: False once any field is edited,
-    and for a receipt signed under another key."""
+    and for a receipt signed under another key.
+
+    Given as text (what `to_json` wrote; one final newline aside), the text itself is what is
+    checked: the same fields spelled otherwise (`1.0` or `"1"` for `1`, `+00:00` for `Z`, keys
+    in another order, spaces) are not the bytes that were signed, and are False. Text that is
+    no receipt at all is `ValueError`, as `ErasureReceipt.from_json` says.
+    """
     key = key if isinstance(key, HandleKey) else HandleKey(key)
+    if not isinstance(receipt, ErasureReceipt):
+        text = receipt.decode("utf-8") if isinstance(receipt, bytes) else receipt
+        parsed = ErasureReceipt.from_json(text)
+        if text.removesuffix("\n") != parsed.to_json():
+            return False
+        receipt = parsed
     return hmac.compare_digest(_mac(receipt, key), receipt.mac)
 
 

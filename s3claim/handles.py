@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import re
 import secrets
 
@@ -46,6 +47,18 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 def is_handle(value: object) -> bool:
     """True for a well-formed handle; anything else must never reach a store."""
     return isinstance(value, str) and _HANDLE_RE.fullmatch(value) is not None
+
+
+def unwrapped(value: str) -> str:
+    """A handle argument as a model may copy it from a marker: a handle in one pair of
+    quotes, or in their HTML entities (a chat template that escapes messages shows it
+    `handle=&#39;claim:…&#39;`), is the handle it wraps. Anything else is left as it is (and
+    read, or refused, as it is): no other character around a handle is read past."""
+    if is_handle(value) or len(value) > len(HANDLE_PREFIX) + 1 + _HANDLE_HEX + 32:
+        return value
+    plain = html.unescape(value)
+    inner = plain[1:-1]
+    return inner if plain[:1] == plain[-1:] and plain[:1] in "'\"" and is_handle(inner) else value
 
 
 def handle_width(handle: str) -> int:

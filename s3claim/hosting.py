@@ -66,6 +66,7 @@ from s3claim.tools import RunContext, Tool
 from s3claim.turns import CheckInReason, RunningTurn, TurnResult, plan_turn, refuse_room_share
 
 __all__ = [
+    "MAX_REFERENCES",
     "REFERENCE_KEY",
     "Call",
     "Host",
@@ -80,6 +81,9 @@ __all__ = [
 
 _log = logging.getLogger("s3claim")
 REFERENCE_KEY = "$claim"
+MAX_REFERENCES = 64
+"""The most claim references one call may hold: each is a read (a GET or two on S3), made
+before the tool runs, so a call holding more is refused before any is read."""
 MAX_RUNS = 4096
 """Runs whose current turn a host remembers (the latest used); an older run's next result
 starts a turn afresh."""
@@ -642,6 +646,13 @@ class _References:
             )
         found: list[tuple[_Reference, Address]] = []
         _collect(arguments, found, depth=0)
+        if len(found) > MAX_REFERENCES:
+            raise ToolError(
+                "too_many_references",
+                f"this call holds {len(found)} claim references, and a call may hold at most "
+                f"{MAX_REFERENCES}: pass fewer, narrowed with offset and length, line and "
+                "lines, or path",
+            )
         values = [self._value(ref, address) for ref, address in found]
         replaced = _replace(arguments, iter(values))
         assert isinstance(replaced, dict)

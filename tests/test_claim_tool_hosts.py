@@ -264,6 +264,36 @@ class ClaimToolContract(ABC):
         assert refusal == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
         assert self.kinds() == ["claim_unavailable"]
 
+    @pytest.mark.parametrize(
+        "wrap",
+        ["'{}'", '"{}"', "&#39;{}&#39;", "&quot;{}&quot;", "&#x27;{}&#x27;", "&apos;{}&apos;"],
+    )
+    def test_a_handle_in_quotes_or_their_entities_is_the_handle_it_wraps(self, wrap: str) -> None:
+        # llama-cpp-python's chatml-function-calling shows a model handle=&#39;claim:…&#39;
+        wrapped = wrap.format(self.handle)
+        text, is_error = self.call("fetch_result", {"handle": wrapped, "limit": 40})
+        assert (text, is_error) == self.call("fetch_result", {"handle": self.handle, "limit": 40})
+        found, is_error = self.call("search_result", {"handle": wrapped, "pattern": "term 300."})
+        assert json.loads(found)["total_matches"] == 1 and not is_error
+
+    @pytest.mark.parametrize(
+        "wrap",
+        [
+            " {}",
+            "'{}",
+            "{}'",
+            "'{}\"",
+            "&#39;{}",
+            "<{}>",
+            "''{}''",
+            "'&#39;{}&#39;'",
+            "&amp;#39;{}&amp;#39;",
+        ],
+    )
+    def test_nothing_else_around_a_handle_is_read_past(self, wrap: str) -> None:
+        refusal = self.error("fetch_result", {"handle": wrap.format(self.handle)})
+        assert refusal == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
+
     def test_another_runs_handle_gets_the_same_refusal(self) -> None:
         theirs = self.store.put(Scope("acme", "r-2"), TEXT, ttl_seconds=60)
         for tool, extra in (("fetch_result", {}), ("search_result", {"pattern": "Clause"})):

@@ -171,6 +171,27 @@ def test_the_readme_opens_with_the_two_set_up_commands() -> None:
     ]
 
 
+def test_every_terraform_apply_shown_follows_its_init() -> None:
+    # A fresh checkout has no module installed: `apply` alone is "Error: Module not installed".
+    pages = [*PAGES, ROOT / "terraform" / "README.md"]
+    shown = [
+        b for p in pages for b in parse(p)[0] if b.lang == "sh" and "terraform apply" in b.code
+    ]
+    assert shown
+    for block in shown:
+        before = block.code.split("terraform apply", 1)[0]
+        assert "terraform init" in before, block.name
+
+
+def test_the_readme_says_what_make_test_needs_and_how_long_it_takes() -> None:
+    said = " ".join(prose_of(README).split("## What it is", 1)[0].split())
+    assert "`make test` needs more, and takes about five minutes" in said
+    for need in ("Terraform on PATH", "npm", "`S3CLAIM_TF_PLUGIN_DIR`, default `/opt/tf-plugins`"):
+        assert need in said, need
+    terraform_tests = (ROOT / "tests" / "test_terraform.py").read_text(encoding="utf-8")
+    assert 'os.environ.get("S3CLAIM_TF_PLUGIN_DIR", "/opt/tf-plugins")' in terraform_tests
+
+
 def test_the_readme_is_a_front_door() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", prose_of(README)))

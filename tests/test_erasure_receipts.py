@@ -286,6 +286,23 @@ def test_forget_writes_a_receipt_that_verify_receipt_checks(
             runner.invoke(app, ["verify-receipt", str(path)]), 2
         )
     _one_line(runner.invoke(app, ["verify-receipt", str(nowhere)]), 2)
+    signed = receipt.to_json()
+    finished = json.dumps(receipt.finished_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    for spelling in (  # the same fields, written otherwise: not the bytes that were signed
+        signed.replace('"claims":2', '"claims":2.0'),
+        signed.replace('"claims":2', '"claims":"2"'),
+        signed.replace(finished, finished.replace("Z", "+00:00")),
+        json.dumps(dict(reversed(json.loads(signed).items())), separators=(",", ":")),
+        json.dumps(json.loads(signed)),  # spaces
+    ):
+        assert spelling != signed and ErasureReceipt.from_json(spelling) == receipt
+        assert not verify_receipt(spelling, KEY)
+        path.write_text(spelling)
+        assert "does not verify" in _one_line(runner.invoke(app, ["verify-receipt", str(path)]), 1)
+    path.write_text(signed + "\n")  # what forget wrote
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", KEY)
+    assert verify_receipt(signed + "\n", KEY) and verify_receipt(signed.encode(), KEY)
+    assert runner.invoke(app, ["verify-receipt", str(path)]).exit_code == 0
     monkeypatch.delenv("S3CLAIM_HANDLE_KEY")
     path.write_text(receipt.to_json())
     assert "S3CLAIM_HANDLE_KEY" in _one_line(runner.invoke(app, ["verify-receipt", str(path)]), 2)

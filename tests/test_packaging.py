@@ -297,6 +297,21 @@ def test_make_demo_under_an_older_python_is_one_line_and_leaves_no_venv(tmp_path
     assert not venv.exists()
 
 
+@pytest.mark.parametrize("target", ["demo", "test"])
+def test_an_older_python_leaves_a_working_venv_as_it_was(tmp_path: Path, target: str) -> None:
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"  # a venv of Python 3.11: it answers 3.11, runs nothing
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/bin/sh\ncase "$*" in *print*) echo 3.11;; esac\nexit 1\n')
+    python.chmod(0o755)
+    done = _make(target, f"PYTHON={_older_python(tmp_path / 'python3')}", f"VENV={venv}")
+    assert done.returncode != 0
+    (line,) = [line for line in done.stderr.splitlines() if not line.startswith("make")]
+    assert line.startswith("s3claim needs Python 3.11 or later;") and "is 3.10" in line
+    assert "making it anew" not in done.stdout
+    assert python.exists()
+
+
 def test_a_venv_another_python_made_is_made_anew(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     _older_python(venv / "bin" / "python")

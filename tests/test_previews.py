@@ -171,6 +171,10 @@ def test_a_long_line_is_cut_where_it_pauses_around_the_match_and_says_its_span()
     ("settings", "message"),
     [
         ({"pick_lines": "("}, "not a valid regular expression (missing ) at position 1)"),
+        (
+            {"pick_lines": "(" * 500 + ")" * 500},
+            "not a valid regular expression (its groups nest too deeply)",
+        ),
         ({"pick_lines": ""}, "must not be empty"),
         ({"pick_lines": "ERROR|"}, "matches the empty string, so it would pick every line"),
         ({"pick_lines": "x" * 1_001}, "must be at most 1000 characters, got 1001"),

@@ -33,6 +33,7 @@ from s3claim import (
 from s3claim._reading._search import MAX_MATCHES, SNIPPET_CHARS, compile_pattern, search_text
 from s3claim.events import Event
 from s3claim.scope import Scope
+from s3claim.testing import ManualClock, MemoryClaimCheckStore
 from s3claim.wording import UNAVAILABLE_MESSAGE
 from tests._s3 import stored_bytes
 from tests._strategies import examples
@@ -58,6 +59,19 @@ def search(sut: StoreUnderTest, handle: str, pattern: str, **arguments: Any) -> 
     parsed: dict[str, Any] = json.loads(answer)
     parsed["_events"] = [e.model_dump() for e in events]
     return parsed
+
+
+def test_no_nesting_of_groups_is_a_tool_failure() -> None:
+    # Python's recursion limit is met by the engine's parser, at a depth the stack decides: the
+    # pattern itself, or the probe that nests it once more (329 here), whichever comes first.
+    store = MemoryClaimCheckStore()
+    handle = store.put(SCOPE, "a" * 5_000, ttl_seconds=TTL)
+    answers = {}
+    for depth in range(300, 500, 3):
+        sut = StoreUnderTest(store, ManualClock(), "memory")
+        answer = search(sut, handle, "(" * depth + "a" + ")" * depth, regex=True)
+        answers[depth] = answer.get("error", "found")
+    assert set(answers.values()) == {"found", "invalid_arguments"}, answers
 
 
 def reference(text: str, pattern: str, flags: int = 0) -> list[int]:
@@ -185,6 +199,9 @@ def test_a_catastrophic_regex_is_stopped_by_its_cpu_budget(
         ({"pattern": ""}, "pattern: String should have at least 1 character"),
         ({"pattern": "x" * 1001}, "pattern: String should have at most 1000 characters"),
         ({"pattern": "ab(c", "regex": True}, r"pattern: not a valid regular expression \(miss"),
+        # 500 nested groups: the engine's parser recursed past Python's limit (tool_failed)
+        ({"pattern": "(" * 500 + ")" * 500, "regex": True},
+         r"pattern: not a valid regular expression \(its groups nest too deeply\)$"),
         ({"pattern": "x", "offset": -1}, "offset: Input should be greater than or equal to 0"),
         ({"pattern": "x", "offset": "3"}, "offset: Input should be a valid integer"),
     ],

@@ -38,6 +38,7 @@ __all__ = [
     "CpuBudget",
     "PatternTooCostlyError",
     "SearchBusyError",
+    "compile_regex",
     "count_within",
     "first_unsettled",
     "is_literal",
@@ -214,6 +215,17 @@ def _lookarounds(parsed: Any) -> Iterator[Any]:
             yield from _lookarounds(item)
 
 
+def compile_regex(source: str, flags: int = 0) -> regex.Pattern[str]:
+    """`source` compiled, as every pattern a reader gives is; `ValueError` with the engine's
+    reason ("missing ) at position 4"), never the pattern, when it cannot be."""
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        raise ValueError(f"not a valid regular expression ({exc})") from None
+    except RecursionError:  # the engine's parser recurses once per group it opens
+        raise ValueError("not a valid regular expression (its groups nest too deeply)") from None
+
+
 def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:
     """The pattern as a probe for where text still to come could change what it matches.
 
@@ -229,7 +241,7 @@ def settling_probe(pattern: regex.Pattern[str]) -> regex.Pattern[str]:
 @functools.lru_cache(maxsize=64)
 def _probe(source: str, flags: int) -> regex.Pattern[str]:
     end = "\n" if flags & regex.VERBOSE else ""  # a trailing `# comment` must not eat the `)`
-    return regex.compile(f"(?>{source}{end})\\Z(?s:.)", flags)
+    return compile_regex(f"(?>{source}{end})\\Z(?s:.)", flags)
 
 
 def first_unsettled(probe: regex.Pattern[str], buffer: str, pos: int, budget: CpuBudget) -> int:

@@ -38,9 +38,14 @@ import regex
 from ._head import extract_head, extract_tail
 from ._index import build_index
 from ._json_path import NoIndexError, PathRead, path_plan
-from ._matching import CpuBudget, PatternTooCostlyError, is_literal, matches
+from ._matching import CpuBudget, PatternTooCostlyError, compile_regex, is_literal, matches
 from ._ranges import Facts, IndexPart, TextPart, run
-from ._search import MAX_PATTERN_CHARS, PROBED_SECONDS_PER_CHAR, REGEX_SECONDS, SNIPPET_CHARS
+from ._search import (
+    MAX_PATTERN_CHARS,
+    PROBED_SECONDS_PER_CHAR,
+    REGEX_SECONDS,
+    SNIPPET_CHARS,
+)
 
 __all__ = ["LINE_CHARS", "Pick", "Picks", "compile_pick_pattern", "pick_lines", "read_root"]
 
@@ -87,10 +92,7 @@ def compile_pick_pattern(pattern: str) -> regex.Pattern[str]:
         raise ValueError("must not be empty")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise ValueError(f"must be at most {MAX_PATTERN_CHARS} characters, got {len(pattern)}")
-    try:
-        compiled = regex.compile(pattern)
-    except regex.error as exc:  # "missing ) at position 4": the reason, never the pattern
-        raise ValueError(f"not a valid regular expression ({exc})") from None
+    compiled = compile_regex(pattern)
     if compiled.search("") is not None:
         raise ValueError(
             "matches the empty string, so it would pick every line; make it match some text"

@@ -29,6 +29,7 @@ from ._matching import (
     CpuBudget,
     PatternTooCostlyError,
     SearchBusyError,
+    compile_regex,
     count_within,
     first_unsettled,
     is_literal,
@@ -121,9 +122,12 @@ def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex
         raise PatternError(f"pattern: give 1 to {MAX_PATTERN_CHARS} characters")
     flags = regex.IGNORECASE if ignore_case else 0
     try:
-        return regex.compile(pattern if is_regex else regex.escape(pattern), flags)
-    except regex.error as exc:  # "missing ) at position 4": the reason, never the pattern
-        raise PatternError(f"pattern: not a valid regular expression ({exc})") from None
+        compiled = compile_regex(pattern if is_regex else regex.escape(pattern), flags)
+        if is_regex:  # the search's probe nests the pattern once more: refused here too
+            settling_probe(compiled)
+    except ValueError as exc:
+        raise PatternError(f"pattern: {exc}") from None
+    return compiled
 
 
 def _snippet(buffer: str, start: int, end: int) -> str:

@@ -30,13 +30,14 @@ def open_receipt(path: Path) -> TextIO:
         raise CliError(f"--receipt {path}: {exc.strerror or type(exc).__name__}") from None
 
 
-def read_receipt(path: Path) -> ErasureReceipt:
+def read_receipt(path: Path) -> tuple[ErasureReceipt, bytes]:
+    """The receipt in the file, and the file's bytes (what is verified)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
     try:
-        return ErasureReceipt.from_json(data)
+        return ErasureReceipt.from_json(data), data
     except ValidationError as exc:
         why = describe_validation_error(exc)
         raise CliError(f"{path} is not an erasure receipt ({why})") from None
@@ -63,12 +64,12 @@ def verify_receipt_command(
     with handled():
         if run is not None and tenant is None:
             raise CliError("--run needs --tenant: a run is named within its tenant")
-        found = read_receipt(receipt)
+        found, data = read_receipt(receipt)
         key = handle_key(load_settings())
-        if not verify_receipt(found, key):
+        if not verify_receipt(data, key):  # the bytes signed, not the fields read from them
             raise CliError(
-                f"{receipt} does not verify under S3CLAIM_HANDLE_KEY: edited, forged, or "
-                "signed under another key",
+                f"{receipt} does not verify under S3CLAIM_HANDLE_KEY: edited (a field, or how "
+                "it is written), forged, or signed under another key",
                 Exit.FAILED,
             )
         if tenant is not None:

@@ -87,12 +87,6 @@ class Bounds:
         with self._lock:
             return self._total if tenant is None else self._calls.get(tenant, (0, 0))[0]
 
-    @property
-    def held_bytes(self) -> int:
-        """What the reads in flight may buffer, as they reserved it."""
-        with self._lock:
-            return self._bytes
-
     @contextmanager
     def admitted(self, tenant: str, *, holding: int = 0) -> Iterator[None]:
         """A slot for one of `tenant`'s requests, holding `holding` bytes it may buffer;

@@ -13,7 +13,6 @@ docs/reading.md has the tools as a model uses them.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -72,7 +71,6 @@ __all__ = [
 
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
-_log = logging.getLogger("s3claim")
 _ADDRESS = frozenset({"offset", "line", "from_end", "path", "lines"})
 _PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
 _LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})

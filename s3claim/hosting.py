@@ -32,7 +32,6 @@ docs/adapters.md shows a host of your own; tests/hosts/ runs one suite through e
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -79,7 +78,6 @@ __all__ = [
     "truncate",
 ]
 
-_log = logging.getLogger("s3claim")
 REFERENCE_KEY = "$claim"
 MAX_REFERENCES = 64
 """The most claim references one call may hold: each is a read (a GET or two on S3), made

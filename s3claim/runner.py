@@ -14,7 +14,6 @@ docs/journal.md has the journal and resuming; docs/reading.md the turn's knobs.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -43,8 +42,6 @@ from s3claim.tools import RunContext, Tool, ToolView
 from s3claim.wording import unknown_tool_message
 
 __all__ = ["AgentRunner", "RunResult"]
-
-_log = logging.getLogger("s3claim")
 
 
 @dataclass(frozen=True)

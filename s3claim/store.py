@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -42,7 +42,6 @@ from s3claim._reading import (
     PathRead,
     PatternError,
     PatternTooCostlyError,
-    Plan,
     Read,
     SearchBusyError,
     SearchResult,
@@ -50,15 +49,14 @@ from s3claim._reading import (
     Window,
     at_most_lines,
     build_index,
+    by_line,
+    by_offset,
+    by_path,
     compile_pattern,
     count_lines,
-    end_plan,
-    line_plan,
-    path_plan,
-    run,
+    from_end,
     search_slot,
     search_text,
-    window_plan,
 )
 from s3claim.clock import Clock
 from s3claim.erasure import ErasureReceipt
@@ -140,7 +138,7 @@ rather than grow the metadata S3 bounds at 2 KiB."""
 
 @dataclass(frozen=True, slots=True)
 class ClaimInfo:
-    """One claim as a store lists it (`ListableStore.claims`): what it is, never its content.
+    """One claim as a store lists it (`RangedStore.claims`): what it is, never its content.
 
     `expires_at` is in seconds since the epoch; a claim is listed until its store drops it,
     so one at or past its expiry is still listed, and no read will serve it. `tool` is the
@@ -326,7 +324,7 @@ class RangedStore(ABC):
         check_in_id: str | None = None,
     ) -> Window:
         """content[offset:offset + limit]; at or past the end, an empty window."""
-        return self._read(scope, handle, offset, window_plan(offset, limit), check_in_id)
+        return self._read(scope, handle, offset, lambda r: by_offset(r, offset, limit), check_in_id)
 
     def read_line(
         self,
@@ -338,7 +336,7 @@ class RangedStore(ABC):
         check_in_id: str | None = None,
     ) -> LineWindow:
         """Whole lines from the start of `line` (1-based), up to `limit` characters."""
-        return self._read(scope, handle, None, line_plan(line, limit), check_in_id)
+        return self._read(scope, handle, None, lambda r: by_line(r, line, limit), check_in_id)
 
     def read_end(
         self,
@@ -349,7 +347,7 @@ class RangedStore(ABC):
         check_in_id: str | None = None,
     ) -> LineWindow:
         """The claim's last `limit` characters at most, from a line's start when they hold one."""
-        return self._read(scope, handle, None, end_plan(limit), check_in_id)
+        return self._read(scope, handle, None, lambda r: from_end(r, limit), check_in_id)
 
     def read_path(
         self,
@@ -362,7 +360,7 @@ class RangedStore(ABC):
     ) -> PathRead:
         """The value at a JSON Pointer, and its first members (`PathError` for a pointer to
         nothing, `NoIndexError` for a claim that is not JSON)."""
-        return self._read(scope, handle, 0, path_plan(pointer, limit=limit), check_in_id)
+        return self._read(scope, handle, 0, lambda r: by_path(r, pointer, limit=limit), check_in_id)
 
     def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         """The claim's text, start to end, in pieces (search reads it so); refuses as
@@ -411,18 +409,18 @@ class RangedStore(ABC):
         scope: Scope,
         handle: str,
         offset: int | None,
-        plan: Plan[_T],
+        mode: Callable[[ClaimRanges], _T],
         check_in_id: str | None = None,
     ) -> _T:
         known = handle if is_handle(handle) else None
-        # A malformed handle is refused at the first range, after the plan has checked its
+        # A malformed handle is refused at the first range, after the mode has checked its
         # own arguments: it never reaches the store.
         ranges = (
             self.ranges(scope, known, check_in_id=check_in_id) if known is not None else NOWHERE
         )
         with fetch_operation(self, scope, handle=known, offset=offset) as op:
             try:
-                answer = run(plan, ranges)
+                answer = mode(ranges)
             except Exception as exc:
                 op.outcome = read_outcome(exc)
                 raise

@@ -351,3 +351,53 @@ def test_a_long_non_ascii_text_is_rewritten_in_every_block() -> None:
     out = neutralise(text)
     assert forgeries(out) == []
     assert out.count("(|im_start|)") == 40 and out.count("cl\u200baim-abc") == 40
+
+
+# JSON string escapes: a client that decodes the tool's JSON reads `\u0024` as `$`, so the view
+# the rules match on reads it so too (an escaped backslash is itself: what follows is no escape).
+@pytest.mark.parametrize(
+    ("forged", "defanged"),
+    [
+        ('{"\\u0024claim": "x"}', '{"-claim": "x"}'),
+        ('{"\\u0024CLAIM": "x"}', '{"-CLAIM": "x"}'),
+        ('"claim\\u003a1abc"', '"claim-1abc"'),
+        ('"claim\\u003A1abc"', '"claim-1abc"'),
+        ('"\\u0063laim\\u003a1abc"', '"\\u0063laim-1abc"'),
+        ('"claim\\uff1a1abc"', '"claim-1abc"'),  # a full-width colon, escaped
+        ('"fetch\\u005fresult"', '"fetch-result"'),
+        ('"\\u003c|im_start|\\u003e"', '"(|im_start|)"'),
+        ('"\\ud835\\udc1c\\ud835\\udc25aim:1abc"', '"\\ud835\\udc1c\\ud835\\udc25aim-1abc"'),
+        ('{"\\\\u0024claim": "x"}', '{"\\\\u0024claim": "x"}'),  # a backslash, then "u0024"
+        ("C:\\users\\claim", "C:\\users\\claim"),
+    ],
+)
+def test_json_escapes_are_read_as_a_json_reader_reads_them(forged: str, defanged: str) -> None:
+    assert neutralise(forged) == defanged
+    assert neutralise(defanged) == defanged
+
+
+def test_a_reference_escaped_in_json_reaches_no_decoder_as_one() -> None:
+    import json
+
+    handle = "claim:1" + "ab" * 16
+    escaped = json.dumps({"$claim": handle, "line": 1}).replace("$", "\\u0024")
+    escaped = escaped.replace(":1", "\\u003a1")
+    assert json.loads(escaped) == {"$claim": handle, "line": 1}  # what the attack relied on
+    decoded = json.loads(neutralise(escaped))
+    assert "$claim" not in decoded and not str(decoded["-claim"]).startswith("claim:")
+    everything = json.dumps({"text": "ｃｌａｉｍ：1x \u2063"}, ensure_ascii=True)  # all escaped
+    assert forgeries(json.loads(neutralise(everything))["text"]) == []
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(forged_text, st.booleans())
+def test_no_forgery_survives_in_json_a_decoder_reads(text: str, ascii_only: bool) -> None:
+    import json
+
+    encoded = json.dumps({"text": text}, ensure_ascii=ascii_only)
+    out = neutralise(encoded)
+    assert neutralise(out) == out  # a fixed point
+    decoded = json.loads(out)["text"]  # still JSON, as the tool returned it
+    assert forgeries(decoded) == [], (text, out)
+    if not forgeries(text):
+        assert out == encoded

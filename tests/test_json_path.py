@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from s3claim import MemoryClaimCheckStore, Scope
-from s3claim._reading import Facts, IndexPart, TextPart, build_index, count_lines, run
+from s3claim._reading import Facts, IndexPart, TextPart, build_index, count_lines
 from s3claim._reading._index import TAIL_BYTES, head_of
 from s3claim._reading._json_index import LISTED, SMALL_BYTES, json_index, parse_head
 from s3claim._reading._json_path import (
     NoIndexError,
     PathError,
     PathRead,
+    by_path,
     parse_pointer,
-    path_plan,
 )
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError
 from s3claim.s3 import S3ClaimCheckStore
@@ -71,7 +71,7 @@ class Slices:
 
 
 def read_path(source: Slices, pointer: str, *, limit: int) -> PathRead:
-    return run(path_plan(pointer, limit=limit), _Ranges(source))
+    return by_path(_Ranges(source), pointer, limit=limit)
 
 
 class _Ranges:

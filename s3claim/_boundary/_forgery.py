@@ -8,7 +8,9 @@ characters (zero-width space and joiners, soft hyphen, word joiner, bidi control
 tags), other default-ignorable characters and combining marks are dropped. Case is ignored.
 Text with Unicode tag characters is also matched as a reader that decodes them would read it,
 each tag as the ASCII character it carries (`claim` spelled in tags, then `:` and a handle),
-and a delimiter found that way is rewritten to ASCII too.
+and a delimiter found that way is rewritten to ASCII too. A JSON string escape (`\\u0024`, a
+surrogate pair's two) is the character it stands for, as a client decoding the JSON reads it;
+a delimiter that was one is rewritten as its fold, rewritten.
 
 A match is rewritten where it stands, and only its delimiters are: `<` and `[` become `(`,
 `>` and `]` become `)`, the `:` of a handle and the `_` of a tool name become `-`. Every other
@@ -19,7 +21,8 @@ delimiters, so repeating it until nothing matches ends, and the result is a fixe
 Letters that merely look alike without being NFKC-equivalent (Cyrillic `а`, dotless `ı`) are
 not folded: a handle made of them is not one any store accepts.
 
-Cost: ASCII text is its own view, and is matched as it is. Other text is cut into blocks at
+Cost: ASCII text without `\\uXXXX` is its own view, and is matched as it is (with one,
+its escapes are decoded in C before the prefilter below). Other text is cut into blocks at
 spaces, newlines and commas (no rule matches across one); a block is folded character by
 character only when its NFKD form, matched with ignorable characters allowed between letters
 (a superset of what the folded view can match), might hold a match. Honest text pays a
@@ -39,9 +42,15 @@ __all__ = ["RULES", "Rule", "fold", "folded_view", "neutralise"]
 
 _IGNORABLE = r"\p{Cf}\p{M}\p{DI}"  # format characters, marks, other default-ignorables
 _DROP = regex.compile(f"[{_IGNORABLE}]+")
-_FOLDING = regex.compile(rf"(?V1)[[^\x00-\x7F]&&[{_IGNORABLE}\p{{NFKC_QC=N}}]]+")
-"""Runs of characters whose fold may not be themselves: ignorables, and what NFKC changes
-(NFKC_QC=No, stable across Unicode versions). ASCII is excluded first, which is cheap."""
+_ESCAPE = r"\\(?:\\|u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))"
+"""A JSON string escape, as a reader that decodes the JSON reads it: `\\uXXXX` (a surrogate
+pair as the one character it encodes); an escaped backslash is itself, so what follows it is
+no escape."""
+_ESCAPES = regex.compile(_ESCAPE)
+_FOLDING = regex.compile(rf"(?V1){_ESCAPE}|[[^\x00-\x7F]&&[{_IGNORABLE}\p{{NFKC_QC=N}}]]+")
+"""JSON escapes, and runs of characters whose fold may not be themselves: ignorables, and
+what NFKC changes (NFKC_QC=No, stable across Unicode versions). ASCII is excluded first,
+which is cheap."""
 _NAME = r"[^\s<>|,]+"  # a token's name: no space, comma or delimiter, any length
 
 
@@ -228,14 +237,47 @@ class _Folds(dict[str, str]):
 _FOLDS = _Folds()
 
 
+def _decoded(m: regex.Match[str]) -> str | None:
+    """The character a JSON escape stands for; None for an escaped backslash."""
+    high, low, single = m.groups()
+    if single is not None:
+        return chr(int(single, 16))
+    if high is None:
+        return None
+    return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+
+
+_MAYBE_ESCAPE = regex.compile(r"\\u[0-9a-fA-F]{4}")
+"""What may be a `\\uXXXX` escape (or an escaped backslash before `uXXXX`: the view knows)."""
+
+
+def _plain(text: str) -> bool:
+    """Whether `text` is its own view: ASCII with no JSON escape in it."""
+    return text.isascii() and ("\\u" not in text or _MAYBE_ESCAPE.search(text) is None)
+
+
+def _unescaped(text: str) -> str:
+    """`text` with its JSON escapes decoded (escaped backslashes left as they are)."""
+    if "\\u" not in text:
+        return text
+    if text.isascii() and "\\U" not in text:  # the codec's escapes are JSON's, `\\U` aside
+        try:  # in C: a `\\u` after an odd number of backslashes is an escape, as in JSON
+            decoded = text.encode("ascii").decode("raw_unicode_escape")
+        except UnicodeDecodeError:  # a `\\u` without four hex digits: JSON's are read below
+            pass
+        else:  # a surrogate pair is the one character it encodes
+            return decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _ESCAPES.sub(lambda m: m.group() if (c := _decoded(m)) is None else c, text)
+
+
 def folded_view(text: str) -> str:
     """The text as the rules see it."""
-    return text if text.isascii() else "".join(map(_FOLDS.__getitem__, text))
+    return text if _plain(text) else "".join(map(_FOLDS.__getitem__, _unescaped(text)))
 
 
 def neutralise(text: str) -> str:
     """Defang text that imitates s3claim's structure or a chat template's control tokens."""
-    if text.isascii():
+    if _plain(text):
         return _settle_ascii(text)
     safe = _rewritten(text)
     while _TAG.search(safe):  # each round removes a delimiter, so it ends
@@ -255,9 +297,9 @@ def _rewritten(text: str) -> str:
     pieces, last = [], 0  # only rewritten blocks are copied: most text is left as it is
     for start, end in _blocks(text):
         block = text[start:end]
-        if block.isascii():
+        if _plain(block):
             settled = _settle_ascii(block)
-        elif _MAYBE.search(unicodedata.normalize("NFKD", block)) is None:
+        elif _MAYBE.search(unicodedata.normalize("NFKD", _unescaped(block))) is None:
             continue
         else:
             settled = _settle_folded(block)
@@ -328,16 +370,22 @@ def _settle_ascii(text: str) -> str:
 def _settle_folded(block: str) -> str:
     """Rewrite on the folded view; each edit goes back to the character whose fold holds
     it, and that character is replaced by its fold, rewritten."""
-    # The view is the block with each run of characters that fold to something else folded:
-    # runs[k] = (start, end, folded), and view_at[k] is where run k's fold starts in the view.
-    runs: list[tuple[int, int, str]] = []
+    # The view is the block with each run of characters that fold to something else folded,
+    # and each JSON escape replaced by its character's fold: runs[k] = (start, end, folded,
+    # whole), whole for an escape (its characters are one), and view_at[k] is where run k's
+    # fold starts in the view.
+    runs: list[tuple[int, int, str, bool]] = []
     view_at: list[int] = []
     pieces, last, shift = [], 0, 0
     for m in _FOLDING.finditer(block):
         start, end = m.span()
-        folded = _FOLDS[m.group()]
+        escape = m.group().startswith("\\")
+        char = _decoded(m) if escape else m.group()
+        if char is None:
+            continue  # an escaped backslash: itself
+        folded = _FOLDS[char]
         pieces += [block[last:start], folded]
-        runs.append((start, end, folded))
+        runs.append((start, end, folded, escape))
         view_at.append(start + shift)
         shift += len(folded) - (end - start)
         last = end
@@ -354,7 +402,13 @@ def _settle_folded(block: str) -> str:
             )
             continue
         offset = at - view_at[k]
-        for index in range(runs[k][0], runs[k][1]):  # the character whose fold holds `at`
+        first, stop, folded, whole = runs[k]
+        if whole:  # an escape is rewritten as the fold of its character, rewritten
+            held = rewritten.get(first, folded)
+            rewritten[first] = held[:offset] + replacement + held[offset + 1 :]
+            rewritten.update(dict.fromkeys(range(first + 1, stop), ""))
+            continue
+        for index in range(first, stop):  # the character whose fold holds `at`
             folded = rewritten.get(index, _FOLDS[block[index]])
             if offset < len(folded):
                 rewritten[index] = folded[:offset] + replacement + folded[offset + 1 :]

@@ -1,8 +1,8 @@
 """The reading engine: every way to read a claim, written once, above every store.
 
 A store serves one claim as ranges of its text and of its index (`_ranges.ClaimRanges`),
-built at check-in by `_index.build_index`; the modes are plans over those ranges (`_plans`,
-`_json_path`), driven by `run`. Search (`_search`, `_matching`) reads a claim's text
+built at check-in by `_index.build_index`; the modes are functions of those ranges
+(`_plans`, `_json_path`). Search (`_search`, `_matching`) reads a claim's text
 as a stream, and the head and tail of a preview (`_head`) are cut here too, as are the
 lines it picks and the JSON root it lists (`_previews`). Only the
 top-level modules of s3claim import this package: `s3claim.store` offers it to stores.
@@ -11,7 +11,7 @@ top-level modules of s3claim import this package: `s3claim.store` offers it to s
 from ._address import MAX_DIGITS, Address, AddressError, Read, Way
 from ._head import extract_head, extract_tail
 from ._index import build_index
-from ._json_path import NoIndexError, PathError, PathRead, escape, path_plan
+from ._json_path import NoIndexError, PathError, PathRead, by_path, escape
 from ._lines import LineWindow, NoLineIndexError, at_most_lines, count_lines
 from ._matching import (
     MAX_CONCURRENT_SEARCHES,
@@ -20,9 +20,9 @@ from ._matching import (
     SearchBusyError,
     search_slot,
 )
-from ._plans import DEFAULT_FETCH_CHARS, Window, end_plan, line_plan, window_plan
+from ._plans import DEFAULT_FETCH_CHARS, Window, by_line, by_offset, from_end
 from ._previews import LINE_CHARS, Pick, Picks, compile_pick_pattern, pick_lines, read_root
-from ._ranges import ClaimRanges, Facts, IndexPart, Plan, TextPart, run
+from ._ranges import ClaimRanges, Facts, IndexPart, TextPart
 from ._search import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
@@ -58,7 +58,6 @@ __all__ = [
     "PatternTooCostlyError",
     "Pick",
     "Picks",
-    "Plan",
     "Read",
     "SearchBusyError",
     "SearchResult",
@@ -67,19 +66,18 @@ __all__ = [
     "Window",
     "at_most_lines",
     "build_index",
+    "by_line",
+    "by_offset",
+    "by_path",
     "compile_pattern",
     "compile_pick_pattern",
     "count_lines",
-    "end_plan",
     "escape",
     "extract_head",
     "extract_tail",
-    "line_plan",
-    "path_plan",
+    "from_end",
     "pick_lines",
     "read_root",
-    "run",
     "search_slot",
     "search_text",
-    "window_plan",
 ]

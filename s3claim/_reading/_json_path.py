@@ -1,6 +1,6 @@
-"""Reading a JSON claim by JSON Pointer (RFC 6901): a plan over the claim's ranges.
+"""Reading a JSON claim by JSON Pointer (RFC 6901), over the claim's ranges.
 
-`path_plan(pointer, limit=...)` asks a store for ranges of the claim's index and of its
+`by_path(ranges, pointer, limit=...)` asks a store for ranges of the claim's index and of its
 characters (`s3claim._reading._ranges`), so every store gives the same answer for the same
 claim, and costs at most three reads (see `_json_index` for the layout):
 
@@ -39,16 +39,16 @@ from ._json_index import (
     parse_head,
     pointer_fingerprints,
 )
-from ._ranges import Plan, index_range, index_tail, text_range
+from ._ranges import ClaimRanges
 
 __all__ = [
     "Member",
     "NoIndexError",
     "PathError",
     "PathRead",
+    "by_path",
     "escape",
     "parse_pointer",
-    "path_plan",
 ]
 
 _INDEX = re.compile(r"0|[1-9][0-9]{0,17}")
@@ -144,10 +144,10 @@ def _damaged(what: str) -> ClaimStoreError:
     return ClaimStoreError(f"read by path: {what}", reason="damaged")
 
 
-def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
+def by_path(ranges: ClaimRanges, pointer: str, *, limit: int) -> PathRead:
     """The value at `pointer`; see the module docstring for the reads it costs."""
     tokens = parse_pointer(pointer)  # before any read: a malformed pointer costs none
-    tail = yield from index_tail(TAIL_BYTES)
+    tail = ranges.index_tail(TAIL_BYTES)
     if tail.data is None:
         raise NoIndexError
     try:
@@ -162,12 +162,12 @@ def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
     prints = pointer_fingerprints(tokens)
     depth = max((d for d, fp in enumerate(prints) if fp in head.nodes), default=-1)
     if depth == len(tokens):
-        return (yield from _node_answer(head, tokens, head.nodes[prints[depth]], limit))
+        return _node_answer(ranges, head, tokens, head.nodes[prints[depth]], limit)
     if depth < 0:
         start, end = head.root
     else:
-        start, end = yield from _member_span(head.nodes[prints[depth]], tokens, depth)
-    text = (yield from text_range(start, end)).text
+        start, end = _member_span(ranges, head.nodes[prints[depth]], tokens, depth)
+    text = ranges.text(start, end).text
     if len(text) != end - start:
         raise _damaged("a span of the index lies past the claim's end")
     found_at, found_end, members, count = _within(text, tokens, depth + 1, start)
@@ -183,10 +183,12 @@ def path_plan(pointer: str, *, limit: int) -> Plan[PathRead]:
     )
 
 
-def _node_answer(head: Head, tokens: Sequence[str], node: Node, limit: int) -> Plan[PathRead]:
+def _node_answer(
+    ranges: ClaimRanges, head: Head, tokens: Sequence[str], node: Node, limit: int
+) -> PathRead:
     rows = []
     if node.listing_bytes:
-        listing = yield from index_range(node.block, node.table)
+        listing = ranges.index(node.block, node.table)
         try:
             rows = json.loads(listing.data or b"")
         except ValueError:
@@ -195,14 +197,16 @@ def _node_answer(head: Head, tokens: Sequence[str], node: Node, limit: int) -> P
         _member(key, n, start, end, kind_of(first))
         for n, (key, start, end, first) in enumerate(rows)
     )
-    text = (yield from text_range(node.start, min(node.end, node.start + limit))).text
+    text = ranges.text(node.start, min(node.end, node.start + limit)).text
     kind = "object" if node.is_object else "array"
     return PathRead(
         _join(tokens), kind, node.start, node.end, head.total_chars, text, members, node.count
     )
 
 
-def _member_span(node: Node, tokens: Sequence[str], depth: int) -> Plan[tuple[int, int]]:
+def _member_span(
+    ranges: ClaimRanges, node: Node, tokens: Sequence[str], depth: int
+) -> tuple[int, int]:
     """The span of the member that `tokens[depth]` names in a node: one read of its table."""
     token = tokens[depth]
     where = _join(tokens[:depth]) or "the document"
@@ -210,14 +214,14 @@ def _member_span(node: Node, tokens: Sequence[str], depth: int) -> Plan[tuple[in
         if _INDEX.fullmatch(token) is None or int(token) >= node.count:
             raise PathError("no_such_path", _no_element(where, token, node.count))
         at = node.table + 8 * int(token)
-        entry = (yield from index_range(at, at + 8)).data or b""
+        entry = ranges.index(at, at + 8).data or b""
         if len(entry) != 8:
             raise _damaged("an array's table ends early")
         start, length = entry_of(_Q.unpack(entry)[0])
         return start, start + length
     fp = key_fingerprint(token)
     home = node.table + 16 * (fp % node.slots)
-    window = (yield from index_range(home, home + 16 * PROBE)).data or b""
+    window = ranges.index(home, home + 16 * PROBE).data or b""
     for at in range(0, len(window) - 15, 16):
         slot_fp, raw = struct.unpack_from("<QQ", window, at)
         if slot_fp == fp:

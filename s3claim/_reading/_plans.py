@@ -1,14 +1,14 @@
-"""The reading modes by offset, by line and from the end, each a plan over a claim's ranges
-(`_ranges`), and the arguments they take (checked before any request).
+"""The reading modes by offset, by line and from the end, each a function of a claim's
+ranges (`_ranges`), and the arguments they take (checked before any request).
 
 Requests per read, in ranges (each store's cost per range is its own; the S3 store's is one
 ranged GET, `s3claim/s3`):
 
-- `window_plan`: one text range.
-- `line_plan`: line 1 is one text range; any other line is two: the index range holding the
+- `by_offset`: one text range.
+- `by_line`: line 1 is one text range; any other line is two: the index range holding the
   line's start, then the text from there. A line past the last is answered by the first.
-- `end_plan`: one range from the text's end.
-- `path_plan` (`_json_path`): at most three.
+- `from_end`: one range from the text's end.
+- `by_path` (`_json_path`): at most three.
 
 A window read by line is cut after its last break, so it holds whole lines; a line longer
 than the window is returned from its start, and the reader goes on by offset. A window read
@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from s3claim.errors import ClaimStoreError
 
 from ._lines import ENTRY_BYTES, LineWindow, NoLineIndexError, count_lines
-from ._ranges import Plan, index_range, text_range, text_tail
+from ._ranges import ClaimRanges
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
     "Window",
+    "by_line",
+    "by_offset",
     "check_line",
     "check_window",
-    "end_plan",
-    "line_plan",
-    "window_plan",
+    "from_end",
 ]
 
 DEFAULT_FETCH_CHARS = 4096
@@ -83,23 +83,23 @@ def check_line(line: int, limit: int) -> None:
     check_window(0, limit)
 
 
-def window_plan(offset: int, limit: int) -> Plan[Window]:
+def by_offset(ranges: ClaimRanges, offset: int, limit: int) -> Window:
     """content[offset:offset + limit]; at or past the end, empty at `offset`."""
     check_window(offset, limit)
-    part = yield from text_range(offset, offset + limit)
+    part = ranges.text(offset, offset + limit)
     facts = part.facts
     return Window.of(
         part.text, offset=part.offset, total_chars=facts.chars, total_lines=facts.lines
     )
 
 
-def line_plan(line: int, limit: int) -> Plan[LineWindow]:
+def by_line(ranges: ClaimRanges, line: int, limit: int) -> LineWindow:
     """Whole lines from the start of `line` (from 1), up to `limit` characters; a line longer
     than that from its start. Past the last line: empty, at the end."""
     check_line(line, limit)
     start = 0
     if line > 1:
-        entry = yield from index_range(ENTRY_BYTES * (line - 2), ENTRY_BYTES * (line - 1))
+        entry = ranges.index(ENTRY_BYTES * (line - 2), ENTRY_BYTES * (line - 1))
         facts = entry.facts
         if line > facts.lines:
             return LineWindow("", facts.chars, facts.chars, facts.lines, None)
@@ -110,7 +110,7 @@ def line_plan(line: int, limit: int) -> Plan[LineWindow]:
         (start,) = _ENTRY.unpack(entry.data)
         if not 0 < start < facts.chars:
             raise ClaimStoreError("read by line: a line starts past the claim", reason="damaged")
-    part = yield from text_range(start, start + limit)
+    part = ranges.text(start, start + limit)
     text, facts, whole = part.text, part.facts, True
     if not text:
         return LineWindow("", facts.chars, facts.chars, facts.lines, None)
@@ -123,11 +123,11 @@ def line_plan(line: int, limit: int) -> Plan[LineWindow]:
     return LineWindow(text, part.offset, facts.chars, facts.lines, line, whole)
 
 
-def end_plan(limit: int) -> Plan[LineWindow]:
+def from_end(ranges: ClaimRanges, limit: int) -> LineWindow:
     """The last `limit` characters at most, from a line's start when they hold one."""
     check_window(0, limit)
     # One character more than the window: whether it starts a line is the one before it.
-    part = yield from text_tail(limit + 1)
+    part = ranges.tail(limit + 1)
     text, offset, facts = part.text, part.offset, part.facts
     if len(text) > limit:
         before, text, offset = text[0], text[1:], offset + 1

@@ -37,15 +37,10 @@ import regex
 
 from ._head import extract_head, extract_tail
 from ._index import build_index
-from ._json_path import NoIndexError, PathRead, path_plan
+from ._json_path import NoIndexError, PathRead, by_path
 from ._matching import CpuBudget, PatternTooCostlyError, compile_regex, is_literal, matches
-from ._ranges import Facts, IndexPart, TextPart, run
-from ._search import (
-    MAX_PATTERN_CHARS,
-    PROBED_SECONDS_PER_CHAR,
-    REGEX_SECONDS,
-    SNIPPET_CHARS,
-)
+from ._ranges import Facts, IndexPart, TextPart
+from ._search import MAX_PATTERN_CHARS, PROBED_SECONDS_PER_CHAR, REGEX_SECONDS, SNIPPET_CHARS
 
 __all__ = ["LINE_CHARS", "Pick", "Picks", "compile_pick_pattern", "pick_lines", "read_root"]
 
@@ -200,6 +195,6 @@ def read_root(text: str) -> PathRead | None:
     if first not in ("{", "["):  # the index would say so too, after a pass over the text
         return None
     try:
-        return run(path_plan("", limit=0), _InMemory(text, build_index(text)))
+        return by_path(_InMemory(text, build_index(text)), "", limit=0)
     except NoIndexError:
         return None

@@ -22,7 +22,7 @@ from s3claim.s3._journal import S3RunJournal
 from s3claim.s3._retry import RetryPolicy
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.s3.settings import S3ClaimSettings
-from s3claim.store import ClaimInfo  # listed by every `ListableStore`; kept here for `ls`
+from s3claim.store import ClaimInfo  # what `claims` lists; kept here for `ls`
 
 __all__ = [
     "Bucket",

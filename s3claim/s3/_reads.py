@@ -1,24 +1,22 @@
 """A claim on S3 as the reading engine's ranges.
 
-Each range is a small plan of S3 calls (`Get` with a `Range` header, `Head`) that `perform`
-sends through the bucket's client (`sender`) and answers here, so the byte ranges, every
-check on the answers and the format are decided apart from the sending; and a whole claim
-streamed for `scan` (`pieces`), in bounded memory.
-
 A range of the text or the index is one ranged GetObject of the sealed blocks holding it; the
 end of either, one suffix range (`bytes=-n`). The exceptions, each one request more: a range
 at or past the end, or on an empty object, gets S3's 416, which carries no metadata (a
 HeadObject says whether the object still stands); a server that answers a suffix range from
 the start (s3rver) gets a second GET of the bytes by name; a claim with no index costs a
-HeadObject of the claim to tell "not indexed" from "not there".
+HeadObject of the claim to tell "not indexed" from "not there". A whole claim is streamed for
+`scan` (`pieces`), in bounded memory. Every request goes through the bucket's client under
+its retry policy; an expected refusal (missing, out of range) is `Refused`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError
 
@@ -33,56 +31,27 @@ from s3claim.store import IndexPart, TextPart
 
 if TYPE_CHECKING:
     from botocore.response import StreamingBody
+    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = [
-    "SCAN_BYTES",
-    "ClaimOps",
-    "Get",
-    "Head",
-    "Reply",
-    "Sealed",
-    "head",
-    "perform",
-    "pieces",
-    "present",
-    "sender",
-]
+__all__ = ["Ranges", "Sealed", "head"]
 
-_T = TypeVar("_T")
 _GET_EXPECTS = MISSING | {"InvalidRange"}
 
 
 @dataclass(frozen=True, slots=True)
-class Get:
-    """GetObject of `key`, of `range` (a `Range` header) or whole."""
+class _Reply:
+    """A GetObject's answer, its body read."""
 
-    key: str
-    range: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    key: str
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
     meta: Mapping[str, str]
-    content_range: str | None = None
-    data: bytes = b""
-
-    @staticmethod
-    def has_body(content_range: str | None) -> bool:
-        """False for an empty object: S3 answers a range on one with 416, but s3rver with a
-        206 promising a byte it never sends. The metadata is in that answer either way."""
-        answered = _format.content_range(content_range)
-        return answered is None or answered[2] > 0
+    content_range: str | None
+    data: bytes
 
 
-Call = Get | Head
-Op = Generator[Call, Reply, _T]
-"""S3 calls one at a time; an expected refusal (missing, out of range) is thrown into it
-as `Refused`."""
+def _has_body(content_range: str | None) -> bool:
+    """False for an empty object: S3 answers a range on one with 416, but s3rver with a
+    206 promising a byte it never sends. The metadata is in that answer either way."""
+    answered = _format.content_range(content_range)
+    return answered is None or answered[2] > 0
 
 
 def _damaged(what: str) -> ClaimStoreError:
@@ -124,32 +93,60 @@ class Sealed:
         return self.layout.seal(meta.blocks_key or self.key)
 
 
-def head(obj: Sealed) -> Op[ObjectMeta]:
-    reply = yield Head(obj.key)
-    return obj.checked(reply.meta, operation="HeadObject")
-
-
-def present(op: Op[_T]) -> Op[_T]:
-    """`op`, a missing claim refused as unavailable."""
+@contextmanager
+def _present() -> Iterator[None]:
+    """A missing claim refused as unavailable."""
     try:
-        return (yield from op)
+        yield
     except Refused:
         raise ClaimUnavailableError from None
 
 
-def read_range(obj: Sealed, first: int, end: int) -> Op[tuple[ObjectMeta, bytes]]:
+def _head(bucket: Bucket, obj: Sealed) -> ObjectMeta:
+    found = bucket.request(
+        "HeadObject", partial(bucket.client.head_object, Bucket=bucket.name, Key=obj.key),
+        expect=MISSING,
+    )  # fmt: skip
+    return obj.checked(found["Metadata"], operation="HeadObject")
+
+
+def head(bucket: Bucket, obj: Sealed) -> ObjectMeta:
+    """The object's metadata from one HeadObject, checked as a read checks it (a missing
+    object is unavailable)."""
+    with _present():
+        return _head(bucket, obj)
+
+
+def _get(bucket: Bucket, key: str, range: str) -> _Reply:
+    """One ranged GetObject, its body read inside the retry, so a cut stream is retried, and
+    through StreamingBody itself: its `with` block yields the raw urllib3 stream, whose read()
+    skips the length and checksum checks and raises urllib3's own errors, not botocore's."""
+
+    def get() -> _Reply:
+        response = bucket.client.get_object(Bucket=bucket.name, Key=key, Range=range)
+        body, content_range = response["Body"], response.get("ContentRange")
+        try:
+            data = body.read() if _has_body(content_range) else b""
+        finally:
+            body.close()
+        return _Reply(response["Metadata"], content_range, data)
+
+    return bucket.request("GetObject", get, expect=_GET_EXPECTS)
+
+
+def _read_range(bucket: Bucket, obj: Sealed, first: int, end: int) -> tuple[ObjectMeta, bytes]:
     """Content bytes [first, end) of the object (fewer at its end, none past it)."""
     end = min(end, _format.MAX_OBJECT_BYTES)
     if first >= end:  # past what any object holds: a Range S3 need not parse as meant
-        return (yield from head(obj)), b""
+        return _head(bucket, obj), b""
     block, low, high = block_span(first, end)
     high = min(high, _format.MAX_OBJECT_BYTES - 1)  # a huge end rounds up past any object
     try:
-        reply = yield Get(obj.key, f"bytes={low}-{high}")
+        reply = _get(bucket, obj.key, f"bytes={low}-{high}")
     except Refused as refused:
         if refused.code != "InvalidRange":
             raise
-        meta = yield from head(obj)  # at or past the end: the 416 carried no metadata
+        meta = _head(bucket, obj)  # at or past the end: the 416 carried no metadata
         if first < meta.size:
             raise _damaged("range refused inside the object's size") from None
         return meta, b""
@@ -171,16 +168,16 @@ def read_range(obj: Sealed, first: int, end: int) -> Op[tuple[ObjectMeta, bytes]
     return meta, part
 
 
-def read_suffix(obj: Sealed, size: int) -> Op[tuple[ObjectMeta, int, bytes]]:
+def _read_suffix(bucket: Bucket, obj: Sealed, size: int) -> tuple[ObjectMeta, int, bytes]:
     """The last `size` content bytes (all, when fewer), and the byte they start at: one
     suffix range wide enough that the whole blocks in it hold them."""
     suffix = (-(-size // BLOCK_BYTES) + 2) * UNIT_BYTES
     try:
-        reply = yield Get(obj.key, f"bytes=-{suffix}")
+        reply = _get(bucket, obj.key, f"bytes=-{suffix}")
     except Refused as refused:
         if refused.code != "InvalidRange":
             raise
-        meta = yield from head(obj)  # an empty object: S3 answers any range on it with 416
+        meta = _head(bucket, obj)  # an empty object: S3 answers any range on it with 416
         if meta.size:
             raise _damaged("range refused inside the object's size") from None
         return meta, 0, b""
@@ -188,7 +185,7 @@ def read_suffix(obj: Sealed, size: int) -> Op[tuple[ObjectMeta, int, bytes]]:
     if answered is not None and answered[2] and answered[1] + 1 < answered[2]:
         # The bytes stop short of the end: a server that reads `bytes=-n` as `bytes=0-n`.
         total = answered[2]
-        reply = yield Get(obj.key, f"bytes={max(0, total - suffix)}-{total - 1}")
+        reply = _get(bucket, obj.key, f"bytes={max(0, total - suffix)}-{total - 1}")
         answered = _format.content_range(reply.content_range)
     meta = obj.checked(reply.meta, operation="GetObject")
     stored = sealed_size(meta.size)
@@ -206,94 +203,80 @@ def read_suffix(obj: Sealed, size: int) -> Op[tuple[ObjectMeta, int, bytes]]:
     return meta, at, content[at - start :]
 
 
-class ClaimOps:
-    """The engine's ranges of one claim (`s3claim.store.ClaimRanges`), each a plan of calls."""
+class Ranges:
+    """One claim of an S3 store as the engine reads it (`s3claim.store.ClaimRanges`): each
+    range a few requests, sent on the bucket's client."""
 
-    __slots__ = ("_claim", "_index", "_width")
+    __slots__ = ("_bucket", "_claim", "_index", "_width")
 
-    def __init__(self, claim: Sealed, index: Sealed, width: int) -> None:
-        self._claim, self._index, self._width = claim, index, width
+    def __init__(self, bucket: Bucket, claim: Sealed, index: Sealed) -> None:
+        self._bucket, self._claim, self._index = bucket, claim, index
+        self._width = claim.width or 1
 
-    def text(self, start: int, end: int) -> Op[TextPart]:
+    def text(self, start: int, end: int) -> TextPart:
         width = self._width
-        meta, data = yield from present(read_range(self._claim, width * start, width * end))
+        with _present():
+            meta, data = _read_range(self._bucket, self._claim, width * start, width * end)
         return TextPart(_format.decode(data, width, operation="GetObject"), start, meta.facts)
 
-    def tail(self, chars: int) -> Op[TextPart]:
+    def tail(self, chars: int) -> TextPart:
         width = self._width
-        meta, at, data = yield from present(read_suffix(self._claim, width * chars))
-        text = _format.decode(data, width, operation="GetObject")
-        return TextPart(text, at // width, meta.facts)
+        with _present():
+            meta, at, data = _read_suffix(self._bucket, self._claim, width * chars)
+        return TextPart(_format.decode(data, width, operation="GetObject"), at // width, meta.facts)
 
-    def index(self, start: int, end: int) -> Op[IndexPart]:
+    def index(self, start: int, end: int) -> IndexPart:
         if start >= _format.MAX_OBJECT_BYTES:  # past any index: the claim's length answers
-            meta = yield from present(head(self._claim))
+            meta = head(self._bucket, self._claim)
             return IndexPart(b"" if meta.index_size else None, meta.facts)
         try:
-            meta, data = yield from read_range(self._index, start, end)
+            meta, data = _read_range(self._bucket, self._index, start, end)
         except Refused:
-            return (yield from self._unindexed())
+            return self._unindexed()
         return IndexPart(data, meta.facts)
 
-    def index_tail(self, size: int) -> Op[IndexPart]:
+    def index_tail(self, size: int) -> IndexPart:
         try:
-            meta, _, data = yield from read_suffix(self._index, size)
+            meta, _, data = _read_suffix(self._bucket, self._index, size)
         except Refused:
-            return (yield from self._unindexed())
+            return self._unindexed()
         return IndexPart(data, meta.facts)
 
-    def _unindexed(self) -> Op[IndexPart]:
+    def _unindexed(self) -> IndexPart:
         """No index object: a claim written without one, or no claim at all (one HEAD)."""
-        meta = yield from present(head(self._claim))
+        meta = head(self._bucket, self._claim)
         if meta.index_size:
             raise ClaimStoreError("GetObject: the claim's index is missing", reason="damaged")
         return IndexPart(None, meta.facts)
 
+    def stream(self) -> Iterator[str]:
+        """The claim's text in pieces from one streaming GET (`pieces`). The GET and every
+        check on its metadata happen here, so an unavailable claim raises at the call."""
+        claim = self._claim
+        response = self._open(first_byte=0)
+        try:
+            meta = claim.checked(response["Metadata"], operation="GetObject")
+        except BaseException:
+            response["Body"].close()
+            raise
+        return pieces(
+            response["Body"],
+            width=self._width,
+            seal=claim.blocks_seal(meta),
+            content_bytes=meta.size,
+            reopen=lambda first_byte: self._open(first_byte=first_byte)["Body"],
+            attempts=self._bucket.retry.attempts,
+        )
 
-def perform(op: Op[_T], send: Callable[[Call], Reply]) -> _T:
-    """Run `op`, each call sent by `send` (which raises `Refused` for an expected refusal)."""
-    try:
-        call = next(op)
-        while True:
-            try:
-                reply = send(call)
-            except Refused as refused:
-                call = op.throw(refused)
-            else:
-                call = op.send(reply)
-    except StopIteration as done:
-        return cast(_T, done.value)
-    finally:
-        op.close()
-
-
-def sender(bucket: Bucket) -> Callable[[Call], Reply]:
-    """How the bucket's client sends a call, under the retry policy."""
-
-    def send(call: Call) -> Reply:
-        client, name = bucket.client, bucket.name
-        if isinstance(call, Head):
-            found = bucket.request(
-                "HeadObject", partial(client.head_object, Bucket=name, Key=call.key), expect=MISSING
+    def _open(self, *, first_byte: int) -> GetObjectOutputTypeDef:
+        bucket, key = self._bucket, self._claim.key
+        ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
+        with _present():
+            return bucket.request(
+                "GetObject",
+                lambda: bucket.client.get_object(Bucket=bucket.name, Key=key, **ranged),  # type: ignore[arg-type]
+                expect=MISSING,
             )
-            return Reply(found["Metadata"])
-        ranged = {"Range": call.range} if call.range else {}
-
-        def get() -> Reply:
-            response = client.get_object(Bucket=name, Key=call.key, **ranged)  # type: ignore[arg-type]
-            # Read inside the retry, so a cut stream is retried, and through StreamingBody
-            # itself: its `with` block yields the raw urllib3 stream, whose read() skips the
-            # length and checksum checks and raises urllib3's own errors, not botocore's.
-            body, content_range = response["Body"], response.get("ContentRange")
-            try:
-                data = body.read() if Reply.has_body(content_range) else b""
-            finally:
-                body.close()
-            return Reply(response["Metadata"], content_range, data)
-
-        return bucket.request("GetObject", get, expect=_GET_EXPECTS)
-
-    return send
 
 
 # -- a whole claim, streamed (what `scan` reads) --------------------------------------------

@@ -48,7 +48,7 @@ from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
 from s3claim.s3._layout import HAND_OFF_SUFFIX, Layout
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._reads import ClaimOps, Sealed, head, perform, pieces, present, sender
+from s3claim.s3._reads import Ranges, Sealed, head
 from s3claim.s3._retry import RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
@@ -56,9 +56,7 @@ from s3claim.store import (
     CheckIn,
     ClaimInfo,
     Facts,
-    IndexPart,
     RangedStore,
-    TextPart,
     build_index,
     check_ttl,
     count_lines,
@@ -69,7 +67,6 @@ from s3claim.telemetry import traced_forget
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
 __all__ = ["S3ClaimCheckStore"]
 
@@ -207,10 +204,10 @@ class S3ClaimCheckStore(RangedStore):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> _Ranges:
+    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Ranges:
         layout = self._bucket.layout
         objects = claim_objects(layout, scope, handle, self._clock, check_in_id=check_in_id)
-        return _Ranges(self._bucket, *objects)
+        return Ranges(self._bucket, *objects)
 
     def checked_in(self, scope: Scope, handle: str) -> CheckIn:
         """Until when the claim reads (epoch seconds) and which check-in it is: one
@@ -219,7 +216,7 @@ class S3ClaimCheckStore(RangedStore):
         if not is_handle(handle):
             raise ClaimUnavailableError
         claim, _ = claim_objects(self._bucket.layout, scope, handle, self._clock)
-        meta = perform(present(head(claim)), sender(self._bucket))
+        meta = head(self._bucket, claim)
         return CheckIn(meta.expires_at, meta.check_in_id)
 
     @property
@@ -259,7 +256,7 @@ class S3ClaimCheckStore(RangedStore):
     # -- hand-off --------------------------------------------------------------------------
 
     def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:
-        """The claim, readable in the run `to` for `ttl_seconds` (`HandOffStore`).
+        """The claim, readable in the run `to` for `ttl_seconds` (`RangedStore.hand_off`).
 
         One HeadObject checks the claim as a read would; one server-side CopyObject of each
         of its objects puts it under `to`'s run prefix with new sealed metadata (`to`'s run,
@@ -278,7 +275,7 @@ class S3ClaimCheckStore(RangedStore):
             raise ClaimUnavailableError
         bucket, layout = self._bucket, self._bucket.layout
         claim, _ = claim_objects(layout, scope, handle, self._clock)
-        meta = perform(present(head(claim)), sender(bucket))
+        meta = head(bucket, claim)
         child = bucket.key.handed_off(handle, to)
         days = day_class(ttl_seconds, bucket.classes)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)
@@ -373,11 +370,11 @@ class S3ClaimCheckStore(RangedStore):
         """
         return self.erase(tenant=tenant, run=run, progress=progress).claims
 
-    # -- listing (`ListableStore`; not part of the store protocol) -------------------------
+    # -- listing (`RangedStore.claims`; not part of the store protocol) ---------------------
 
     def claims(self, *, tenant: str, run: str | None = None) -> Iterator[ClaimInfo]:
         """Every claim of a tenant (or one run) in key order, expired ones included until
-        lifecycle collects them (`ListableStore`).
+        lifecycle collects them.
 
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
         (tool content) is ever read. Objects under the prefix that are not claims are skipped;
@@ -559,57 +556,3 @@ def claim_objects(
         Sealed(layout.object_key(scope, handle), run_tag, width, layout, clock.now, check_in_id),
         Sealed(layout.index_key(scope, handle), run_tag, None, layout, clock.now, check_in_id),
     )
-
-
-class _Ranges:
-    """One claim of an S3 store as the engine reads it (`ClaimRanges`): each range a few
-    requests (`_reads`), sent on the bucket's client."""
-
-    __slots__ = ("_bucket", "_claim", "_ops", "_send")
-
-    def __init__(self, bucket: Bucket, claim: Sealed, index: Sealed) -> None:
-        self._bucket, self._claim = bucket, claim
-        self._ops, self._send = ClaimOps(claim, index, claim.width or 1), sender(bucket)
-
-    def text(self, start: int, end: int) -> TextPart:
-        return perform(self._ops.text(start, end), self._send)
-
-    def tail(self, chars: int) -> TextPart:
-        return perform(self._ops.tail(chars), self._send)
-
-    def index(self, start: int, end: int) -> IndexPart:
-        return perform(self._ops.index(start, end), self._send)
-
-    def index_tail(self, size: int) -> IndexPart:
-        return perform(self._ops.index_tail(size), self._send)
-
-    def stream(self) -> Iterator[str]:
-        """The claim's text in pieces from one streaming GET (`_reads.pieces`). The GET and
-        every check on its metadata happen here, so an unavailable claim raises at the call."""
-        claim = self._claim
-        response = self._open(first_byte=0)
-        try:
-            meta = claim.checked(response["Metadata"], operation="GetObject")
-        except BaseException:
-            response["Body"].close()
-            raise
-        return pieces(
-            response["Body"],
-            width=claim.width or 1,
-            seal=claim.blocks_seal(meta),
-            content_bytes=meta.size,
-            reopen=lambda first_byte: self._open(first_byte=first_byte)["Body"],
-            attempts=self._bucket.retry.attempts,
-        )
-
-    def _open(self, *, first_byte: int) -> GetObjectOutputTypeDef:
-        bucket, key = self._bucket, self._claim.key
-        ranged = {"Range": f"bytes={first_byte}-"} if first_byte else {}
-        try:
-            return bucket.request(
-                "GetObject",
-                lambda: bucket.client.get_object(Bucket=bucket.name, Key=key, **ranged),  # type: ignore[arg-type]
-                expect=MISSING,
-            )
-        except Refused:
-            raise ClaimUnavailableError from None

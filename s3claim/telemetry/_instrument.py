@@ -43,18 +43,7 @@ def fetch_operation(
     owner: object, scope: Scope, *, handle: str | None, offset: int | None
 ) -> Operation:
     """A window read: outcome `ok`, `unavailable` or `failed`; audited."""
-    return Operation(
-        n.FETCH,
-        duration="fetch",
-        owner=owner,
-        scope=scope,
-        audit=True,
-        attributes={
-            n.HANDLE: handle,
-            n.GEN_AI_TOOL_CALL_RESULT_REF: handle,
-            n.WINDOW_OFFSET: offset,
-        },
-    )
+    return _claim_read(n.FETCH, "fetch", owner, scope, handle, {n.WINDOW_OFFSET: offset})
 
 
 def search_operation(
@@ -62,17 +51,25 @@ def search_operation(
 ) -> Operation:
     """A search: outcome `ok`, `unavailable`, `failed`, `busy`, `pattern_too_costly`,
     `match_too_long`; audited."""
+    return _claim_read(n.SEARCH, "search", owner, scope, handle, {n.PATTERN_CHARS: pattern_chars})
+
+
+def _claim_read(
+    name: str,
+    duration: str,
+    owner: object,
+    scope: Scope,
+    handle: str | None,
+    attributes: dict[str, Any],
+) -> Operation:
+    """An audited read of one claim, which both conventions name by its handle."""
     return Operation(
-        n.SEARCH,
-        duration="search",
+        name,
+        duration=duration,
         owner=owner,
         scope=scope,
         audit=True,
-        attributes={
-            n.HANDLE: handle,
-            n.GEN_AI_TOOL_CALL_RESULT_REF: handle,
-            n.PATTERN_CHARS: pattern_chars,
-        },
+        attributes={n.HANDLE: handle, n.GEN_AI_TOOL_CALL_RESULT_REF: handle, **attributes},
     )
 
 

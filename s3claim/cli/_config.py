@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from s3claim._proxy_settings import StoreKind
+from s3claim.proxy_settings import StoreKind
 from s3claim.scope import Scope
 
 __all__ = [

@@ -21,7 +21,6 @@ import typer
 from annotated_types import Ge, Le
 from pydantic.fields import FieldInfo
 
-from s3claim._proxy_settings import ProxySettings, Source, StoreKind, flag, host_and_port
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
 from s3claim.cli._exit import CliError, Exit, handled
@@ -30,6 +29,7 @@ from s3claim.events import ClaimEvicted, observe
 from s3claim.extras import require_extra
 from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
+from s3claim.proxy_settings import ProxySettings, Source, StoreKind, flag, host_and_port
 from s3claim.s3 import S3ClaimCheckStore
 from s3claim.s3.admin import explain, open_store
 from s3claim.store import ClaimCheckStore

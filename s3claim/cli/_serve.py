@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from s3claim._proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.bounds import DEFAULT_MAX_BYTES, DEFAULT_MAX_CALLS, Bounds
 from s3claim.cli._config import (
     BucketOption,
@@ -29,6 +28,7 @@ from s3claim.cli._config import (
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._mcp_proxy import address_of
 from s3claim.extras import require_extra
+from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.s3.admin import open_store
 
 __all__ = ["serve"]

@@ -21,7 +21,6 @@ from s3claim.errors import UpstreamError
 from s3claim.extras import reraise_missing
 
 try:
-    from s3claim._proxy_settings import ProxySettings
     from s3claim.bounds import DEFAULT_MAX_CALLS
     from s3claim.mcp._gateway import Gateway
     from s3claim.mcp._gateway_file import (
@@ -41,6 +40,7 @@ try:
         upstream_environment,
     )
     from s3claim.mcp._upstream import Upstream
+    from s3claim.proxy_settings import ProxySettings
 except ModuleNotFoundError as exc:  # the SDK, or a module it brings (anyio, httpx, ...)
     reraise_missing("mcp", exc)
 

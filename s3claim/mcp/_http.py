@@ -38,7 +38,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 # How long a request's line and headers may take to arrive, from the connection's opening
 # (or, on a kept-alive connection, from the request's first byte); the commands'
 # `--header-timeout` (env `S3CLAIM_HEADER_TIMEOUT`), declared with the proxy's settings.
-from s3claim._proxy_settings import HEADER_TIMEOUT_SECONDS
+from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 
 __all__ = ["HEADER_TIMEOUT_SECONDS", "BoundedH11", "ServerConfig", "server_config"]
 

@@ -330,6 +330,36 @@ def test_every_setting_is_in_the_table_and_nothing_else() -> None:
     assert documented == {f"S3CLAIM_{name.upper()}" for name in S3ClaimSettings.model_fields}
 
 
+@pytest.mark.slow
+def test_the_inspector_cli_line_runs_as_written(tmp_path: Path) -> None:
+    """The Inspector's CLI line of docs/mcp-proxy.md, run with the pinned Inspector and
+    filesystem server in place of npx's, and no bucket (the memory store): its arguments,
+    in their order, are what the Inspector takes."""
+    import shlex
+    import subprocess
+    import sys
+
+    from devkit.third_party import install_filesystem, install_inspector
+
+    (block,) = [b for b in parse(ROOT / "docs" / "mcp-proxy.md")[0] if "inspector --cli" in b.code]
+    line = " ".join(block.code.split("npx @modelcontextprotocol/inspector --cli", 1)[1].split())
+    words = shlex.split(line.replace("\\ ", " "))
+    server = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "~/docs"]
+    assert words[-len(server) :] == server and words.count("s3claim") == 1
+    words[-len(server) :] = [str(install_filesystem()), str(tmp_path)]
+    words = [w for w in words if w not in ("-e", "S3CLAIM_BUCKET=my-claims")]
+    words = [
+        f"S3CLAIM_HANDLE_KEY={'k' * 32}" if w == "S3CLAIM_HANDLE_KEY=..." else w for w in words
+    ]
+    at = words.index("s3claim")
+    argv = [*install_inspector(), "-e", *words[:at], sys.executable, "-m", *words[at:]]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"fetch_result"' in done.stdout
+
+
 def test_every_command_is_documented() -> None:
     commands = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
     table = prose_of(ROOT / "docs" / "operations.md")

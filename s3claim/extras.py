@@ -38,8 +38,10 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
 class MissingExtraError(ModuleNotFoundError):
     """A feature's extra is not installed; the message is the command that installs it."""
 
-    def __init__(self, extra: str, *, missing: str, alternative: str = "") -> None:
-        feature = EXTRAS[extra][0]
+    def __init__(
+        self, extra: str, *, missing: str, alternative: str = "", feature: str = ""
+    ) -> None:
+        feature = feature or EXTRAS[extra][0]
         also = f" ({alternative})" if alternative else ""
         super().__init__(
             f"{feature} needs the {extra} extra ({missing} is not installed): "
@@ -49,14 +51,16 @@ class MissingExtraError(ModuleNotFoundError):
         self.extra = extra
 
 
-def require_extra(extra: str, *, alternative: str = "") -> None:
+def require_extra(extra: str, *, alternative: str = "", feature: str = "") -> None:
     """Raise `MissingExtraError` unless every module the extra brings can be imported.
+    `feature`: what needs it, where that is not the extra's own feature (`s3claim serve`
+    needs `mcp` for its HTTP server).
 
     Only looks (`find_spec`), never imports: cheap enough before a command starts.
     """
     for module in EXTRAS[extra][1]:
         if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(extra, missing=module, alternative=alternative)
+            raise MissingExtraError(extra, missing=module, alternative=alternative, feature=feature)
 
 
 def reraise_missing(extra: str, error: ModuleNotFoundError) -> NoReturn:

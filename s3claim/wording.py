@@ -24,6 +24,7 @@ __all__ = [
     "LINE_SEEN",
     "LINKS_UNAVAILABLE_MESSAGE",
     "MARKER_SEEN",
+    "NOT_A_HANDLE_MESSAGE",
     "NOT_JSON_MESSAGE",
     "NO_LINE_INDEX_MESSAGE",
     "REFERENCE_DESCRIPTION",
@@ -67,6 +68,11 @@ STORE_REFUSED_MESSAGE = (
     "the claim store refuses this process's requests (its access or configuration, not a "
     "passing fault); trying again will not help: carry on without this result"
 )
+NOT_A_HANDLE_MESSAGE = (
+    "not a handle: handles look like claim: and 33 hexadecimal digits, as put and ls print them"
+)
+"""The command line's word for an argument that is not a handle at all (a usage mistake: no
+store is asked, so it tells nothing of what is stored)."""
 RUN_NOT_FOUND_MESSAGE = "run not found: never recorded, expired, forgotten, or not this tenant's"
 SEARCH_BUSY_MESSAGE = (
     "every search slot is taken by other searches, and none came free in time; try again in "

@@ -223,7 +223,7 @@ def test_search_refusals_are_one_line_with_their_exit_code() -> None:
     handle = _put("acme", "r1")
     _one_line_error(_search(handle, "(", "--regex"), 2, "not a valid regular expression")
     _one_line_error(_search(handle, ""), 2, "pattern: give 1 to 1000 characters")
-    for other in (["--run", "r2", handle], ["--run", "r1", "claim:nope"]):
+    for other in (["--run", "r2", handle], ["--run", "r1", "claim:1" + "0" * 32]):
         result = runner.invoke(app, ["search", "--tenant", "acme", *other, "clause"])
         assert (result.exit_code, result.stderr, result.stdout) == (1, UNAVAILABLE, "")
 
@@ -280,6 +280,6 @@ def test_link_refusals() -> None:
     )
     _one_line_error(plain_http, 2, "base_url must use https://")
     _one_line_error(_link(handle, "--line", "2", "--path", "/a"), 2, "give one of offset")
-    for gone in ("claim:nope", _put("acme", "r9", "x")):
+    for gone in ("claim:1" + "0" * 32, _put("acme", "r9", "x")):
         result = _link(gone)
         assert (result.exit_code, result.stderr, result.stdout) == (1, UNAVAILABLE, "")

@@ -137,3 +137,35 @@ def test_usage_errors_exit_2() -> None:
     result = s3claim("fetch", "--tenant", "a")
     assert result.returncode == 2
     assert s3claim().returncode == 2  # no command: help, as a usage error
+
+
+@pytest.mark.parametrize(("listen", "warned"), [("0.0.0.0:0", True), ("127.0.0.1:0", False)])
+def test_serve_on_an_address_other_than_loopback_warns_in_one_line(
+    moto_endpoint: str, listen: str, warned: bool
+) -> None:
+    """Plain HTTP off loopback carries each link, a bearer credential, in clear (issue 48,
+    item 6): one warning line before the serving line; none on loopback."""
+    bucket = f"serve-{uuid.uuid4().hex}"
+    boto3.client("s3", endpoint_url=moto_endpoint).create_bucket(Bucket=bucket)
+    env = {"S3CLAIM_BUCKET": bucket, "S3CLAIM_ENDPOINT_URL": moto_endpoint}
+    with subprocess.Popen(
+        [sys.executable, "-m", "s3claim", "serve", "--listen", listen],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env, "S3CLAIM_HANDLE_KEY": "k" * 32},
+    ) as process:
+        try:
+            assert process.stderr is not None
+            first = process.stderr.readline()
+            serving = process.stderr.readline() if warned else first
+        finally:
+            process.terminate()
+    assert serving.startswith("s3claim serve: serving links at http://"), serving
+    if warned:
+        assert first == (
+            "s3claim serve: warning: plain HTTP on 0.0.0.0, not a loopback address: a link is "
+            "a bearer credential, readable by anyone on the path; put HTTPS in front (a TLS "
+            "proxy) or listen on 127.0.0.1\n"
+        )

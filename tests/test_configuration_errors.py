@@ -29,6 +29,7 @@ from s3claim import (
     RunContext,
     S3ClaimCheckStore,
     Scope,
+    ToolError,
     claim_check_tool,
     claim_search_tool,
 )
@@ -228,3 +229,40 @@ def test_a_store_that_refuses_this_process_does_not_invite_retries(moto_endpoint
     answer = json.loads(claim_answer(claim_check_tool(store), {"handle": handle}, context).text)
     assert answer["error"] == "store_unavailable"
     assert "try again" not in answer["message"] and "will not help" in answer["message"]
+
+
+# -- what a model reads of a bad name: no stray location ----------------------------------
+
+
+def test_a_scope_the_client_names_out_of_bounds_is_refused_by_what_it_gave() -> None:
+    """A name out of bounds was refused as `1: String should ...` (issue 48, item 6): the
+    model reads where the name came from, never a positional index or a `value:`."""
+    from s3claim.mcp import RUN_META_KEY, Scoping  # the dev extra has mcp
+
+    stdio, http = Scoping.for_stdio("acme"), Scoping.for_http(None, tenant_header="x-tenant")
+    calls = [
+        (stdio, {RUN_META_KEY: ""}, None, "_meta s3claim/run: String should have at least 1"),
+        (stdio, {RUN_META_KEY: "r" * 1025}, None, "_meta s3claim/run: String should have at most"),
+        (http, None, {"x-tenant": "t" * 1025}, "the x-tenant header: String should have at most"),
+    ]
+    for scoping, meta, headers, said in calls:
+        with pytest.raises(ToolError) as refused:
+            scoping.scope(meta=meta, headers=headers)
+        assert refused.value.code == "invalid_scope"
+        assert refused.value.message.startswith(said), refused.value.message
+    with pytest.raises(ValueError, match=r"^invalid scope: tenant: String should have at most"):
+        Scoping.for_stdio("t" * 1025)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"handle": 5}, {"handle": "claim:1" + "0" * 32, "offset": -1}, {}, {"bogus": 1}],
+)
+def test_a_claim_tools_refusal_names_the_argument_the_model_gave(arguments: Any) -> None:
+    store = MemoryClaimCheckStore()
+    context = RunContext(scope=SCOPE, agent="a", emit=lambda event: None)
+    for claim_tool in (claim_check_tool(store), claim_search_tool(store)):
+        answer = json.loads(claim_answer(claim_tool, arguments, context).text)
+        assert answer["error"] == "invalid_arguments"
+        named = answer["message"].split(":", 1)[0]
+        assert named in {*arguments, "handle", "pattern"}, answer["message"]

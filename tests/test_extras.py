@@ -98,6 +98,20 @@ def test_mcp_proxy_without_the_sdk_is_one_line(monkeypatch: pytest.MonkeyPatch) 
     )
 
 
+def test_serve_without_the_sdk_is_one_line_naming_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not "the MCP proxy needs ...": `serve` needs the SDK for its HTTP server (issue 48,
+    item 6), and the README's list of extras says so."""
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"s3claim: error: s3claim serve needs the mcp extra (mcp is not installed): "
+        f"{install_command('mcp')}\n"
+    )
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "`mcp` (the MCP proxy and `s3claim serve`)" in readme
+
+
 def test_import_s3claim_mcp_without_the_sdk_raises_the_line_alone() -> None:
     """The SDK hidden, its dependencies (anyio, ...) present: the line names the SDK."""
     probe = (

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from s3claim.cli._command import Command, Group
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
 from s3claim.cli._ops import audit, forget, keygen, ls, put, runs
@@ -25,6 +26,7 @@ EPILOG = (
 
 app = typer.Typer(
     name="s3claim",
+    cls=Group,
     epilog=EPILOG,
     no_args_is_help=True,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
@@ -34,10 +36,10 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 for command in (demo, put, fetch, search, ls, runs, audit, forget, keygen, doctor, serve):
-    app.command(epilog=EPILOG)(command)
-app.command("link", epilog=EPILOG)(link_command)
-app.command("verify-receipt", epilog=EPILOG)(verify_receipt_command)
-app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
+    app.command(cls=Command, epilog=EPILOG)(command)
+app.command("link", cls=Command, epilog=EPILOG)(link_command)
+app.command("verify-receipt", cls=Command, epilog=EPILOG)(verify_receipt_command)
+app.command("mcp-proxy", cls=Command, epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 
 
 def _print_version(value: bool) -> None:

@@ -7,7 +7,12 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
+import s3claim.wording as wording
+from s3claim.cli._exit import CliError
+from s3claim.errors import describe_validation_error
+from s3claim.handles import is_handle
 from s3claim.proxy_settings import StoreKind
 from s3claim.scope import Scope
 
@@ -24,6 +29,8 @@ __all__ = [
     "StoreKind",
     "Tenant",
     "checked",
+    "handle_given",
+    "scope_of",
     "when",
 ]
 
@@ -92,10 +99,29 @@ Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_d
 OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
 
 
-def checked(tenant: str, run: str | None) -> str:
+def scope_of(tenant: str, run: str, *, run_option: str = "--run") -> Scope:
+    """The scope the options name; a name out of bounds is refused by its option
+    (`--tenant: String should have at least 1 character`), exit 2, before connecting."""
+    options = {"tenant": "--tenant", "run": run_option}
+    try:
+        return Scope(tenant=tenant, run=run)
+    except ValidationError as exc:
+        where = describe_validation_error(exc, where=lambda loc: options[str(loc[0])])
+        raise CliError(where) from None
+
+
+def checked(tenant: str, run: str | None, *, run_option: str = "--run") -> str:
     """Refuse a bad tenant or run name before connecting; return the words that name them."""
-    Scope(tenant, run or "any")
+    scope_of(tenant, run or "any", run_option=run_option)
     return f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
+
+
+def handle_given(handle: str) -> str:
+    """The HANDLE argument, refused as a usage mistake (exit 2) when it is not a handle at
+    all: that says nothing of what is stored, so it need not be the uniform refusal."""
+    if not is_handle(handle):
+        raise CliError(wording.NOT_A_HANDLE_MESSAGE)
+    return handle
 
 
 def when(epoch: float) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Annotated
 
 import typer
@@ -12,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
-from s3claim.cli._exit import Exit, handled
+from s3claim.cli._exit import Exit, describe, fail, handled
 from s3claim.s3.admin import Check, Status, Target, check_bucket, lifecycle_rules, load_settings
 
 __all__ = ["doctor"]
@@ -55,8 +54,9 @@ def doctor(
 ) -> None:
     """Check a bucket against what the store needs; print each check with its fix.
 
-    Exits 1 when any check fails (warnings do not fail). Needs read access to the bucket's
-    configuration, not the handle key.
+    Exits 1 when any check fails (warnings do not fail); a bucket it cannot reach exits as
+    every command does (2 missing or denied, 3 unreachable), its one line on stderr. Needs
+    read access to the bucket's configuration, not the handle key.
     """
     with handled() as context:
         settings = load_settings(
@@ -79,10 +79,17 @@ def doctor(
         document = {
             "bucket": target.bucket,
             "ok": not failed,
-            "checks": [asdict(c) for c in checks],
+            "checks": [
+                {"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix}
+                for c in checks
+            ],
         }
         typer.echo(json.dumps(document, indent=2))
     else:
         _render(Console(highlight=False), target.bucket, checks)
+    unreached = next((c.error for c in checks if c.error is not None), None)
+    error = None if unreached is None else describe(unreached, bucket=target.bucket)
+    if error is not None:  # the report above, and the one line every command gives
+        raise fail(error)
     if failed:
         raise typer.Exit(int(Exit.FAILED))

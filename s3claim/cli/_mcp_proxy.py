@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
-from s3claim.cli._exit import CliError, Exit, handled
+from s3claim.cli._exit import CliError, Exit, describe, handled
 from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted, observe
 from s3claim.extras import require_extra
@@ -31,7 +31,7 @@ from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.proxy_settings import ProxySettings, Source, StoreKind, flag, host_and_port
 from s3claim.s3 import S3ClaimCheckStore
-from s3claim.s3.admin import explain, open_store
+from s3claim.s3.admin import open_store
 from s3claim.store import ClaimCheckStore
 
 if TYPE_CHECKING:
@@ -330,8 +330,9 @@ def _probe(claims: S3ClaimCheckStore, bucket: str | None) -> None:
     try:
         claims.bucket.probe()
     except ClaimStoreError as exc:
-        message = explain(exc, bucket=bucket)
-        raise CliError(f"the store cannot write and read a claim: {message}") from None
+        error = describe(exc, bucket=bucket)  # its exit code, as every command gives it
+        assert error is not None
+        raise CliError(f"the store cannot write and read a claim: {error}", error.code) from None
 
 
 def _served_here(sock: socket.socket | None) -> str | None:

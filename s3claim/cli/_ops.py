@@ -22,6 +22,7 @@ from s3claim.cli._config import (
     RegionOption,
     Tenant,
     checked,
+    scope_of,
     when,
 )
 from s3claim.cli._exit import CliError, handled
@@ -30,7 +31,6 @@ from s3claim.cli._table import Column, collected, counting, print_table
 from s3claim.journal import RunInfo
 from s3claim.s3 import S3AuditTrail
 from s3claim.s3.admin import open_journal, open_store
-from s3claim.scope import Scope
 
 __all__ = ["audit", "forget", "keygen", "ls", "put", "runs"]
 
@@ -65,7 +65,7 @@ def put(
     The content is stored as given: the result boundary of an agent run does not apply here.
     """
     with handled() as context:
-        scope = Scope(tenant, run)  # refuse a bad name before reading or connecting
+        scope = scope_of(tenant, run)  # refuse a bad name before reading or connecting
         content = _read_source(source)
         store = open_store(context.target(bucket, endpoint_url, prefix, region))
         try:
@@ -234,9 +234,12 @@ def runs(
     now = datetime.now(UTC).timestamp()
     with handled() as context:
         checked(tenant, None)  # refuse a bad name before connecting
-        names = [*(run or ()), *(_read_ids(runs_from) if runs_from is not None else ())]
-        for name in names:
-            checked(tenant, name)
+        for given in run or ():
+            checked(tenant, given)
+        read = _read_ids(runs_from) if runs_from is not None else []
+        for given in read:
+            checked(tenant, given, run_option="--runs-from")
+        names = [*(run or ()), *read]
         journal = open_journal(context.target(bucket, endpoint_url, prefix, region))
         if names or run is not None or runs_from is not None:
             named = (

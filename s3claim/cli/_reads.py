@@ -16,11 +16,19 @@ from urllib.parse import urlencode
 
 import typer
 
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption, Tenant
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    Tenant,
+    handle_given,
+    scope_of,
+)
 from s3claim.cli._exit import CliError, handled
+from s3claim.errors import ClaimUnavailableError
 from s3claim.links import DEFAULT_LINK_TTL_SECONDS, check_base_url, link
 from s3claim.s3.admin import open_store
-from s3claim.scope import Scope
 from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     MAX_DIGITS,
@@ -139,7 +147,7 @@ def fetch(
     expired, never stored, not this run's, or damaged.
     """
     with handled() as context:
-        scope = Scope(tenant, run)
+        scope, handle = scope_of(tenant, run), handle_given(handle)
         address, _ = address_of(
             offset=offset, line=line, lines=lines, from_end=from_end, path=path, limit=limit
         )
@@ -243,7 +251,7 @@ def search(
     matches; exit 1 when the claim is unavailable, 2 for a pattern no search can run.
     """
     with handled() as context:
-        scope = Scope(tenant, run)
+        scope, handle = scope_of(tenant, run), handle_given(handle)
         store = open_store(context.target(bucket, endpoint_url, prefix, region))
         result = store.search(
             scope, handle, pattern, regex=regex, ignore_case=ignore_case, offset=offset
@@ -301,11 +309,15 @@ def link_command(
     URL is a credential until it expires. Exit 1 when the claim is unavailable.
     """
     with handled() as context:
-        scope = Scope(tenant, run)
+        scope, handle = scope_of(tenant, run), handle_given(handle)
         base = check_base_url(base_url)  # one line, exit 2, before anything is read
         _, pairs = address_of(
             offset=offset, line=line, lines=lines, from_end=from_end, path=path, limit=limit
         )
         store = open_store(context.target(bucket, endpoint_url, prefix, region))
-        url = link(store, handle, scope=scope, base_url=base, ttl_seconds=ttl)
+        try:
+            url = link(store, handle, scope=scope, base_url=base, ttl_seconds=ttl)
+        except ClaimUnavailableError:
+            store.bucket.probe_read()  # a HEAD's 404 may be the bucket's: say so if it is
+            raise
     typer.echo(f"{url}?{urlencode(pairs, safe='/')}" if pairs else url)

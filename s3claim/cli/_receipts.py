@@ -12,11 +12,11 @@ from typing import Annotated, TextIO
 import typer
 from pydantic import ValidationError
 
+from s3claim.cli._config import checked, scope_of
 from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.erasure import ErasureReceipt, verify_receipt
 from s3claim.errors import describe_validation_error
 from s3claim.s3.admin import handle_key, load_settings
-from s3claim.scope import Scope
 
 __all__ = ["open_receipt", "read_receipt", "summary", "verify_receipt_command"]
 
@@ -64,6 +64,8 @@ def verify_receipt_command(
     with handled():
         if run is not None and tenant is None:
             raise CliError("--run needs --tenant: a run is named within its tenant")
+        if tenant is not None:
+            checked(tenant, run)
         found, data = read_receipt(receipt)
         key = handle_key(load_settings())
         if not verify_receipt(data, key):  # the bytes signed, not the fields read from them
@@ -73,7 +75,7 @@ def verify_receipt_command(
                 Exit.FAILED,
             )
         if tenant is not None:
-            run_tag = None if run is None else key.run_tag(Scope(tenant, run))
+            run_tag = None if run is None else key.run_tag(scope_of(tenant, run))
             expected = key.tenant_tag(tenant), run_tag
             if (found.tenant, found.run) != expected:
                 what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"

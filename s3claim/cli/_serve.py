@@ -28,6 +28,7 @@ from s3claim.cli._config import (
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._mcp_proxy import address_of
 from s3claim.extras import require_extra
+from s3claim.links import check_base_url
 from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.s3.admin import open_store
 
@@ -57,7 +58,7 @@ def serve(
     (--max-read-bytes) until its last byte is sent; one past them is a 503 at once.
     """
     with handled() as context:
-        require_extra("mcp")  # Starlette and uvicorn come with the MCP SDK
+        require_extra("mcp", feature="s3claim serve")  # Starlette, uvicorn: the MCP SDK's
         import uvicorn
 
         from s3claim.links.server import links_app
@@ -66,8 +67,9 @@ def serve(
         bounds = Bounds(  # a ConfigurationError is one line, exit 2
             max_calls=max_calls, tenant_calls=max_tenant_calls, max_bytes=max_read_bytes
         )
-        store = open_store(context.target(bucket, endpoint_url, prefix, region))
         host, port = address_of(listen)
+        store = open_store(context.target(bucket, endpoint_url, prefix, region))
+        store.bucket.probe_read()  # a bucket no link could be read from fails now, not per link
         try:
             sock = listen_socket(host, port)
         except OSError as exc:
@@ -75,6 +77,7 @@ def serve(
             raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
         bound, port = sock.getsockname()[:2]
         shown = f"[{bound}]" if ":" in bound else bound
+        _warn_unless_loopback(shown, port)
         print(
             f"s3claim serve: serving links at http://{shown}:{port}/claims/ "
             f"(store: s3, bucket {context.bucket!r})",
@@ -86,3 +89,18 @@ def serve(
             uvicorn.Server(config).run(sockets=[sock])
         finally:
             sock.close()
+
+
+def _warn_unless_loopback(host: str, port: int) -> None:
+    """One line when the links' URLs would cross a network in clear: they are bearer
+    credentials (`check_base_url` refuses such a base URL for the links themselves)."""
+    try:
+        check_base_url(f"http://{host}:{port}")
+    except ValueError:
+        print(
+            f"s3claim serve: warning: plain HTTP on {host}, not a loopback address: a link "
+            "is a bearer credential, readable by anyone on the path; put HTTPS in front "
+            "(a TLS proxy) or listen on 127.0.0.1",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -44,7 +44,7 @@ class Scoping:
             )
         if self.tenant is not None:
             try:  # a name out of bounds fails at start
-                Scope(self.tenant, self.fallback_run)
+                Scope(tenant=self.tenant, run=self.fallback_run)
             except ValidationError as exc:
                 raise ValueError(f"invalid scope: {describe_validation_error(exc)}") from None
 
@@ -78,12 +78,19 @@ class Scoping:
             run = f"session:{session_id}"
         else:
             run = self.fallback_run
+        given = {  # what the client gave each name by: the words it reads
+            "tenant": "tenant"
+            if self.tenant_header is None
+            else f"the {self.tenant_header} header",
+            "run": f"_meta {RUN_META_KEY}" if named is not None else "run",
+        }
         try:
             if named is not None:  # the name's own bounds, before its namespace is added
-                Scope(tenant, named)
-            return Scope(tenant, run)
+                Scope(tenant=tenant, run=named)
+            return Scope(tenant=tenant, run=run)
         except ValidationError as exc:
-            raise ToolError("invalid_scope", describe_validation_error(exc)) from None
+            said = describe_validation_error(exc, where=lambda loc: given[str(loc[0])])
+            raise ToolError("invalid_scope", said) from None
 
     def _tenant(self, headers: Mapping[str, str] | None) -> str:
         if self.tenant_header is None:

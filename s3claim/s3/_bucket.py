@@ -257,6 +257,18 @@ class Bucket:
         self.request("GetObject", lambda: get()["Body"].read())
         self.request("DeleteObject", partial(self.client.delete_object, Bucket=self.name, Key=key))
 
+    def probe_read(self) -> None:
+        """One GetObject of a key no object has, under the prefix: a `ClaimStoreError` now
+        for a bucket a reader could not use (missing, denied, unreachable), as `probe` but
+        writing nothing. A GET, not a HEAD: a HEAD's bare 404 cannot tell a missing bucket
+        from a missing key, a GET's error code can."""
+        key = f"{self.layout.prefix}probe-{secrets.token_hex(8)}"
+        get = partial(self.client.get_object, Bucket=self.name, Key=key)
+        try:
+            self.request("GetObject", lambda: get()["Body"].close(), expect=MISSING)
+        except Refused:
+            return
+
     def copy(
         self, source: str, key: str, *, content_type: str, meta: Mapping[str, str], days: int
     ) -> bool:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from s3claim.errors import ClaimStoreError
 from s3claim.s3._errors import UNSUPPORTED, error_code, explain, store_error, translated
 from s3claim.s3._lifecycle import TAG_KEY
 from s3claim.s3._provision import PUBLIC_ACCESS_BLOCK
@@ -43,12 +44,15 @@ class Status(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One line of the report: a named check, its status, and the fix."""
+    """One line of the report: a named check, its status, and the fix; for a bucket not
+    reached, the store's error too (what every command fails with: `s3claim doctor` exits
+    with its code)."""
 
     name: str
     status: Status
     detail: str
     fix: str | None = None
+    error: ClaimStoreError | None = field(default=None, compare=False, repr=False)
 
 
 Rules = list[Mapping[str, Any]] | ClientError  # or why they could not be read
@@ -110,7 +114,7 @@ def _reachable(client: S3Client, bucket: str) -> Check:
         client.head_bucket(Bucket=bucket)
     except (ClientError, BotoCoreError) as exc:
         error = store_error("HeadBucket", exc, attempts=1)
-        return Check("reachable", Status.failed, explain(error, bucket=bucket))
+        return Check("reachable", Status.failed, explain(error, bucket=bucket), error=error)
     return Check("reachable", Status.passed, f"HeadBucket {bucket} answered")
 
 

@@ -289,6 +289,7 @@ def demo(
             settings = load_settings(
                 bucket=bucket, endpoint_url=endpoint_url, prefix=prefix, region=region
             )
+            context.bucket = settings.bucket  # --bucket or S3CLAIM_BUCKET: its errors name it
         if settings is not None and failover:
             failover_demo(settings, as_json=as_json)
             return

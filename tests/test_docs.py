@@ -331,10 +331,10 @@ def test_every_setting_is_in_the_table_and_nothing_else() -> None:
 
 
 @pytest.mark.slow
-def test_the_inspector_cli_line_runs_as_written(tmp_path: Path) -> None:
+def test_the_inspector_cli_line_runs_as_written(tmp_path: Path, moto_endpoint: str) -> None:
     """The Inspector's CLI line of docs/mcp-proxy.md, run with the pinned Inspector and
-    filesystem server in place of npx's, and no bucket (the memory store): its arguments,
-    in their order, are what the Inspector takes."""
+    filesystem server in place of npx's, and its bucket on moto (the line's --store s3): its
+    arguments, in their order, are what the Inspector takes."""
     import shlex
     import subprocess
     import sys
@@ -346,13 +346,22 @@ def test_the_inspector_cli_line_runs_as_written(tmp_path: Path) -> None:
     words = shlex.split(line.replace("\\ ", " "))
     server = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "~/docs"]
     assert words[-len(server) :] == server and words.count("s3claim") == 1
+    assert words[-len(server) - 3 : -len(server) - 1] == ["--store", "s3"]
     words[-len(server) :] = [str(install_filesystem()), str(tmp_path)]
-    words = [w for w in words if w not in ("-e", "S3CLAIM_BUCKET=my-claims")]
-    words = [
-        f"S3CLAIM_HANDLE_KEY={'k' * 32}" if w == "S3CLAIM_HANDLE_KEY=..." else w for w in words
-    ]
+    bucket = f"inspector-{uuid.uuid4().hex}"
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
+    given = {
+        "S3CLAIM_BUCKET=my-claims": f"S3CLAIM_BUCKET={bucket}",
+        "S3CLAIM_HANDLE_KEY=...": f"S3CLAIM_HANDLE_KEY={'k' * 32}",
+    }
+    assert set(given) <= set(words)
+    words = [given.get(w, w) for w in words]
+    method = words.index("--method")
+    aws = ["AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing"]  # the credentials' source
+    for setting in (f"S3CLAIM_ENDPOINT_URL={moto_endpoint}", *aws):
+        words[method:method] = ["-e", setting]
     at = words.index("s3claim")
-    argv = [*install_inspector(), "-e", *words[:at], sys.executable, "-m", *words[at:]]
+    argv = [*install_inspector(), *words[:at], sys.executable, "-m", *words[at:]]
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
     )

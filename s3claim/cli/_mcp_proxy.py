@@ -55,6 +55,12 @@ _MEMORY_NOTE = (
     "The claim handles this server gives (claim:...) live in its memory: they end when the "
     "server process does, and a restarted server cannot read them."
 )
+_FALLBACK_WARNING = (
+    "s3claim mcp-proxy: warning: no --store and no S3CLAIM_BUCKET, so the memory store: its "
+    "handles end with this process. Give --store memory to mean it, or --store s3 and "
+    "S3CLAIM_BUCKET (in a client's config, its env) to keep them"
+)
+"""Said when the store was not chosen: a desktop client that passes no environment lands here."""
 _RUNS_STDIO = "one per tenant, or per conversation the client names (_meta s3claim/run)"
 _RUNS_HTTP = (
     "one per session (2025-11-25 clients), else per tenant, or per conversation the client "
@@ -238,6 +244,8 @@ def mcp_proxy(
                 )
         except ValueError as exc:
             raise CliError(str(exc).splitlines()[0]) from None
+        if settings.store is None and kind is StoreKind.memory:
+            print(_FALLBACK_WARNING, file=sys.stderr, flush=True)
         print(
             f"s3claim mcp-proxy: store: {_store_line(kind, context.bucket)}; "
             f"runs: {_RUNS_STDIO if address is None else _RUNS_HTTP}",

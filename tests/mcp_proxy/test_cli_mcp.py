@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
@@ -31,6 +34,7 @@ from s3claim.mcp import RUN_META_KEY, ClaimCheckProxy, HttpUpstream, Scoping, Up
 from s3claim.mcp._targets import _bounded
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.wording import HANDLE_SEEN, UNAVAILABLE_MESSAGE, strip_notes
+from tests._s3 import moto_client
 from tests.mcp_proxy._support import (
     PYTHON,
     ROOT,
@@ -390,15 +394,78 @@ def test_the_help_and_the_bounds_table_say_what_max_calls_counts() -> None:
     assert "counted as `--max-calls` counts them" in row
 
 
-def test_the_docs_client_configuration_launches_the_proxy_before_the_server() -> None:
+def documented_configs() -> dict[str, list[str]]:
+    """The arguments each client configuration of docs/mcp-proxy.md gives `s3claim`: the
+    JSON block's (Claude Desktop, Cursor, Claude Code's file), VS Code's, the `claude mcp add`
+    and Inspector lines', and the gateway's."""
     page = (ROOT / "docs" / "mcp-proxy.md").read_text(encoding="utf-8")
-    block = re.search(r"```json\n(.*?)```", page, re.DOTALL)
+    configs: dict[str, list[str]] = {}
+    for fence, key in (("json", "mcpServers"), ("jsonc", "servers")):
+        block = re.search(rf"```{fence}\n(.*?)```", page, re.DOTALL)
+        assert block is not None
+        (entry,) = json.loads(block.group(1))[key].values()
+        assert entry["command"] == "s3claim"
+        configs[fence] = entry["args"]
+    block = re.search(r"```sh\nclaude mcp add.*?```", page, re.DOTALL)
     assert block is not None
-    (entry,) = json.loads(block.group(1))["mcpServers"].values()
-    assert entry["command"] == "s3claim"
-    args = entry["args"]
-    assert args[0] == "mcp-proxy" and args[args.index("--") + 1 :][:2] == ["npx", "-y"]
+    for n, line in enumerate(block.group(0).replace("\\\n", " ").splitlines()[1:-1]):
+        configs[f"command line {n}"] = shlex.split(line.rsplit(" s3claim ", 1)[1])
+    gateway = re.search(r'`"args": (\["mcp-proxy",\s.*?\])`', page, re.DOTALL)
+    assert gateway is not None
+    configs["gateway"] = json.loads(gateway.group(1))
+    assert len(configs) == 6
+    return configs
+
+
+@pytest.mark.parametrize("name", list(documented_configs()))
+def test_each_documented_config_started_without_its_environment_fails_loudly(
+    name: str, tmp_path: Path
+) -> None:
+    """A client that passes no environment (issue 48, item 4): the config's --store s3 makes
+    the missing bucket one line naming it, exit 2, where it was a proxy on the memory store."""
+    args = documented_configs()[name]
+    assert args[0] == "mcp-proxy" and args[args.index("--store") + 1] == "s3"
+    if "--config" in args:  # a gateway file that exists, so the store is what is missing
+        gateway = tmp_path / "gateway.toml"
+        gateway.write_text(f'[upstreams.fs]\ncommand = "{PYTHON}"\nargs = ["{UPSTREAM}"]\n')
+        args[args.index("--config") + 1] = str(gateway)
+    bare = {name: os.environ[name] for name in ("PATH", "PYTHONPATH") if name in os.environ}
+    done = subprocess.run(
+        [PYTHON, "-m", "s3claim", *args], capture_output=True, text=True, env=bare, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "s3claim: error: --bucket or S3CLAIM_BUCKET must name an S3 bucket, got None\n"
+    )
+
+
+def test_a_proxy_left_to_fall_back_on_memory_says_so_in_a_warning_line() -> None:
+    unchosen = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--", "/nonexistent/server"])
+    chosen = runner.invoke(
+        app, ["mcp-proxy", "--tenant", "t", "--store", "memory", "--", "/nonexistent/server"]
+    )
+    warning, store = unchosen.stderr.splitlines()[:2]
+    assert warning.startswith("s3claim mcp-proxy: warning: no --store and no S3CLAIM_BUCKET")
+    assert "handles end with this process" in warning and "--store s3" in warning
+    assert store.startswith("s3claim mcp-proxy: store: memory")
+    assert chosen.stderr.splitlines()[0].startswith("s3claim mcp-proxy: store: memory")
+    assert "warning" not in chosen.stderr
+
+
+def test_the_docs_client_configuration_launches_the_proxy_before_the_server(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = documented_configs()["json"]
+    assert args[args.index("--") + 1 :][:2] == ["npx", "-y"]
     options = args[1 : args.index("--")]
+    bucket = f"desktop-{uuid.uuid4().hex}"
+    moto_client(moto_endpoint).create_bucket(Bucket=bucket)
+    for name, value in {
+        "S3CLAIM_BUCKET": bucket,  # what the config's env names, on moto
+        "S3CLAIM_ENDPOINT_URL": moto_endpoint,
+        "S3CLAIM_HANDLE_KEY": "k" * 32,
+    }.items():
+        monkeypatch.setenv(name, value)
 
     # The same options before our own server: the proxy starts and serves it.
     async def scenario() -> None:

@@ -292,10 +292,11 @@ def test_each_framework_snippet_runs_as_written(framework: str) -> None:
     assert len(seen) < 700
 
 
-def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
+def test_the_agents_sdk_snippet_prints_only_what_it_shows_without_an_openai_key(
     tmp_path: Path,
 ) -> None:
-    """Run as a reader would, in a fresh interpreter: no trace-export notice at exit."""
+    """Run as a reader would, in a fresh interpreter: what it shows, and no trace-export
+    notice at exit."""
     import os
     import subprocess
     import sys
@@ -307,7 +308,8 @@ def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
     )
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    shown = "".join(f"{line}\n" for line in block.shown_output)
+    assert (done.returncode, done.stdout, done.stderr) == (0, shown, "")
 
 
 def test_the_adapter_table_names_each_framework_hook_and_its_extra() -> None:

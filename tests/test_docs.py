@@ -115,8 +115,13 @@ def doc_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.mark.parametrize("block", IN_PROCESS, ids=lambda block: block.name)
 def test_every_python_block_runs_and_prints_what_it_shows(
-    block: Block, doc_env: str, capsys: pytest.CaptureFixture[str]
+    block: Block,
+    doc_env: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # a reader's folder, not the checkout: no block may need it
     run(block)
     printed = capsys.readouterr().out.splitlines()
     if block.shown_output:

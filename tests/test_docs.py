@@ -225,6 +225,30 @@ def test_the_readme_says_what_make_test_needs_and_how_long_it_takes() -> None:
     assert 'os.environ.get("S3CLAIM_TF_PLUGIN_DIR", "/opt/tf-plugins")' in terraform_tests
 
 
+def test_every_fixed_line_the_docs_quote_is_the_codes_word_for_word() -> None:
+    """A fixed line of s3claim.wording quoted in prose (its first 24 characters found) is
+    quoted whole, as the code writes it (the proxy's repeat-read line once drifted)."""
+    import s3claim.wording as wording
+
+    lines = {
+        name: value
+        for name, value in vars(wording).items()
+        if name.isupper() and isinstance(value, str) and len(value) > 40 and "{" not in value
+    }
+    assert "REUSED_LINE" in lines
+    drifted = []
+    for page in PAGES:
+        prose = " ".join(prose_of(page).split())
+        for name, value in lines.items():
+            said = " ".join(value.split())
+            start = prose.find(said[:24])
+            while start >= 0:
+                if prose[start : start + len(said)] != said:
+                    drifted.append(f"{page.name}: {name}")
+                start = prose.find(said[:24], start + 1)
+    assert drifted == []
+
+
 def test_the_readme_is_a_front_door() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", prose_of(README)))

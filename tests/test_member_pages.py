@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from mcp.types import TextResourceContents
 from devkit.servers import Wire
 from s3claim import ClaimCheck, MemoryClaimCheckStore, RunContext, Scope
 from s3claim._reading._index import TAIL_BYTES
-from s3claim._reading._json_index import SMALL_BYTES
+from s3claim._reading._json_index import SMALL_BYTES, parse_head
 from s3claim._reading._json_path import PAGE_READS, SPAN_CHARS, PathError, _behind, by_path
 from s3claim._windows import render
 from s3claim.hosting import Host
@@ -325,3 +326,23 @@ def test_reading_back_from_what_follows_a_member_finds_its_end_and_the_next_key(
     """What a page does for a member too long for its entry (a string of 16 Mi characters
     or more, too long to build here): its end, and the next key, read back from what follows."""
     assert _behind(region, is_object, closing) == found
+
+
+def test_an_object_indexed_before_member_pages_is_refused_saying_what_still_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An index an earlier version built has no entries in document order for objects: its
+    nodes read without the flag (arrays page as before, their table is in that order)."""
+    import s3claim._reading._json_path as json_path
+
+    def older(data: bytes) -> Any:
+        head = parse_head(data)
+        return replace(head, nodes={fp: replace(n, ordered=False) for fp, n in head.nodes.items()})
+
+    monkeypatch.setattr(json_path, "parse_head", older)
+    source = Slices(DOCUMENTS["large"])
+    with pytest.raises(PathError) as info:
+        by_path(_Ranges(source), "/obj", limit=4096, first=20)
+    assert info.value.kind == "no_such_path"
+    assert "read one with path='/obj/KEY', or find keys with search_result" in info.value.message
+    assert len(by_path(_Ranges(source), "/arr", limit=4096, first=20).members) == 20

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any
 
-import regex
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -34,12 +33,9 @@ from s3claim._reading import (
     MAX_PATTERN_CHARS,
     SNIPPET_CHARS,
     MatchTooLongError,
+    PatternError,
     PatternTooCostlyError,
     SearchBusyError,
-    SearchResult,
-    compile_pattern,
-    search_slot,
-    search_text,
 )
 from s3claim._windows import render
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
@@ -63,7 +59,6 @@ from s3claim.store import (
     RangedStore,
     read,
 )
-from s3claim.telemetry import Operation, search_operation
 from s3claim.tools import RunContext, Tool, tool
 
 __all__ = [
@@ -222,14 +217,12 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
     ) -> str:
         known = handle if is_handle(handle) else None
-        with search_operation(store, context.scope, handle=known, pattern_chars=len(pattern)) as op:
-            try:
-                compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
-            except ValueError as exc:
-                op.outcome = "invalid_arguments"
-                raise ToolError("invalid_arguments", str(exc)) from None
-            result = _search(context, searchable, known, compiled, offset, op)
-            op.set(search_matches=result.total_matches)
+        try:
+            result = searchable.search(
+                context.scope, handle, pattern, regex=regex, ignore_case=ignore_case, offset=offset
+            )
+        except Exception as exc:  # told to the model, never the run's end
+            raise search_refusal(exc, context, known) from None
         context.emit(
             ClaimSearched(
                 handle=handle,
@@ -246,48 +239,26 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
     return replace(tool(search_result), check_in=False, redeems=store, read_only=True)
 
 
-def _search(
-    context: RunContext,
-    store: RangedStore,
-    known: str | None,
-    compiled: regex.Pattern[str],
-    offset: int,
-    op: Operation,
-) -> SearchResult:
-    """One search, its failures rendered for the model (and named in `op`)."""
-    try:
-        if known is None:  # malformed: refused here, it never reaches the store
-            raise ClaimUnavailableError
-        with search_slot(context.scope.tenant):  # a bounded number at once; others queue
-            pieces = store.scan(context.scope, known)
-            try:
-                return search_text(pieces, compiled, offset=offset)
-            finally:  # a stopped search must not leave an HTTP stream open
-                close = getattr(pieces, "close", None)
-                if close is not None:
-                    close()
-    except ClaimUnavailableError:
-        op.outcome = "unavailable"
-        raise claim_unavailable(context, known) from None
-    except SearchBusyError:
-        op.outcome = "busy"
+def search_refusal(exc: Exception, context: RunContext, known: str | None) -> ToolError:
+    """What the model is told of a search that failed (`RangedStore.search` raised `exc`)."""
+    if isinstance(exc, PatternError):
+        return ToolError("invalid_arguments", str(exc))
+    if isinstance(exc, ClaimUnavailableError):
+        return claim_unavailable(context, known)
+    if isinstance(exc, SearchBusyError):
         context.emit(ClaimSearchFailed(handle=known, error="busy"))
-        raise ToolError("busy", wording.SEARCH_BUSY_MESSAGE) from None
-    except MatchTooLongError as exc:
-        op.outcome = "match_too_long"
+        return ToolError("busy", wording.SEARCH_BUSY_MESSAGE)
+    if isinstance(exc, MatchTooLongError):
         context.emit(ClaimSearchFailed(handle=known, error="match_too_long"))
-        raise ToolError("match_too_long", wording.match_too_long_message(chars=exc.chars)) from None
-    except PatternTooCostlyError as exc:
-        op.outcome = "pattern_too_costly"
+        return ToolError("match_too_long", wording.match_too_long_message(chars=exc.chars))
+    if isinstance(exc, PatternTooCostlyError):
         context.emit(ClaimSearchFailed(handle=known, error="pattern_too_costly"))
         message = wording.pattern_too_costly_message(
             seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
         )
-        raise ToolError("pattern_too_costly", message) from None
-    except Exception as exc:  # a store fault is told to the model, never the run's end
-        op.outcome = "failed"
-        context.emit(ClaimSearchFailed(handle=known, error=failure_reason(exc)))
-        raise store_refusal(exc) from None
+        return ToolError("pattern_too_costly", message)
+    context.emit(ClaimSearchFailed(handle=known, error=failure_reason(exc)))
+    return store_refusal(exc)
 
 
 def claim_tools(store: ClaimCheckStore) -> tuple[Tool, ...]:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Literal
 from s3claim.wording import RUN_NOT_FOUND_MESSAGE, UNAVAILABLE_MESSAGE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pydantic import ValidationError
 
 __all__ = [
@@ -172,11 +174,16 @@ class UpstreamError(S3ClaimError):
         self.message = message
 
 
-def describe_validation_error(error: ValidationError) -> str:
+def describe_validation_error(
+    error: ValidationError, *, where: Callable[[tuple[int | str, ...]], str] | None = None
+) -> str:
     """What was wrong, by field name and reason only: the input could be anything (tool
-    content, a secret), so it is left out. A reason about the whole input is said alone."""
+    content, a secret), so it is left out. A reason about the whole input is said alone.
+    `where` names a location (by default its parts joined by dots), e.g. by the source the
+    value came from."""
     parts = []
     for item in error.errors(include_url=False, include_input=False, include_context=False):
-        where = ".".join(str(loc) for loc in item["loc"])
-        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+        loc = tuple(item["loc"])
+        where_ = where(loc) if where is not None else ".".join(str(part) for part in loc)
+        parts.append(f"{where_}: {item['msg']}" if where_ else item["msg"])
     return "; ".join(parts)

@@ -35,11 +35,16 @@ from s3claim._reading import (
     Facts,
     IndexPart,
     LineWindow,
+    MatchTooLongError,
     NoIndexError,
     NoLineIndexError,
     PathError,
     PathRead,
+    PatternError,
+    PatternTooCostlyError,
     Read,
+    SearchBusyError,
+    SearchResult,
     TextPart,
     Window,
     at_most_lines,
@@ -47,15 +52,18 @@ from s3claim._reading import (
     by_line,
     by_offset,
     by_path,
+    compile_pattern,
     count_lines,
     from_end,
+    search_slot,
+    search_text,
 )
 from s3claim.clock import Clock
 from s3claim.erasure import ErasureReceipt
 from s3claim.errors import ClaimUnavailableError, ConfigurationError
 from s3claim.handles import HandleKey, is_handle
 from s3claim.scope import Scope
-from s3claim.telemetry import Operation, fetch_operation
+from s3claim.telemetry import Operation, fetch_operation, search_operation
 
 __all__ = [
     "DEFAULT_FETCH_CHARS",
@@ -71,12 +79,17 @@ __all__ = [
     "Facts",
     "IndexPart",
     "LineWindow",
+    "MatchTooLongError",
     "NoIndexError",
     "NoLineIndexError",
     "PathError",
     "PathRead",
+    "PatternError",
+    "PatternTooCostlyError",
     "RangedStore",
     "Read",
+    "SearchBusyError",
+    "SearchResult",
     "TextPart",
     "Window",
     "build_index",
@@ -365,6 +378,41 @@ class RangedStore(ABC):
             raise ClaimUnavailableError
         return self.ranges(scope, handle, check_in_id=check_in_id).stream()
 
+    def search(
+        self,
+        scope: Scope,
+        handle: str,
+        pattern: str,
+        *,
+        regex: bool = False,
+        ignore_case: bool = False,
+        offset: int = 0,
+    ) -> SearchResult:
+        """The one search behind every door (`search_result`, `s3claim search`): `pattern`, a
+        literal or with `regex` a regular expression, over the claim's text streamed
+        (`scan`), a page of matches from `offset` on; one `s3claim.search` span. Refuses a
+        pattern before any read (`PatternError`), a handle as `fetch` does; and
+        `SearchBusyError`, `MatchTooLongError`, `PatternTooCostlyError` as their names say."""
+        known = handle if is_handle(handle) else None
+        with search_operation(self, scope, handle=known, pattern_chars=len(pattern)) as op:
+            try:
+                compiled = compile_pattern(pattern, is_regex=regex, ignore_case=ignore_case)
+                if known is None:  # malformed: refused here, it never reaches the store
+                    raise ClaimUnavailableError
+                with search_slot(scope.tenant):  # a bounded number at once; others queue
+                    pieces = self.scan(scope, known)
+                    try:
+                        result = search_text(pieces, compiled, offset=offset)
+                    finally:  # a stopped search must not leave an HTTP stream open
+                        close = getattr(pieces, "close", None)
+                        if close is not None:
+                            close()
+            except Exception as exc:
+                op.outcome = search_outcome(exc)
+                raise
+            op.set(search_matches=result.total_matches)
+            return result
+
     def _read(
         self,
         scope: Scope,
@@ -441,6 +489,20 @@ def read_outcome(exc: BaseException) -> str:
     if isinstance(exc, NoIndexError):
         return "not_json"
     return "failed"
+
+
+_SEARCH_OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
+    (PatternError, "invalid_arguments"),
+    (ClaimUnavailableError, "unavailable"),
+    (SearchBusyError, "busy"),
+    (MatchTooLongError, "match_too_long"),
+    (PatternTooCostlyError, "pattern_too_costly"),
+)
+
+
+def search_outcome(exc: BaseException) -> str:
+    """A failed search's span outcome, from what it raised."""
+    return next((name for kind, name in _SEARCH_OUTCOMES if isinstance(exc, kind)), "failed")
 
 
 def check_ttl(ttl_seconds: int) -> None:

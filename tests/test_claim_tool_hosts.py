@@ -3,30 +3,17 @@ bridge and the MCP proxy. Each host supplies the scope and hands the model's arg
 what comes back (text, error or not, events) must be the same whoever hosts the call.
 
 s3fs's pattern (`s3fs/tests/derived/s3fs_test.py`): the cases live in one class, and each
-host is a subclass that says only how to make a call.
+host is a subclass that names its driver in `tests._hosts`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from s3claim import (
-    AgentRunner,
-    AssistantMessage,
-    ClaimCheck,
-    Event,
-    Scope,
-    ScriptedProvider,
-    ToolCall,
-    claim_tools,
-)
-from s3claim.integrations._bridge import Bridge
-from s3claim.messages import ToolMessage
+from s3claim import ClaimCheck, Event, Scope
 from s3claim.testing import FailingStore
 from s3claim.wording import (
     LINES_WITHOUT_LINE_MESSAGE,
@@ -35,14 +22,17 @@ from s3claim.wording import (
     footer,
     past_end_note,
 )
+from tests._hosts import drive, one_a_turn
 
 SCOPE = Scope(tenant="acme", run="r-1")
 TEXT = "".join(f"Clause {n}. The parties agree to term {n}.\n" for n in range(1, 400))
 RECORDS = json.dumps({"items": [{"id": n, "name": f"record {n}"} for n in range(2000)]}, indent=1)
 
 
-class ClaimToolContract(ABC):
-    """The cases. A host implements `call`: (text the model reads, whether it is an error)."""
+class ClaimToolContract:
+    """The cases. A host names its driver (`tests._hosts.DRIVERS`)."""
+
+    host: ClassVar[str]
 
     @pytest.fixture(autouse=True)
     def _store(self) -> None:
@@ -50,8 +40,19 @@ class ClaimToolContract(ABC):
         self.events: list[Event] = []
         self.handle = self.store.put(SCOPE, TEXT, ttl_seconds=60)
 
-    @abstractmethod
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """The text the model reads of one call, and whether it is an error."""
+        run = drive(
+            self.host,
+            (),
+            one_a_turn((tool, arguments)),
+            claim_check=ClaimCheck(self.store),
+            scope=SCOPE,
+            on_event=self.events.append,
+        )
+        (answer,) = run.answers
+        assert answer.links == 0  # a claim tool's answer is its text alone
+        return answer.text, answer.error
 
     def error(self, tool: str, arguments: dict[str, Any]) -> dict[str, str]:
         text, is_error = self.call(tool, arguments)
@@ -373,86 +374,19 @@ class ClaimToolContract(ABC):
         assert "not a valid regular expression" in refusal["message"]
 
 
-def _is_refusal(text: str) -> bool:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and set(value) == {"error", "message"}
-
-
 class TestRunner(ClaimToolContract):
     """`AgentRunner`: the model's call in a scripted turn; the result is the tool message."""
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        provider = ScriptedProvider(
-            [
-                AssistantMessage(tool_calls=(ToolCall(id="1", name=tool, arguments=arguments),)),
-                AssistantMessage(content="done"),
-            ]
-        )
-        runner = AgentRunner(
-            provider=provider,
-            tools=claim_tools(self.store),
-            claim_check=ClaimCheck(self.store),
-        )
-        result = runner.run("read", tenant=SCOPE.tenant, run_id=SCOPE.run)
-        (message,) = [m for m in result.messages if isinstance(m, ToolMessage)]
-        self.events += [e for e in result.events if e.kind.startswith("claim_")]
-        return message.content, _is_refusal(message.content)
+    host = "runner"
 
 
 class TestBridge(ClaimToolContract):
     """The framework adapters' bridge: arguments as the JSON text frameworks hand over."""
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        bridge = Bridge(ClaimCheck(self.store), on_event=self.events.append)
-        call = asyncio.run(
-            bridge.aside(bridge.begin, tool, json.dumps(arguments), scope=SCOPE, agent="counsel")
-        )
-        assert call.answer is not None  # a claim tool: the host answers it
-        return call.answer.text, _is_refusal(call.answer.text)
-
-
-class _NoUpstream:
-    """The proxy serves its claim tools itself: these cases never reach an upstream."""
-
-    instructions = None
-    server_info = None
-    timeout = 5.0
-    downstream = None
-
-    @property
-    def capabilities(self) -> Any:
-        from mcp_types import ServerCapabilities
-
-        return ServerCapabilities()
-
-    async def list_tools(self) -> list[Any]:
-        return []
+    host = "bridge"
 
 
 class TestMcpProxy(ClaimToolContract):
     """The MCP proxy, through the official client: `isError` marks the refusals."""
 
-    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        from mcp import Client
-        from mcp_types import TextContent
-
-        from s3claim.mcp import ClaimCheckProxy, Scoping
-
-        proxy = ClaimCheckProxy(
-            _NoUpstream(),  # type: ignore[arg-type]
-            claim_check=ClaimCheck(self.store),
-            scoping=Scoping(tenant=SCOPE.tenant, tenant_header=None, fallback_run=SCOPE.run),
-            on_event=self.events.append,
-        )
-
-        async def go() -> tuple[str, bool]:
-            async with Client(proxy.server()) as client:
-                result = await client.call_tool(tool, arguments)
-            (block,) = result.content
-            assert isinstance(block, TextContent)
-            return block.text, result.is_error
-
-        return asyncio.run(go())
+    host = "mcp_proxy"

@@ -490,7 +490,18 @@ def test_doctor_prints_the_lifecycle_the_store_needs(monkeypatch: pytest.MonkeyP
     assert rules[-1]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
 
 
-COMMANDS = ["demo", "put", "fetch", "ls", "forget", "verify-receipt", "keygen", "doctor"]
+COMMANDS = [
+    "demo",
+    "put",
+    "fetch",
+    "search",
+    "link",
+    "ls",
+    "forget",
+    "verify-receipt",
+    "keygen",
+    "doctor",
+]
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)])

@@ -78,6 +78,13 @@ def test_the_bucket_commands_end_to_end(moto_endpoint: str) -> None:
     fetched = s3claim("fetch", "--tenant", "acme", "--run", "r1", handle, "--all", env=env)
     assert fetched.returncode == 0 and fetched.stdout == content
 
+    line = s3claim("fetch", "--tenant", "acme", "--run", "r1", handle, "--line", "2", env=env)
+    one = "Łukasz — clause 9.\r\n"  # 20 characters: 204 whole lines in a 4,096 window
+    assert line.returncode == 0 and line.stdout == (one * 204).encode()
+    assert line.stderr == b"lines 2-205 of 500, characters 20-4100 of 10000 (next --line 206)\n"
+    found = s3claim("search", "--tenant", "acme", "--run", "r1", handle, "9.", env=env)
+    assert found.stdout.splitlines()[0] == "1:16:Łukasz — clause 9.\\r".encode()
+
     listed = s3claim("ls", "--tenant", "acme", "--json", env=env)
     assert json.loads(listed.stdout)["handle"] == handle
 

@@ -155,6 +155,34 @@ def test_every_block_that_sets_up_opentelemetry_exports_what_it_shows(
     assert {"s3claim.claims", "s3claim.fetches"} <= metrics
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("block", PROCESS_WIDE, ids=lambda block: block.name)
+def test_every_block_that_sets_up_opentelemetry_ends_soon_with_no_receiver(
+    block: Block, doc_env: str, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from devkit.servers import free_port
+
+    script = tmp_path / "block.py"
+    script.write_text(block.code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{free_port()}"  # nothing listens
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env,
+        cwd=str(tmp_path), timeout=60, check=False,
+    )  # fmt: skip
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == block.shown_output
+    assert took < 10, f"{took:.1f} s"  # 15 s of the exporters' retries at their default timeout
+
+
 def test_every_block_names_its_language_and_the_json_parses() -> None:
     assert [block.name for block in BLOCKS if not block.lang] == []
     for block in BLOCKS:
@@ -264,10 +292,11 @@ def test_each_framework_snippet_runs_as_written(framework: str) -> None:
     assert len(seen) < 700
 
 
-def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
+def test_the_agents_sdk_snippet_prints_only_what_it_shows_without_an_openai_key(
     tmp_path: Path,
 ) -> None:
-    """Run as a reader would, in a fresh interpreter: no trace-export notice at exit."""
+    """Run as a reader would, in a fresh interpreter: what it shows, and no trace-export
+    notice at exit."""
     import os
     import subprocess
     import sys
@@ -279,7 +308,8 @@ def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
     )
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    shown = "".join(f"{line}\n" for line in block.shown_output)
+    assert (done.returncode, done.stdout, done.stderr) == (0, shown, "")
 
 
 def test_the_adapter_table_names_each_framework_hook_and_its_extra() -> None:
@@ -300,6 +330,36 @@ def test_every_setting_is_in_the_table_and_nothing_else() -> None:
     table = prose_of(ROOT / "docs" / "s3.md")
     documented = set(re.findall(r"^\| `(S3CLAIM_[A-Z_]+)` \|", table, re.MULTILINE))
     assert documented == {f"S3CLAIM_{name.upper()}" for name in S3ClaimSettings.model_fields}
+
+
+@pytest.mark.slow
+def test_the_inspector_cli_line_runs_as_written(tmp_path: Path) -> None:
+    """The Inspector's CLI line of docs/mcp-proxy.md, run with the pinned Inspector and
+    filesystem server in place of npx's, and no bucket (the memory store): its arguments,
+    in their order, are what the Inspector takes."""
+    import shlex
+    import subprocess
+    import sys
+
+    from devkit.third_party import install_filesystem, install_inspector
+
+    (block,) = [b for b in parse(ROOT / "docs" / "mcp-proxy.md")[0] if "inspector --cli" in b.code]
+    line = " ".join(block.code.split("npx @modelcontextprotocol/inspector --cli", 1)[1].split())
+    words = shlex.split(line.replace("\\ ", " "))
+    server = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "~/docs"]
+    assert words[-len(server) :] == server and words.count("s3claim") == 1
+    words[-len(server) :] = [str(install_filesystem()), str(tmp_path)]
+    words = [w for w in words if w not in ("-e", "S3CLAIM_BUCKET=my-claims")]
+    words = [
+        f"S3CLAIM_HANDLE_KEY={'k' * 32}" if w == "S3CLAIM_HANDLE_KEY=..." else w for w in words
+    ]
+    at = words.index("s3claim")
+    argv = [*install_inspector(), "-e", *words[:at], sys.executable, "-m", *words[at:]]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"fetch_result"' in done.stdout
 
 
 def test_every_command_is_documented() -> None:

@@ -1,7 +1,7 @@
 """Issue 37's knobs through every adapter: the turn budget's running total, repeat reads and the
 previews, in LangChain (sync and async), pydantic-ai and the OpenAI Agents SDK, each driven by
 its framework's own scripted model. One script of turns (each a model response's calls) runs
-through each host; what the model was sent last is compared.
+through each host (`tests._hosts.drive`); every tool output the model read is compared.
 
 What the adapter answers itself in a turn (a claim tool's window, a repeat read's earlier
 answer) takes its room in the conversation like any result, so it counts toward the turn's
@@ -9,7 +9,6 @@ budget: a result that comes after it in the same turn is checked in sooner."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,33 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from agents import Agent as OpenAIAgent
-from agents import RunConfig, Runner, function_tool
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
-from langgraph.checkpoint.memory import InMemorySaver
-from pydantic_ai import Agent as PydanticAgent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.toolsets import FunctionToolset
 
-from s3claim import ClaimCheck, ClaimCheckPolicy, Event, MemoryClaimCheckStore
+from s3claim import ClaimCheck, ClaimCheckPolicy, Event, MemoryClaimCheckStore, Scope
 from s3claim.events import ToolResultStored
-from s3claim.integrations.langchain import ClaimCheckMiddleware
-from s3claim.integrations.openai_agents import claim_check_tools
-from s3claim.integrations.pydantic_ai import ClaimCheckToolset
 from s3claim.reuse import reused
 from s3claim.wording import HANDLE_SEEN, MARKER_SEEN
-from tests.test_integration_langchain import ScriptedChatModel
+from tests._hosts import drive
+from tests._hosts import turns as in_turns
 from tests.test_previews import COMPARE, ERROR_LINE, picks_of, service_log
 from tests.test_turns import part
 
@@ -99,22 +78,18 @@ def _fresh() -> None:
 
 # -- one script through each host ------------------------------------------------------------
 
-Later = Callable[[Sequence[str]], Any]
-"""An argument worked out when the model makes the call, from the tool outputs it has seen."""
 Call = tuple[str, Mapping[str, Any]]
 
 
-def handle_in(index: int) -> Later:
+def handle_in(index: int) -> Callable[[Sequence[str]], str]:
+    """An argument worked out when the model makes the call: the handle in output `index`."""
+
     def of(outputs: Sequence[str]) -> str:
         found = HANDLE_SEEN.search(outputs[index])
         assert found is not None, f"output {index} holds no handle"
         return found.group(1)
 
     return of
-
-
-def _arguments(args: Mapping[str, Any], outputs: Sequence[str]) -> dict[str, Any]:
-    return {k: v(outputs) if callable(v) else v for k, v in args.items()}
 
 
 @dataclass
@@ -131,106 +106,26 @@ class Knobs:
         if event.kind in ("claim_fetched", "result_reused"):
             ANSWERED.set()
 
-    def adapter(self) -> dict[str, Any]:
-        return {"on_event": self.on_event, "reuse": self.reuse, "read_only": self.read_only}
-
 
 Host = Callable[[Sequence[Sequence[Call]], Knobs], list[str]]
-"""Runs the turns, then a last response without calls; returns every tool output of the last
-request, in call order."""
+"""Runs the turns, then a last response without calls; returns every tool output the model
+read, in call order."""
 
 
-def _langchain(face: str) -> Host:
-    def run(turns: Sequence[Sequence[Call]], knobs: Knobs) -> list[str]:
-        queue, ids = list(turns), iter(range(1_000))
-
-        def script(messages: list[BaseMessage]) -> AIMessage:
-            if not queue:
-                return AIMessage("done")
-            outputs = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
-            calls = [
-                {"name": name, "args": _arguments(args, outputs), "id": f"c{next(ids)}"}
-                for name, args in queue.pop(0)
-            ]
-            return AIMessage(content="", tool_calls=calls)
-
-        model = ScriptedChatModel(script=script)
-        middleware = ClaimCheckMiddleware(knobs.claim_check, **knobs.adapter())
-        tools = [StructuredTool.from_function(f) for f in TOOLS]
-        agent = create_agent(
-            model, tools=tools, middleware=[middleware], checkpointer=InMemorySaver()
-        )
-        state = {"messages": [HumanMessage("Go.")]}
-        config = {"configurable": {"thread_id": RUN}}
-        if face == "sync":
-            agent.invoke(state, config, context={"tenant": TENANT})
-        else:
-            asyncio.run(agent.ainvoke(state, config, context={"tenant": TENANT}))
-        return [str(m.content) for m in model.requests[-1] if isinstance(m, ToolMessage)]
+def _host(name: str) -> Host:
+    def run(script: Sequence[Sequence[Call]], knobs: Knobs) -> list[str]:
+        ran = drive(
+            name, TOOLS, in_turns(*script), claim_check=knobs.claim_check, scope=Scope(TENANT, RUN),
+            on_event=knobs.on_event, reuse=knobs.reuse, read_only=knobs.read_only,
+        )  # fmt: skip
+        assert not any(a.retry for a in ran.answers)
+        return ran.texts
 
     return run
 
 
-def _pydantic_ai(turns: Sequence[Sequence[Call]], knobs: Knobs) -> list[str]:
-    queue, ids, last = list(turns), iter(range(1_000)), list[str]()
-
-    def returns(messages: list[ModelMessage]) -> list[str]:
-        return [
-            str(p.content) for m in messages if isinstance(m, ModelRequest) for p in m.parts
-            if isinstance(p, ToolReturnPart)
-        ]  # fmt: skip
-
-    def script(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
-        last[:] = returns(messages)
-        if not queue:
-            return ModelResponse(parts=[TextPart("done")])
-        parts = [
-            ToolCallPart(name, _arguments(args, last), tool_call_id=f"c{next(ids)}")
-            for name, args in queue.pop(0)
-        ]
-        return ModelResponse(parts=parts)
-
-    toolset = ClaimCheckToolset(FunctionToolset(list(TOOLS)), knobs.claim_check, **knobs.adapter())
-    agent = PydanticAgent(FunctionModel(script), toolsets=[toolset])
-    asyncio.run(agent.run("Go.", deps={"tenant": TENANT}, conversation_id=RUN))
-    return last
-
-
-def _openai_agents(turns: Sequence[Sequence[Call]], knobs: Knobs) -> list[str]:
-    queue, ids = list(turns), iter(range(1_000))
-
-    def outputs(call: ModelCall) -> list[str]:
-        return [i["output"] for i in call.input if isinstance(i, dict) and "output" in i]
-
-    def respond(call: ModelCall) -> Any:
-        if not queue:
-            return [assistant_message("done")]
-        seen = outputs(call)
-        return [
-            function_call(name, _arguments(args, seen), call_id=f"c{next(ids)}")
-            for name, args in queue.pop(0)
-        ]
-
-    model = ScriptedModel([ModelStep.respond(respond)] * (len(turns) + 1))
-    tools = claim_check_tools(
-        [function_tool(f) for f in TOOLS], knobs.claim_check, **knobs.adapter()
-    )
-    agent = OpenAIAgent(name="counsel", model=model, tools=tools)
-    context = {"tenant": TENANT, "run_id": RUN}
-    asyncio.run(
-        Runner.run(
-            agent, "Go.", context=context, run_config=RunConfig(tracing_disabled=True),
-            max_turns=len(turns) + 2,
-        )
-    )  # fmt: skip
-    return outputs(model.calls[-1])
-
-
-HOSTS = pytest.mark.parametrize(
-    "host",
-    [_langchain("sync"), _langchain("async"), _pydantic_ai, _openai_agents],
-    ids=["langchain-sync", "langchain-async", "pydantic-ai", "openai-agents"],
-)
+ADAPTERS = ("langchain", "langchain_async", "pydantic_ai", "openai_agents")
+HOSTS = pytest.mark.parametrize("host", [_host(n) for n in ADAPTERS], ids=ADAPTERS)
 
 
 def reasons(events: Sequence[Event]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from s3claim import ClaimCheck, RunContext, S3ClaimCheckStore, Scope, ToolError
-from s3claim.hosting import MAX_REFERENCES
+from s3claim.references import MAX_REFERENCES
 from tests._hosts import resolved_arguments
 from tests._s3 import moto_client
 
@@ -63,4 +63,4 @@ def test_the_docs_name_the_bound() -> None:
     from pathlib import Path
 
     said = (Path(__file__).parents[1] / "docs" / "references.md").read_text(encoding="utf-8")
-    assert f"`s3claim.hosting.MAX_REFERENCES` ({MAX_REFERENCES})" in " ".join(said.split())
+    assert f"`s3claim.references.MAX_REFERENCES` ({MAX_REFERENCES})" in " ".join(said.split())

@@ -1,20 +1,18 @@
 """Claim references through every host, on both stores: a model passes a claim to a tool.
 
 The cases live in one class; each host (the runner, the three framework adapters, the MCP
-proxy) is a subclass that says only how a scripted model's turns reach it. A turn is a
-function of the last tool output the model read, returning the next call or None (answer).
-Every host must hand the tool exactly what the reference names, refuse what the claim tools
-refuse (the tool then does not run), and keep the content out of the conversation.
+proxy) is a subclass that names its driver in `tests._hosts`, which plays a scripted model's
+turns through it. Every host must hand the tool exactly what the reference names, refuse what
+the claim tools refuse (the tool then does not run), and keep the content out of the
+conversation.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -43,11 +41,9 @@ from s3claim.wording import (
     UNAVAILABLE_MESSAGE,
 )
 from tests._counsel import CONTRACT, HANDLE
-from tests._hosts import resolved_arguments
+from tests._hosts import Call, Model, drive, one_a_turn, resolved_arguments, turns
 
 SCOPE = Scope(tenant="acme", run="r-1")
-Call = tuple[str, dict[str, Any]]
-Turn = Callable[[str | None], Call | None]
 SEEN: list[Any] = []
 LINES = "".join(f"line {n}\r\n" if n % 3 == 0 else f"line {n}\n" for n in range(1, 301))
 RECORDS = json.dumps({"items": [{"id": n, "name": f"record {n}"} for n in range(500)]})
@@ -96,20 +92,17 @@ def store(request: pytest.FixtureRequest) -> ClaimCheckStore:
     )
 
 
-def calls(*script: Call) -> list[Turn]:
-    """Fixed calls, one a turn, then the answer."""
-    turns: list[Turn] = [lambda _, c=c: c for c in script]  # type: ignore[misc]
-    return [*turns, lambda _: None]
-
-
 def refusal(text: str) -> dict[str, str]:
     value: dict[str, str] = json.loads(text)
     assert set(value) == {"error", "message"}, text[:200]
     return value
 
 
-class ReferenceContract(ABC):
-    """The cases. A host implements `run`: the tool outputs the model read, in order."""
+class ReferenceContract:
+    """The cases. A host names its driver; `run` answers the tool outputs the model read, in
+    order, and keeps what it was told of each tool (`descriptions`)."""
+
+    host: ClassVar[str]
 
     @pytest.fixture(autouse=True)
     def _setup(self, store: ClaimCheckStore) -> None:
@@ -118,8 +111,17 @@ class ReferenceContract(ABC):
         self.events: list[Event] = []
         self.claim_check = ClaimCheck(store, references=True, max_reference_chars=100_000)
 
-    @abstractmethod
-    def run(self, turns: list[Turn]) -> list[str]: ...
+    def run(self, model: Model) -> list[str]:
+        ran = drive(
+            self.host,
+            FUNCTIONS,
+            model,
+            claim_check=self.claim_check,
+            scope=SCOPE,
+            on_event=self.events.append,
+        )
+        self.descriptions = ran.descriptions
+        return ran.texts
 
     def passed(self) -> list[tuple[str, str, int]]:
         return [(e.tool, e.handle, e.chars) for e in self.events if e.kind == "claim_passed"]
@@ -127,17 +129,16 @@ class ReferenceContract(ABC):
     def test_the_counsel_model_passes_the_contract_by_reference(self) -> None:
         sent: list[Call] = []
 
-        def read(_: str | None) -> Call:
-            return ("read_contract", {"name": "msa"})
-
-        def count(head: str | None) -> Call:
-            assert head is not None
+        def by_reference(outputs: Sequence[str]) -> dict[str, str]:
+            head = outputs[-1]
             found = HANDLE.search(head)
             assert found is not None and '{"$claim": "' in head  # the marker says how
             sent.append(("word_count", {"text": {"$claim": found.group()}}))
-            return sent[-1]
+            return {"$claim": found.group()}
 
-        outputs = self.run([read, count, lambda _: None])
+        outputs = self.run(
+            turns([("read_contract", {"name": "msa"})], [("word_count", {"text": by_reference})])
+        )
         assert outputs[1] == str(len(CONTRACT.split()))  # the right count
         assert SEEN == [CONTRACT]  # the tool got the contract, exactly
         assert len(outputs[0]) < 1_000  # the model read the head and marker only ...
@@ -147,7 +148,7 @@ class ReferenceContract(ABC):
 
     def test_the_model_reads_one_line_about_references_in_each_tools_description(self) -> None:
         self.descriptions: dict[str, str] = {}
-        self.run(calls(("word_count", {"text": "a b c"})))
+        self.run(one_a_turn(("word_count", {"text": "a b c"})))
         assert SEEN == ["a b c"]  # plain arguments pass as they are
         for name in ("read_contract", "word_count", "fields", "report"):
             assert self.descriptions[name].endswith(REFERENCE_DESCRIPTION), name
@@ -159,7 +160,7 @@ class ReferenceContract(ABC):
         lines = self.store.put(SCOPE, LINES, ttl_seconds=60)
         records = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
         self.run(
-            calls(
+            one_a_turn(
                 ("word_count", {"text": {"$claim": text, "offset": 50_000, "length": 777}}),
                 ("word_count", {"text": {"$claim": lines, "line": 3, "lines": 2}}),
                 ("fields", {"record": {"$claim": records, "path": "/items/321"}}),
@@ -180,7 +181,7 @@ class ReferenceContract(ABC):
     ) -> None:
         theirs = self.store.put(Scope("acme", "r-2"), CONTRACT, ttl_seconds=60)
         for handle in (theirs, "claim:1" + "0" * 32, "nonsense"):
-            (text,) = self.run(calls(("word_count", {"text": {"$claim": handle}})))
+            (text,) = self.run(one_a_turn(("word_count", {"text": {"$claim": handle}})))
             assert refusal(text) == {"error": "claim_unavailable", "message": UNAVAILABLE_MESSAGE}
         assert SEEN == []
         assert [e.kind for e in self.events] == ["claim_unavailable"] * 3
@@ -194,7 +195,7 @@ class ReferenceContract(ABC):
         base = "http://127.0.0.1:9"
         self.claim_check = ClaimCheck(self.store, references=True, link_base_url=base)
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=600)
-        (said,) = self.run(calls(("word_count", {"text": {"$claim": handle, "as": "link"}})))
+        (said,) = self.run(one_a_turn(("word_count", {"text": {"$claim": handle, "as": "link"}})))
         (url,) = SEEN
         assert said == "1" and url.startswith(f"{base}/claims/")  # one word: the URL
         assert SCOPE.tenant not in url and SCOPE.run not in url
@@ -207,7 +208,7 @@ class ReferenceContract(ABC):
 
     def test_a_link_reference_is_refused_where_links_are_not_configured(self) -> None:
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
-        (text,) = self.run(calls(("word_count", {"text": {"$claim": handle, "as": "link"}})))
+        (text,) = self.run(one_a_turn(("word_count", {"text": {"$claim": handle, "as": "link"}})))
         assert refusal(text) == {"error": "links_unavailable", "message": LINKS_UNAVAILABLE_MESSAGE}
         assert SEEN == []
 
@@ -230,20 +231,20 @@ class ReferenceContract(ABC):
         self, reference: dict[str, Any], says: str
     ) -> None:
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
-        (text,) = self.run(calls(("word_count", {"text": {"$claim": handle, **reference}})))
+        (text,) = self.run(one_a_turn(("word_count", {"text": {"$claim": handle, **reference}})))
         answer = refusal(text)
         assert answer["error"] == "invalid_arguments" and says in answer["message"]
         assert SEEN == [] and self.events == []
 
     def test_the_arguments_themselves_cannot_be_a_reference(self) -> None:
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
-        (text,) = self.run(calls(("word_count", {"$claim": handle})))
+        (text,) = self.run(one_a_turn(("word_count", {"$claim": handle})))
         answer = refusal(text)
         assert answer["error"] == "invalid_arguments" and "parameter" in answer["message"]
         assert SEEN == [] and self.events == []
 
     def test_a_handle_of_the_wrong_type_is_refused(self) -> None:
-        (text,) = self.run(calls(("word_count", {"text": {"$claim": 42}})))
+        (text,) = self.run(one_a_turn(("word_count", {"text": {"$claim": 42}})))
         assert refusal(text)["error"] == "invalid_arguments" and SEEN == []
 
     def test_what_a_call_resolves_is_bounded(self) -> None:
@@ -255,7 +256,7 @@ class ReferenceContract(ABC):
             {"texts": [{"$claim": small}, {"$claim": small}]},  # each fits, both do not
         ):
             name = "report" if "texts" in reference else "word_count"
-            (text,) = self.run(calls((name, reference)))
+            (text,) = self.run(one_a_turn((name, reference)))
             answer = refusal(text)
             assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
         assert SEEN == []
@@ -268,20 +269,20 @@ class ReferenceContract(ABC):
         lines = [f"{record}\n" for _ in range(12)]
         handle = self.store.put(SCOPE, "".join(lines), ttl_seconds=60)
         (text,) = self.run(
-            calls(("word_count", {"text": {"$claim": handle, "line": 1, "lines": 10}}))
+            one_a_turn(("word_count", {"text": {"$claim": handle, "line": 1, "lines": 10}}))
         )
         answer = refusal(text)
         assert answer["error"] == "reference_too_large" and "100000" in answer["message"]
         assert SEEN == []
         (text,) = self.run(
-            calls(("word_count", {"text": {"$claim": handle, "line": 2, "lines": 3}}))
+            one_a_turn(("word_count", {"text": {"$claim": handle, "line": 2, "lines": 3}}))
         )
         assert ["".join(lines[1:4])] == SEEN  # three lines fit: exactly those
 
     def test_an_offset_past_the_end_reads_empty_as_a_fetch_would(self) -> None:
         handle = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
         (text,) = self.run(
-            calls(("word_count", {"text": {"$claim": handle, "offset": 10**30, "length": 5}}))
+            one_a_turn(("word_count", {"text": {"$claim": handle, "offset": 10**30, "length": 5}}))
         )
         assert (text, SEEN) == ("0", [""])
 
@@ -289,47 +290,16 @@ class ReferenceContract(ABC):
         records = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
         # A path to a number, given to a tool that takes a string: refused as any bad argument.
         (text,) = self.run(
-            calls(("word_count", {"text": {"$claim": records, "path": "/items/3/id"}}))
+            one_a_turn(("word_count", {"text": {"$claim": records, "path": "/items/3/id"}}))
         )
         assert text != "1" and SEEN == []  # refused by the host's own validation
 
     def test_a_resolved_value_is_never_resolved_again(self) -> None:
         inner = self.store.put(SCOPE, CONTRACT, ttl_seconds=60)
         outer = self.store.put(SCOPE, json.dumps({"a": {"$claim": inner}}), ttl_seconds=60)
-        self.run(calls(("fields", {"record": {"$claim": outer, "path": "/a"}})))
+        self.run(one_a_turn(("fields", {"record": {"$claim": outer, "path": "/a"}})))
         assert [{"$claim": inner}] == SEEN  # handed over as it is: one pass, no second read
         assert [e.kind for e in self.events] == ["claim_passed"]
-
-
-# -- the hosts ------------------------------------------------------------------------------
-
-
-class TestRunner(ReferenceContract):
-    def run(self, turns: list[Turn]) -> list[str]:
-        def step(index: int) -> Callable[[Any], AssistantMessage]:
-            def play(messages: Any) -> AssistantMessage:
-                last = messages[-1]
-                call = turns[index](last.content if isinstance(last, ToolMessage) else None)
-                if call is None:
-                    return AssistantMessage(content="done")
-                return AssistantMessage(
-                    tool_calls=(ToolCall(id=f"c{index}", name=call[0], arguments=call[1]),)
-                )
-
-            return play
-
-        runner = AgentRunner(
-            provider=ScriptedProvider([step(i) for i in range(len(turns))]),
-            tools=[*(tool(f) for f in FUNCTIONS), *claim_tools(self.store)],
-            claim_check=self.claim_check,
-            max_tool_result_chars=4096,
-        )
-        self.descriptions = {
-            each["function"]["name"]: each["function"]["description"] for each in runner._schemas()
-        }
-        result = runner.run("count", tenant=SCOPE.tenant, run_id=SCOPE.run)
-        self.events += [e for e in result.events if e.kind.startswith("claim_")]
-        return [m.content for m in result.messages if isinstance(m, ToolMessage)]
 
 
 # -- the runner's own: off by default, the journal, the descriptions, the boundary ------------
@@ -448,210 +418,26 @@ def test_max_reference_chars_is_checked_at_construction() -> None:
             ClaimCheck(MemoryClaimCheckStore(), max_reference_chars=bad)  # type: ignore[arg-type]
 
 
-# -- the framework adapters and the MCP proxy: the same cases ------------------------------
+# -- the hosts: each names its driver (`tests._hosts.DRIVERS`) ------------------------------
+
+
+class TestRunner(ReferenceContract):
+    host = "runner"
 
 
 class TestOpenAIAgents(ReferenceContract):
-    def run(self, turns: list[Turn]) -> list[str]:
-        from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
-        from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-
-        from s3claim.integrations.openai_agents import claim_check_tools
-
-        set_tracing_disabled(True)
-        played = iter(range(len(turns)))
-
-        def respond(call: Any) -> Any:
-            self.descriptions = {t.name: t.description for t in call.tools}
-            index = next(played)
-            last = call.input[-1] if isinstance(call.input, list) else {}
-            output = last.get("output") if isinstance(last, dict) else None
-            made = turns[index](output)
-            if made is None:
-                return [assistant_message("done")]
-            return [function_call(made[0], made[1], call_id=f"c{index}")]
-
-        tools = [function_tool(f, strict_mode=False) for f in FUNCTIONS]
-        wrapped = claim_check_tools(tools, self.claim_check, on_event=self.events.append)
-        model = ScriptedModel([ModelStep.respond(respond)] * len(turns))
-        agent = Agent(name="counsel", model=model, tools=wrapped)
-        context = {"tenant": SCOPE.tenant, "run_id": SCOPE.run}
-        result = asyncio.run(
-            Runner.run(agent, "count", context=context, run_config=RunConfig(tracing_disabled=True))
-        )
-        assert result.final_output == "done"
-        return [
-            str(i["output"])
-            for i in result.to_input_list()
-            if isinstance(i, dict) and i.get("type") == "function_call_output"
-        ]
+    host = "openai_agents"
 
 
 class TestLangChain(ReferenceContract):
-    def run(self, turns: list[Turn]) -> list[str]:
-        from langchain.agents import create_agent
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langchain_core.messages import ToolMessage as LcToolMessage
-        from langchain_core.tools import tool as lc_tool
-
-        from s3claim.integrations.langchain import ClaimCheckMiddleware
-        from tests.test_integration_langchain import ScriptedChatModel
-
-        played = iter(range(len(turns)))
-
-        def script(messages: list[Any]) -> AIMessage:
-            index = next(played)
-            last = messages[-1]
-            made = turns[index](last.content if isinstance(last, LcToolMessage) else None)
-            if made is None:
-                return AIMessage(content="done")
-            call = {"name": made[0], "args": made[1], "id": f"c{index}"}
-            return AIMessage(content="", tool_calls=[call])
-
-        middleware = ClaimCheckMiddleware(self.claim_check, on_event=self.events.append)
-        host = self
-
-        class Seeing(ScriptedChatModel):
-            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-                host.descriptions = {t.name: t.description for t in tools}
-                return self
-
-        agent = create_agent(
-            Seeing(script=script),
-            tools=[lc_tool(f) for f in FUNCTIONS],
-            middleware=[middleware],
-        )
-        state = agent.invoke(
-            {"messages": [HumanMessage("count")]},
-            {"configurable": {"thread_id": SCOPE.run}},
-            context={"tenant": SCOPE.tenant},
-        )
-        return [str(m.content) for m in state["messages"] if isinstance(m, LcToolMessage)]
+    host = "langchain"
 
 
 class TestPydanticAI(ReferenceContract):
-    def run(self, turns: list[Turn]) -> list[str]:
-        from pydantic_ai import Agent
-        from pydantic_ai.messages import (
-            ModelRequest,
-            ModelResponse,
-            RetryPromptPart,
-            TextPart,
-            ToolCallPart,
-            ToolReturnPart,
-        )
-        from pydantic_ai.models.function import FunctionModel
-        from pydantic_ai.toolsets import FunctionToolset
-
-        from s3claim.integrations.pydantic_ai import ClaimCheckToolset
-
-        played = iter(range(len(turns)))
-
-        def answer(part: Any) -> str:
-            if isinstance(part, RetryPromptPart):  # pydantic-ai's own refusal of arguments
-                return json.dumps({"error": "invalid_arguments", "message": part.model_response()})
-            content = part.content
-            return content if isinstance(content, str) else json.dumps(content)
-
-        def script(messages: list[Any], info: Any) -> ModelResponse:
-            self.descriptions = {t.name: t.description or "" for t in info.function_tools}
-            index = next(played)
-            last = messages[-1]
-            parts = (
-                [p for p in last.parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-                if isinstance(last, ModelRequest)
-                else []
-            )
-            made = turns[index](answer(parts[-1]) if parts else None)
-            if made is None:
-                return ModelResponse(parts=[TextPart("done")])
-            return ModelResponse(parts=[ToolCallPart(made[0], made[1], tool_call_id=f"c{index}")])
-
-        toolset = ClaimCheckToolset(
-            FunctionToolset(list(FUNCTIONS)), self.claim_check, on_event=self.events.append
-        )
-        agent = Agent(FunctionModel(script), toolsets=[toolset], retries=5)
-        result = asyncio.run(
-            agent.run("count", deps={"tenant": SCOPE.tenant}, conversation_id=SCOPE.run)
-        )
-        return [
-            answer(part)
-            for message in result.all_messages()
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-            if isinstance(part, ToolReturnPart | RetryPromptPart)
-        ]
-
-
-class _Upstream:
-    """An MCP server's side of the proxy, in-process: it runs the tools as any server would,
-    knowing nothing of s3claim."""
-
-    instructions = None
-    server_info = None
-    timeout = 5.0
-    downstream = None
-
-    @property
-    def capabilities(self) -> Any:
-        from mcp_types import ServerCapabilities, ToolsCapability
-
-        return ServerCapabilities(tools=ToolsCapability())
-
-    async def list_tools(self) -> list[Any]:
-        from mcp_types import Tool as McpTool
-
-        return [
-            McpTool(name=f.__name__, description=f.__doc__, input_schema={"type": "object"})
-            for f in FUNCTIONS
-        ]
-
-    async def send(self, request: Any, result_type: Any, **_: Any) -> Any:
-        from mcp_types import CallToolResult, TextContent
-
-        params = request.params
-        function = {f.__name__: f for f in FUNCTIONS}[params.name]
-        arguments = dict(params.arguments or {})
-        wanted = {"name": str, "text": str, "record": dict, "texts": list}
-        wrong = [k for k, v in arguments.items() if not isinstance(v, wanted.get(k, object))]
-        if wrong or not arguments:  # the server validates its own arguments, as servers do
-            text = f"invalid arguments: {wrong}"
-            return CallToolResult(content=[TextContent(text=text)], is_error=True)
-        value = function(**arguments)
-        return CallToolResult(content=[TextContent(text=str(value))])
+    host = "pydantic_ai"
 
 
 class TestMcpProxy(ReferenceContract):
     """The model is the MCP client here: each turn is one tools/call through the proxy."""
 
-    def run(self, turns: list[Turn]) -> list[str]:
-        from mcp import Client
-        from mcp_types import TextContent
-
-        from s3claim.mcp import ClaimCheckProxy, Scoping
-
-        proxy = ClaimCheckProxy(
-            _Upstream(),  # type: ignore[arg-type]
-            claim_check=self.claim_check,
-            scoping=Scoping(tenant=SCOPE.tenant, tenant_header=None, fallback_run=SCOPE.run),
-            on_event=self.events.append,
-        )
-
-        async def go() -> list[str]:
-            outputs: list[str] = []
-            async with Client(proxy.server()) as client:
-                listed = await client.list_tools()
-                self.descriptions = {t.name: t.description or "" for t in listed.tools}
-                last: str | None = None
-                for turn in turns:
-                    made = turn(last)
-                    if made is None:
-                        break
-                    result = await client.call_tool(made[0], made[1])
-                    block = result.content[0]  # a checked-in result links its claim after
-                    assert isinstance(block, TextContent)
-                    last = block.text
-                    outputs.append(last)
-            return outputs
-
-        return asyncio.run(go())
+    host = "mcp_proxy"

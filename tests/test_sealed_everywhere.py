@@ -328,3 +328,68 @@ def test_every_read_keeps_its_request_budget(store: S3ClaimCheckStore) -> None:
     wire.clear()
     store.put(SCOPE, "x" * 9000, ttl_seconds=TTL)
     assert dict(wire.requests) == {"PutObject": 1}
+
+
+# -- the command line -------------------------------------------------------------------
+
+CLI_DOORS = {
+    "fetch": ["fetch", "--offset", "10"],
+    "line": ["fetch", "--line", "3"],
+    "from_end": ["fetch", "--from-end"],
+    "path": ["fetch", "--path", "/rows/1"],
+    "search": ["search", "amount"],
+    "link": ["link", "--base-url", "http://127.0.0.1"],
+}
+"""Every way `s3claim` reads a claim (the command, then its flags; the handle goes first)."""
+CLI_USES = {
+    ("claim", "middle-byte"): {"fetch", "line", "from_end", "path", "search"},
+    ("claim", "s3claim-mac"): set(CLI_DOORS),  # a link is made from the claim's metadata
+    ("index", "middle-byte"): {"line", "path"},
+    ("index", "s3claim-mac"): {"line", "path"},
+}
+
+
+@pytest.mark.parametrize(("which", "damage"), list(CLI_USES), ids="-".join)
+def test_the_command_line_refuses_a_damaged_claim_as_it_refuses_an_unknown_handle(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, which: str, damage: str
+) -> None:
+    """`s3claim fetch` (every way), `search` and `link` on an edited object: the one line and
+    exit 1 an unknown handle gets; a door that reads nothing of it answers as before."""
+    from typer.testing import CliRunner
+
+    from s3claim.cli import app
+
+    key = "sealed-everywhere-cli-key-0123456"
+    client = moto_client(moto_endpoint)
+    name = f"sealed-cli-{uuid.uuid4().hex}"
+    client.create_bucket(Bucket=name)
+    store = S3ClaimCheckStore(name, handle_key=HandleKey(key), client=client)  # the CLI's clock
+    for variable, value in (("BUCKET", name), ("ENDPOINT_URL", moto_endpoint), ("HANDLE_KEY", key)):
+        monkeypatch.setenv(f"S3CLAIM_{variable}", value)
+    runner = CliRunner()
+    scope = ["--tenant", SCOPE.tenant, "--run", SCOPE.run]
+
+    def answers(handle: str) -> dict[str, tuple[int, str, str]]:
+        said = {}
+        for door, (command, *flags) in CLI_DOORS.items():
+            result = runner.invoke(app, [command, *scope, handle, *flags])
+            out = result.stdout if door != "link" else result.stdout[:24]  # a fresh token each
+            said[door] = (result.exit_code, out, result.stderr)
+        return said
+
+    handle = store.put(SCOPE, DOCUMENT, ttl_seconds=TTL)
+    refused, before = answers(UNKNOWN), answers(handle)
+    assert refused["fetch"][0] == 1 and refused["fetch"][2].startswith("s3claim: error: claim ")
+    assert all(before[door] != refused[door] for door in CLI_DOORS)
+    object_key = (store.layout.object_key if which == "claim" else store.layout.index_key)(
+        SCOPE, handle
+    )
+    if damage.startswith("s3claim-"):
+        _rewrite_field(store, object_key, damage)
+    else:
+        size = client.head_object(Bucket=name, Key=object_key)["ContentLength"]
+        _flip(store, object_key, size // 2)
+    after = answers(handle)
+    for door in CLI_DOORS:
+        expected = refused[door] if door in CLI_USES[which, damage] else before[door]
+        assert after[door] == expected, (door, after[door])

@@ -48,6 +48,7 @@ __all__ = [
     "SNIPPET_CHARS",
     "Match",
     "MatchTooLongError",
+    "PatternError",
     "PatternTooCostlyError",
     "SearchBusyError",
     "SearchResult",
@@ -74,6 +75,11 @@ class MatchTooLongError(Exception):
     def __init__(self, chars: int) -> None:
         super().__init__(f"a match may run longer than {chars} characters")
         self.chars = chars
+
+
+class PatternError(ValueError):
+    """A pattern no search can run: not a valid regular expression, or of a length out of
+    bounds (the message says which, never quoting the pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +116,17 @@ class SearchResult:
 
 
 def compile_pattern(pattern: str, *, is_regex: bool, ignore_case: bool) -> regex.Pattern[str]:
-    """The compiled pattern; `ValueError` (with the engine's reason) for an invalid regex."""
+    """The compiled pattern; `PatternError` (with the engine's reason) for an invalid regex,
+    or a pattern empty or longer than `MAX_PATTERN_CHARS`."""
+    if not 0 < len(pattern) <= MAX_PATTERN_CHARS:
+        raise PatternError(f"pattern: give 1 to {MAX_PATTERN_CHARS} characters")
     flags = regex.IGNORECASE if ignore_case else 0
     try:
         compiled = compile_regex(pattern if is_regex else regex.escape(pattern), flags)
         if is_regex:  # the search's probe nests the pattern once more: refused here too
             settling_probe(compiled)
     except ValueError as exc:
-        raise ValueError(f"pattern: {exc}") from None
+        raise PatternError(f"pattern: {exc}") from None
     return compiled
 
 

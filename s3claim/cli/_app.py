@@ -8,7 +8,8 @@ import typer
 
 from s3claim.cli._doctor import doctor
 from s3claim.cli._mcp_proxy import CONTEXT_SETTINGS, mcp_proxy
-from s3claim.cli._ops import audit, fetch, forget, keygen, ls, put, runs
+from s3claim.cli._ops import audit, forget, keygen, ls, put, runs
+from s3claim.cli._reads import fetch, link_command, search
 from s3claim.cli._receipts import verify_receipt_command
 from s3claim.cli._serve import serve
 from s3claim.cli.demo import demo
@@ -32,8 +33,9 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode="markdown",
 )
-for command in (demo, put, fetch, ls, runs, audit, forget, keygen, doctor, serve):
+for command in (demo, put, fetch, search, ls, runs, audit, forget, keygen, doctor, serve):
     app.command(epilog=EPILOG)(command)
+app.command("link", epilog=EPILOG)(link_command)
 app.command("verify-receipt", epilog=EPILOG)(verify_receipt_command)
 app.command("mcp-proxy", epilog=EPILOG, context_settings=CONTEXT_SETTINGS)(mcp_proxy)
 

@@ -4,11 +4,11 @@ never from an option, so it stays out of shell history and `ps`."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
+from s3claim.proxy_settings import StoreKind
 from s3claim.scope import Scope
 
 __all__ = [
@@ -90,13 +90,6 @@ MaxReadBytesOption = Annotated[
 ]
 Tenant = Annotated[str, typer.Option(help="Tenant the claims belong to.", show_default=False)]
 OptionalRun = Annotated[str | None, typer.Option(help="Only this run of the tenant.")]
-
-
-class StoreKind(StrEnum):
-    """Where the claims of `demo` and `mcp-proxy` live."""
-
-    s3 = "s3"
-    memory = "memory"
 
 
 def checked(tenant: str, run: str | None) -> str:

@@ -15,6 +15,7 @@ from enum import IntEnum
 import typer
 from pydantic import ValidationError
 
+import s3claim.wording as wording
 from s3claim.errors import (
     ClaimStoreError,
     ClaimUnavailableError,
@@ -24,6 +25,16 @@ from s3claim.errors import (
 )
 from s3claim.extras import MissingExtraError
 from s3claim.s3.admin import Target, explain, is_fixable, load_settings
+from s3claim.store import (
+    AddressError,
+    MatchTooLongError,
+    NoIndexError,
+    NoLineIndexError,
+    PathError,
+    PatternError,
+    PatternTooCostlyError,
+    SearchBusyError,
+)
 
 __all__ = ["CliError", "Exit", "Handled", "describe", "fail", "handled"]
 
@@ -56,13 +67,46 @@ def describe(exc: BaseException, *, bucket: str | None = None) -> CliError | Non
         return CliError(str(exc))
     if isinstance(exc, ValidationError):  # e.g. a tenant or run name out of bounds
         return CliError(f"invalid input: {describe_validation_error(exc)}")
-    if isinstance(exc, ClaimUnavailableError):  # the operator's hint the model never gets
-        return CliError(f"{exc} (or checked in under another {_KEY})", Exit.FAILED)
+    if isinstance(exc, ClaimUnavailableError) or _damaged(exc):
+        # A damaged claim is the one refusal, as at every door; the key is the operator's
+        # hint, which the model never gets.
+        return CliError(
+            f"{ClaimUnavailableError()} (or checked in under another {_KEY})", Exit.FAILED
+        )
+    if (reading := _reading(exc)) is not None:
+        return reading
     if isinstance(exc, ProviderError):
         return CliError(f"model server: {exc}", Exit.UNAVAILABLE)
     if isinstance(exc, ClaimStoreError):
         code = Exit.CONFIGURATION if is_fixable(exc) else Exit.UNAVAILABLE
         return CliError(explain(exc, bucket=bucket), code)
+    return None
+
+
+def _damaged(exc: BaseException) -> bool:
+    return isinstance(exc, ClaimStoreError) and exc.reason == "damaged"
+
+
+def _reading(exc: BaseException) -> CliError | None:
+    """A read or search this claim cannot serve as asked, in the words every door uses."""
+    if isinstance(exc, AddressError | PathError):
+        return CliError(exc.message)
+    if isinstance(exc, PatternError):
+        return CliError(str(exc))
+    if isinstance(exc, NoLineIndexError):
+        return CliError(wording.NO_LINE_INDEX_MESSAGE)
+    if isinstance(exc, NoIndexError):
+        return CliError(wording.NOT_JSON_MESSAGE)
+    if isinstance(exc, MatchTooLongError):
+        return CliError(wording.match_too_long_message(chars=exc.chars))
+    if isinstance(exc, PatternTooCostlyError):
+        return CliError(
+            wording.pattern_too_costly_message(
+                seconds=exc.seconds, matches=exc.matches, backtracked=exc.backtracked
+            )
+        )
+    if isinstance(exc, SearchBusyError):
+        return CliError(wording.SEARCH_BUSY_MESSAGE, Exit.UNAVAILABLE)
     return None
 
 

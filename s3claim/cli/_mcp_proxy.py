@@ -1,40 +1,37 @@
 """`s3claim mcp-proxy`: the MCP proxy (`s3claim.mcp`) composed from the command line.
 
-The MCP SDK is an extra, so `s3claim.mcp` is imported only when this command runs. Everything
-the proxy says goes to stderr: on stdio, stdout is the protocol.
+Its settings are `s3claim.mcp.ProxySettings`: an option for each field is generated from it
+(`_with_settings`), and a `--config` file's `[proxy]` table may give the same ones. The MCP
+SDK is an extra, so `s3claim.mcp` is imported only when this command runs. Everything the
+proxy says goes to stderr: on stdio, stdout is the protocol.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
-import re
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from annotated_types import Ge, Le
+from pydantic.fields import FieldInfo
 
-from s3claim.claimcheck import DEFAULT_MAX_REFERENCE_CHARS, ClaimCheck
-from s3claim.cli._config import (
-    BucketOption,
-    EndpointOption,
-    HeaderTimeoutOption,
-    PrefixOption,
-    RegionOption,
-    StoreKind,
-)
+from s3claim.claimcheck import ClaimCheck
+from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
 from s3claim.cli._exit import CliError, Exit, handled
 from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted, observe
 from s3claim.extras import require_extra
 from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
-from s3claim.policy import ClaimCheckPolicy
+from s3claim.proxy_settings import ProxySettings, Source, StoreKind, flag, host_and_port
 from s3claim.s3 import S3ClaimCheckStore
-from s3claim.s3.admin import explain, open_store
+from s3claim.s3.admin import explain, handle_key, load_settings, open_store
 from s3claim.store import ClaimCheckStore
 
 if TYPE_CHECKING:
@@ -45,12 +42,15 @@ __all__ = ["CONTEXT_SETTINGS", "address_of", "mcp_proxy"]
 # Everything after the upstream command's name is the upstream's: `s3claim mcp-proxy --tenant
 # acme npx pkg --flag` passes `--flag` on, with or without `--`.
 CONTEXT_SETTINGS = {"allow_interspersed_args": False}
-_DEFAULTS = ClaimCheckPolicy()
 _PANEL = "Claim check policy"
-MAX_TTL_SECONDS = 400 * 24 * 3600
-DEFAULT_MAX_RESULT_BYTES = 256 * 1024**2
-_MEMORY_MAX_BYTES = 1024**3
-_MEMORY_MAX_TENANT_BYTES = 256 * 1024**2
+_POLICY_OPTIONS = frozenset(
+    {
+        "threshold_chars", "head_chars", "tail_chars", "pick_lines", "pick_max", "json_root",
+        "turn_budget_chars", "ttl_seconds", "reuse", "references", "max_reference_chars",
+        "link_base_url",
+    }
+)  # fmt: skip
+_ENVVARS = {"tenant": "S3CLAIM_TENANT", "header_timeout": "S3CLAIM_HEADER_TIMEOUT"}
 _MEMORY_NOTE = (
     "The claim handles this server gives (claim:...) live in its memory: they end when the "
     "server process does, and a restarted server cannot read them."
@@ -62,7 +62,46 @@ _RUNS_HTTP = (
 )
 
 
+def _with_settings(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`, taking an option for each field of `ProxySettings` in its `**options`:
+    the field's name, default, description and bounds (checked by the model, so that a
+    value refused is one line wherever it came from)."""
+    signature = inspect.signature(command, eval_str=True)
+    fixed = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    fields = ProxySettings.model_fields.items()
+    generated = [_option(name, field) for name, field in fields]
+    command.__dict__["__signature__"] = signature.replace(parameters=[*fixed, *generated])
+    return command
+
+
+def _option(name: str, field: FieldInfo) -> inspect.Parameter:
+    default = None if field.default_factory is not None else field.default
+    low = next((m.ge for m in field.metadata if isinstance(m, Ge)), None)
+    high = next((m.le for m in field.metadata if isinstance(m, Le)), None)
+    option = typer.Option(
+        help=f"{field.description} ({low:,} to {high:,})" if high else field.description,
+        envvar=_ENVVARS.get(name),
+        rich_help_panel=_PANEL if name in _POLICY_OPTIONS else None,
+        show_default=default is not None and _size(default),
+        metavar="TOOL=SECONDS" if name == "reuse" else None,
+    )
+    typed = list[str] | None if name == "reuse" else field.annotation
+    kind = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(name, kind, default=default, annotation=Annotated[typed, option])
+
+
+def _size(default: object) -> str | bool:
+    """A default of bytes shown in MiB or GiB."""
+    if isinstance(default, int) and not isinstance(default, bool) and default >= 1024**2:
+        for unit, size in (("GiB", 1024**3), ("MiB", 1024**2)):
+            if default % size == 0:
+                return f"{default // size} {unit}"
+    return True
+
+
+@_with_settings
 def mcp_proxy(
+    ctx: typer.Context,
     command: Annotated[
         list[str] | None,
         typer.Argument(
@@ -81,111 +120,12 @@ def mcp_proxy(
             "--config",
             help="Front several upstreams, named in this TOML file ([upstreams.NAME] with "
             "command, args, env, pass_env, cwd; or url), as one server: their tools and "
-            "prompts named NAME__tool. Excludes a command and --upstream-url.",
+            "prompts named NAME__tool. Excludes a command and --upstream-url. Its [proxy] "
+            "table may give any option below (max_calls = 8); an option given on the command "
+            "line, or by its environment variable, wins.",
             show_default=False,
         ),
     ] = None,
-    listen: Annotated[
-        str | None,
-        typer.Option(
-            help="Serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; port 0 "
-            "picks a free one.",
-            show_default=False,
-        ),
-    ] = None,
-    tenant: Annotated[
-        str | None,
-        typer.Option(envvar="S3CLAIM_TENANT", help="Tenant every claim belongs to."),
-    ] = None,
-    tenant_header: Annotated[
-        str | None,
-        typer.Option(
-            help="HTTP only: take the tenant from this request header (set by your gateway); "
-            "requests without it are refused. Excludes --tenant.",
-        ),
-    ] = None,
-    store: Annotated[
-        StoreKind | None,
-        typer.Option(
-            help="Where claims live. Default: s3 when a bucket is configured "
-            "(S3CLAIM_BUCKET or --bucket), else memory.",
-            show_default=False,
-        ),
-    ] = None,
-    threshold_chars: Annotated[
-        int,
-        typer.Option(help="Results this long or longer are checked in.", rich_help_panel=_PANEL),
-    ] = _DEFAULTS.threshold_chars,
-    head_chars: Annotated[
-        int,
-        typer.Option(help="The most of a result that stays inline.", rich_help_panel=_PANEL),
-    ] = _DEFAULTS.head_chars,
-    tail_chars: Annotated[
-        int,
-        typer.Option(
-            help="The most of a result's end that stays inline too, after the marker.",
-            rich_help_panel=_PANEL,
-            min=0,
-        ),
-    ] = _DEFAULTS.tail_chars,
-    pick_lines: Annotated[
-        str | None,
-        typer.Option(
-            help="A regular expression (as search_result takes one): up to --pick-max lines "
-            "it matches outside the head and tail stay inline, with their line numbers.",
-            rich_help_panel=_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    pick_max: Annotated[
-        int,
-        typer.Option(
-            help="The most lines --pick-lines shows: the first and the last half.",
-            rich_help_panel=_PANEL,
-            min=1,
-        ),
-    ] = _DEFAULTS.pick_max,
-    json_root: Annotated[
-        bool,
-        typer.Option(
-            help="A result that is JSON gets its root's members listed inline (key, type "
-            "and span), as fetch_result with path='' lists them.",
-            rich_help_panel=_PANEL,
-        ),
-    ] = False,
-    turn_budget_chars: Annotated[
-        int | None,
-        typer.Option(
-            help="A turn's budget: MCP has no batches, so each call is a turn of its own, and "
-            "a result longer than this is checked in (when that shrinks it) below the threshold.",
-            rich_help_panel=_PANEL,
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
-    ttl_seconds: Annotated[
-        int,
-        typer.Option(
-            help="How long a claim can be fetched (at most 400 days).",
-            rich_help_panel=_PANEL,
-            min=1,
-            max=MAX_TTL_SECONDS,
-        ),
-    ] = _DEFAULTS.ttl_seconds,
-    upstream_timeout: Annotated[
-        float,
-        typer.Option(
-            help="Seconds an upstream call (or a restart) may take.", min=0.001, max=86_400
-        ),
-    ] = 300.0,
-    startup_timeout: Annotated[
-        float,
-        typer.Option(
-            help="Seconds the upstream may take to start and complete the MCP handshake.",
-            min=0.001,
-            max=3_600,
-        ),
-    ] = 20.0,
     upstream_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -196,90 +136,6 @@ def mcp_proxy(
             show_default=False,
         ),
     ] = None,
-    reuse: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--reuse",
-            metavar="TOOL=SECONDS",
-            help="Answer a repeat call of TOOL (same arguments, same run) from its claim for "
-            "SECONDS after a checked-in result, without calling the upstream (repeatable). "
-            "The upstream must mark TOOL readOnlyHint; in a --config file, give each "
-            "upstream a reuse table.",
-            show_default=False,
-            rich_help_panel=_PANEL,
-        ),
-    ] = None,
-    max_calls: Annotated[
-        int,
-        typer.Option(
-            help="Requests served at once: tool calls (the claim tools too), resource reads "
-            "and prompts/get; more are refused. Listings and the rest do not count.",
-            min=1,
-            max=10_000,
-        ),
-    ] = 64,
-    max_tenant_calls: Annotated[
-        int | None,
-        typer.Option(
-            help="One tenant's requests at once, counted as --max-calls counts them; more "
-            "are refused. Default: a quarter of --max-calls with --tenant-header, all of "
-            "them otherwise.",
-            min=1,
-            max=10_000,
-            show_default=False,
-        ),
-    ] = None,
-    max_result_bytes: Annotated[
-        int,
-        typer.Option(
-            help="The largest upstream answer taken (bytes); a larger one is an error result.",
-            min=1024,
-            max=8 * 1024**3,
-        ),
-    ] = DEFAULT_MAX_RESULT_BYTES,
-    memory_max_bytes: Annotated[
-        int | None,
-        typer.Option(
-            help="--store memory: bytes of claims held in all; the oldest go first.",
-            min=1,
-            show_default="1 GiB",
-        ),
-    ] = None,
-    memory_max_tenant_bytes: Annotated[
-        int | None,
-        typer.Option(
-            help="--store memory: bytes of claims held per tenant; its oldest go first.",
-            min=1,
-            show_default="256 MiB",
-        ),
-    ] = None,
-    references: Annotated[
-        bool,
-        typer.Option(
-            help='Resolve claim references ({"$claim": handle}) in tool arguments before a '
-            "call is forwarded, and say so in each tool's description.",
-            rich_help_panel=_PANEL,
-        ),
-    ] = False,
-    max_reference_chars: Annotated[
-        int,
-        typer.Option(
-            help="The most characters one call's references may resolve to.",
-            min=1,
-            rich_help_panel=_PANEL,
-        ),
-    ] = DEFAULT_MAX_REFERENCE_CHARS,
-    link_base_url: Annotated[
-        str | None,
-        typer.Option(
-            help='Where links to claims are served, for {"$claim": handle, "as": "link"} '
-            "references: https://, or http:// on a loopback host. Default with --listen on "
-            "loopback: this server, which serves them at /claims/.",
-            show_default=False,
-            rich_help_panel=_PANEL,
-        ),
-    ] = None,
-    header_timeout: HeaderTimeoutOption = 10.0,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log every check-in and fetch (no content).")
     ] = False,
@@ -287,12 +143,14 @@ def mcp_proxy(
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
     region: RegionOption = None,
+    **options: object,
 ) -> None:
     """Proxy an MCP server, checking its oversized results in; serves fetch_result beside it.
 
     `s3claim mcp-proxy --tenant acme -- npx @modelcontextprotocol/server-filesystem /srv/docs`
     serves a client on stdio; with `--listen 127.0.0.1:9000` it serves streamable HTTP. The
-    handle key comes from S3CLAIM_HANDLE_KEY only (the memory store makes its own).
+    handle key comes from S3CLAIM_HANDLE_KEY only (the memory store makes its own unless it
+    is set; with it, `s3claim forget --proxy` erases a tenant while the proxy runs).
     """
     _configure_logging(verbose)
     with handled() as context:
@@ -315,53 +173,44 @@ def mcp_proxy(
                 "--upstream-env is for the command line's upstream; in a --config file, "
                 "give each upstream its env and pass_env"
             )
-        if reuse and config is not None:
+        if options["reuse"] and config is not None:
             raise CliError(
                 "--reuse is for the command line's upstream; in a --config file, give each "
                 "upstream a reuse table (reuse = { read_text_file = 300 })"
             )
-        reuse_seconds = _reuse(reuse or ())
         if upstream_env and upstream_url is not None:
             raise CliError("--upstream-env is for a stdio upstream (a command after --)")
         if upstream_url is not None and not upstream_url.startswith(("http://", "https://")):
             raise CliError(
                 f"--upstream-url must be an http:// or https:// URL, got {upstream_url!r}"
             )
-        if max_tenant_calls is not None and max_tenant_calls > max_calls:
-            raise CliError(
-                f"--max-tenant-calls ({max_tenant_calls}) cannot be more than --max-calls "
-                f"({max_calls})"
+        sources: list[Source] = []
+        if config is not None:
+            sources.append(
+                (mcp.read_gateway_settings(config), lambda key: f"{config}: proxy.{key}")
             )
-        address = address_of(listen) if listen is not None else None
-        if tenant_header is not None and address is None:
-            raise CliError("--tenant-header needs --listen: on stdio there are no headers")
-        if tenant_header is not None and not _HEADER_NAME.fullmatch(tenant_header):
-            raise CliError(
-                "--tenant-header must be an HTTP header name: letters, digits and "
-                "!#$%&'*+-.^_`|~, no spaces (e.g. X-Tenant)"
+            sources.append(
+                ({"reuse": mcp.read_gateway_reuse(config)}, lambda key: f"{config}: upstreams")
             )
-        policy = ClaimCheckPolicy(
-            threshold_chars=threshold_chars,
-            head_chars=head_chars,
-            tail_chars=tail_chars,
-            pick_lines=pick_lines,
-            pick_max=pick_max,
-            json_root=json_root,
-            ttl_seconds=ttl_seconds,
-            turn_budget_chars=turn_budget_chars,
-        )
+        for source, named in (("ENVIRONMENT", _ENVVARS.__getitem__), ("COMMANDLINE", flag)):
+            # typer's click is its own copy: its ParameterSource is matched by name
+            given = {k: v for k, v in options.items() if _source(ctx, k) == source}
+            sources.append((given, named))
+        settings = ProxySettings.from_sources(sources)
         configured = bucket is not None or bool(os.environ.get("S3CLAIM_BUCKET"))
-        kind = store or (StoreKind.s3 if configured else StoreKind.memory)
-        memory_bounds = (memory_max_bytes, memory_max_tenant_bytes)
-        if kind is StoreKind.s3 and memory_bounds != (None, None):
+        kind = settings.store or (StoreKind.s3 if configured else StoreKind.memory)
+        memory_bounds = {"memory_max_bytes", "memory_max_tenant_bytes"}
+        if kind is StoreKind.s3 and memory_bounds & settings.model_fields_set:
             raise CliError(
                 "--memory-max-bytes and --memory-max-tenant-bytes bound --store memory; "
                 "this proxy uses the s3 store, where claims last until their TTL"
             )
         if kind is StoreKind.memory:
+            shared = os.environ.get("S3CLAIM_HANDLE_KEY")  # to sign erase requests (/erase)
             claims: ClaimCheckStore = MemoryClaimCheckStore(
-                max_bytes=memory_max_bytes or _MEMORY_MAX_BYTES,
-                max_tenant_bytes=memory_max_tenant_bytes or _MEMORY_MAX_TENANT_BYTES,
+                handle_key=handle_key(load_settings()) if shared else None,
+                max_bytes=settings.memory_max_bytes,
+                max_tenant_bytes=settings.memory_max_tenant_bytes,
                 on_evict=_log_eviction,
             )
         else:
@@ -369,24 +218,27 @@ def mcp_proxy(
             _probe(claims, context.bucket)
         target: UpstreamTarget | None = None
         targets: dict[str, UpstreamTarget] | None = None
+        most = settings.max_result_bytes
         if config is not None:
-            targets = mcp.read_gateway_file(config, os.environ, max_result_bytes=max_result_bytes)
-            reuse_seconds = mcp.read_gateway_reuse(config)
+            targets = mcp.read_gateway_file(config, os.environ, max_result_bytes=most)
         elif upstream_url is not None:
-            target = mcp.HttpUpstream(url=upstream_url, max_event_bytes=max_result_bytes)
+            target = mcp.HttpUpstream(url=upstream_url, max_event_bytes=most)
         else:
             try:
                 env = mcp.upstream_environment(os.environ, tuple(upstream_env or ()))
             except ValueError as exc:
                 raise CliError(str(exc)) from None
             target = mcp.StdioUpstream(
-                command=argv[0], args=tuple(argv[1:]), env=env, max_line_bytes=max_result_bytes
+                command=argv[0], args=tuple(argv[1:]), env=env, max_line_bytes=most
             )
+        address = settings.address
         try:
             if address is None:
-                scoping = mcp.Scoping.for_stdio(tenant)
+                scoping = mcp.Scoping.for_stdio(settings.tenant)
             else:
-                scoping = mcp.Scoping.for_http(tenant, tenant_header=tenant_header)
+                scoping = mcp.Scoping.for_http(
+                    settings.tenant, tenant_header=settings.tenant_header
+                )
         except ValueError as exc:
             raise CliError(str(exc).splitlines()[0]) from None
         print(
@@ -405,10 +257,10 @@ def mcp_proxy(
                 raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
         claim_check = ClaimCheck(
             claims,
-            policy=policy,
-            references=references,
-            max_reference_chars=max_reference_chars,
-            link_base_url=link_base_url or _served_here(sock),
+            policy=settings.policy,
+            references=settings.references,
+            max_reference_chars=settings.max_reference_chars,
+            link_base_url=settings.link_base_url or _served_here(sock),
         )
 
         async def run(upstream: mcp.Upstream | mcp.Gateway, what: str) -> None:
@@ -416,11 +268,12 @@ def mcp_proxy(
                 upstream,
                 claim_check=claim_check,
                 scoping=scoping,
-                max_calls=max_calls,
-                max_tenant_calls=max_tenant_calls,
+                max_calls=settings.max_calls,
+                max_tenant_calls=settings.max_tenant_calls,
+                max_read_bytes=settings.max_read_bytes,
                 single_client=sock is None,
                 note=_MEMORY_NOTE if kind is StoreKind.memory else None,
-                reuse=reuse_seconds,
+                reuse=settings.reuse,
             )
             await proxy.check_names()
             if sock is None:
@@ -440,19 +293,21 @@ def mcp_proxy(
                 file=sys.stderr,
                 flush=True,
             )
-            await mcp.serve_http(proxy, sock, each=each, header_timeout=header_timeout)
+            await mcp.serve_http(proxy, sock, each=each, header_timeout=settings.header_timeout)
 
         async def serve() -> None:
             if targets is not None:
                 async with mcp.Gateway.connect(
-                    targets, timeout=upstream_timeout, startup_timeout=startup_timeout
+                    targets,
+                    timeout=settings.upstream_timeout,
+                    startup_timeout=settings.startup_timeout,
                 ) as gateway:
                     names = ", ".join(targets)
                     await run(gateway, f"gateway of {names}, each alone at {mcp.MCP_PATH}/NAME")
                 return
             assert target is not None
             async with mcp.Upstream.connect(
-                target, timeout=upstream_timeout, startup_timeout=startup_timeout
+                target, timeout=settings.upstream_timeout, startup_timeout=settings.startup_timeout
             ) as upstream:
                 await run(upstream, f"upstream: {target}")
 
@@ -466,18 +321,10 @@ def mcp_proxy(
                 sock.close()
 
 
-_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110's token
-
-
-def _reuse(entries: Sequence[str]) -> dict[str, int]:
-    """`--reuse TOOL=SECONDS` entries as a map (one line saying which entry is wrong)."""
-    found: dict[str, int] = {}
-    for entry in entries:
-        name, sep, seconds = entry.rpartition("=")
-        if not sep or not name or not (seconds.isascii() and seconds.isdigit()):
-            raise CliError(f"--reuse takes TOOL=SECONDS (whole seconds), got {entry!r}")
-        found[name] = int(seconds)
-    return found
+def _source(ctx: typer.Context, name: str) -> str | None:
+    """Where the option's value came from: COMMANDLINE, ENVIRONMENT or DEFAULT."""
+    source = ctx.get_parameter_source(name)
+    return None if source is None else source.name
 
 
 def _probe(claims: S3ClaimCheckStore, bucket: str | None) -> None:
@@ -523,8 +370,7 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def address_of(listen: str) -> tuple[str, int]:
-    host, sep, port = listen.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise CliError(f"--listen takes HOST:PORT (e.g. 127.0.0.1:9000), got {listen!r}")
-    return host, int(port)
+    try:
+        return host_and_port(listen)
+    except ValueError as exc:
+        raise CliError(f"--listen {exc}") from None

@@ -1,4 +1,5 @@
-"""The bucket commands: claims (put, fetch, ls, forget, keygen), runs and the audit trail."""
+"""The bucket commands: claims (put, ls, forget, keygen), runs and the audit trail; reading
+them (fetch, search, link) is `s3claim.cli._reads`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -24,23 +26,16 @@ from s3claim.cli._config import (
     when,
 )
 from s3claim.cli._exit import CliError, handled
-from s3claim.cli._receipts import open_receipt, summary
+from s3claim.cli._receipts import erase_through, open_receipt, summary
 from s3claim.cli._table import Column, collected, counting, print_table
 from s3claim.journal import RunInfo
 from s3claim.s3 import S3AuditTrail
 from s3claim.s3.admin import open_journal, open_store
 from s3claim.scope import Scope
-from s3claim.store import DEFAULT_FETCH_CHARS
 
-__all__ = ["audit", "fetch", "forget", "keygen", "ls", "put", "runs"]
+__all__ = ["audit", "forget", "keygen", "ls", "put", "runs"]
 
 Run = Annotated[str, typer.Option(help="Run the claim belongs to.", show_default=False)]
-
-
-def _write(text: str) -> None:
-    """Content exactly as stored: UTF-8 bytes, no newline added, no styling stripped."""
-    sys.stdout.buffer.write(text.encode("utf-8"))
-    sys.stdout.flush()
 
 
 def _read_source(source: str) -> str:
@@ -79,50 +74,6 @@ def put(
         except ValueError as exc:  # a TTL longer than the longest lifecycle class
             raise CliError(f"--ttl: {exc}") from None
     typer.echo(handle)
-
-
-def fetch(
-    tenant: Tenant,
-    run: Run,
-    handle: Annotated[str, typer.Argument(help="The handle, claim:…", show_default=False)],
-    offset: Annotated[int, typer.Option(min=0, help="First character to read.")] = 0,
-    limit: Annotated[
-        int, typer.Option(min=1, help="Characters in one window.")
-    ] = DEFAULT_FETCH_CHARS,
-    read_all: Annotated[
-        bool, typer.Option("--all", help="Read every window from --offset to the end.")
-    ] = False,
-    bucket: BucketOption = None,
-    endpoint_url: EndpointOption = None,
-    prefix: PrefixOption = None,
-    region: RegionOption = None,
-) -> None:
-    """Print a claim's content, one window (or, with --all, all of it) exactly as stored.
-
-    Where the window ends and where to continue is written to stderr, so stdout is content
-    only. Exit 1 when the claim is unavailable: expired, never stored, or not this run's.
-    """
-    with handled() as context:
-        scope = Scope(tenant, run)
-        store = open_store(context.target(bucket, endpoint_url, prefix, region))
-        next_offset: int | None = offset
-        while next_offset is not None:
-            window = store.fetch(scope, handle, next_offset, limit)
-            if offset and offset >= window.total_chars:
-                raise CliError(
-                    f"--offset {offset} is past the end: the claim has "
-                    f"{window.total_chars:,} characters (the last is at "
-                    f"--offset {max(window.total_chars - 1, 0)})"
-                )
-            _write(window.text)
-            next_offset = window.next_offset
-            if not read_all:
-                break
-    end = window.offset + len(window.text)
-    more = "end" if next_offset is None else f"next --offset {next_offset}"
-    if sys.stdout.isatty() and window.text and not window.text.endswith("\n"):
-        typer.echo(err=True)  # on a terminal, the line below starts a line of its own
-    typer.echo(f"characters {offset}-{end} of {window.total_chars} ({more})", err=True)
 
 
 def ls(
@@ -201,6 +152,15 @@ def forget(
             show_default=False,
         ),
     ] = None,
+    proxy: Annotated[
+        str | None,
+        typer.Option(
+            help="Erase through the MCP proxy serving HTTP at this URL instead (its memory "
+            "store, which no other process reaches): a request signed with "
+            "S3CLAIM_HANDLE_KEY, which the proxy must share.",
+            show_default=False,
+        ),
+    ] = None,
     bucket: BucketOption = None,
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
@@ -217,23 +177,31 @@ def forget(
     """
     with handled() as context:
         what = checked(tenant, run)
-        target = context.target(bucket, endpoint_url, prefix, region)
-        store = open_store(target)
+        if proxy is not None:
+            if (bucket, endpoint_url, prefix, region) != (None, None, None, None):
+                raise CliError("--proxy erases in the proxy's store: give no bucket options")
+            where: dict[str, str | None] = {"proxy": proxy}
+            erase = partial(erase_through, proxy, tenant=tenant, run=run)
+        else:
+            target = context.target(bucket, endpoint_url, prefix, region)
+            where = {"bucket": target.bucket}
+            erase = partial(open_store(target).erase, tenant=tenant, run=run)
         if not yes:  # asked on stderr: stdout is the result, which --json keeps parseable
+            (kind, name), *_ = where.items()
             typer.confirm(
-                f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "
-                "runs? This cannot be undone",
+                f"Erase every claim of {what} in {kind} {name!r}, and its recorded runs? "
+                "This cannot be undone",
                 abort=True,
                 err=True,
             )
         out = None if receipt is None else open_receipt(receipt)  # before anything is erased
         with out or nullcontext(), counting(f"Forgetting {what}", "removed") as update:
-            signed = store.erase(tenant=tenant, run=run, progress=update)
+            signed = erase(progress=update)
             if out is not None:
                 out.write(signed.to_json() + "\n")
     removed = signed.claims
     if as_json:
-        record = {"tenant": tenant, "run": run, "bucket": target.bucket, "removed": removed}
+        record = {"tenant": tenant, "run": run, **where, "removed": removed}
         if receipt is not None:
             record["receipt"] = str(receipt)
         typer.echo(json.dumps(record))

@@ -28,6 +28,7 @@ from s3claim.cli._config import (
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._mcp_proxy import address_of
 from s3claim.extras import require_extra
+from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.s3.admin import open_store
 
 __all__ = ["serve"]
@@ -42,7 +43,7 @@ def serve(
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
     region: RegionOption = None,
-    header_timeout: HeaderTimeoutOption = 10.0,
+    header_timeout: HeaderTimeoutOption = HEADER_TIMEOUT_SECONDS,
     max_calls: MaxCallsOption = DEFAULT_MAX_CALLS,
     max_tenant_calls: MaxTenantCallsOption = None,
     max_read_bytes: MaxReadBytesOption = DEFAULT_MAX_BYTES,

@@ -23,7 +23,11 @@ from s3claim.extras import reraise_missing
 try:
     from s3claim.bounds import DEFAULT_MAX_CALLS
     from s3claim.mcp._gateway import Gateway
-    from s3claim.mcp._gateway_file import read_gateway_file, read_gateway_reuse
+    from s3claim.mcp._gateway_file import (
+        read_gateway_file,
+        read_gateway_reuse,
+        read_gateway_settings,
+    )
     from s3claim.mcp._http import HEADER_TIMEOUT_SECONDS, server_config
     from s3claim.mcp._proxy import AGENT, ClaimCheckProxy
     from s3claim.mcp._scoping import RUN_META_KEY, Scoping
@@ -36,6 +40,7 @@ try:
         upstream_environment,
     )
     from s3claim.mcp._upstream import Upstream
+    from s3claim.proxy_settings import ProxySettings
 except ModuleNotFoundError as exc:  # the SDK, or a module it brings (anyio, httpx, ...)
     reraise_missing("mcp", exc)
 
@@ -49,6 +54,7 @@ __all__ = [
     "ClaimCheckProxy",
     "Gateway",
     "HttpUpstream",
+    "ProxySettings",
     "Scoping",
     "StdioUpstream",
     "Upstream",
@@ -57,6 +63,7 @@ __all__ = [
     "listen_socket",
     "read_gateway_file",
     "read_gateway_reuse",
+    "read_gateway_settings",
     "serve_http",
     "serve_stdio",
     "server_config",

@@ -9,14 +9,19 @@
     [upstreams.docs]                     # a streamable HTTP upstream
     url = "http://127.0.0.1:9000/mcp"
 
-The file holds upstreams only: the store, the tenant and the bounds stay flags, one set for
-every upstream, validated in one place. `reuse` is the exception, since it names an
-upstream's own tools: `read_gateway_reuse` reads it, as the gateway names the tools
-(`fs__read_text_file`), and the proxy refuses at start any that its server does not mark
-read-only (`readOnlyHint`). TOML read by `tomllib`, validated by pydantic at this
-boundary: an unknown key, an upstream that is not exactly one of `command` and `url`, or a
-name that cannot prefix a tool (`UPSTREAM_NAME`) is one `ConfigurationError` line naming the
-file and what is wrong.
+    [proxy]                              # the proxy's settings, as the flags name them
+    max_calls = 16
+
+The `[proxy]` table holds `s3claim.mcp.ProxySettings`, one set for every upstream, checked
+with the command line's flags (a flag given wins) by `ProxySettings.from_sources`;
+`read_gateway_settings` reads it. `reuse` is an upstream's, since it names its own tools:
+`read_gateway_reuse` reads it, as the gateway names the tools (`fs__read_text_file`), and
+the proxy refuses at start any that its server does not mark read-only (`readOnlyHint`).
+
+TOML read by `tomllib`, validated by pydantic at this boundary: an unknown key, an upstream
+that is not exactly one of `command` and `url`, a name that cannot prefix a tool
+(`UPSTREAM_NAME`), or nesting too deep for `tomllib` is one `ConfigurationError` line naming
+the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from s3claim.errors import ConfigurationError
 from s3claim.mcp._gateway import SEPARATOR, UPSTREAM_NAME, bad_name
 from s3claim.mcp._targets import HttpUpstream, StdioUpstream, UpstreamTarget, upstream_environment
 
-__all__ = ["read_gateway_file", "read_gateway_reuse"]
+__all__ = ["read_gateway_file", "read_gateway_reuse", "read_gateway_settings"]
 
 _MAX_BYTES = 1024**2  # a gateway file is a few lines; a bigger one is not one
 
@@ -86,6 +91,17 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     upstreams: Annotated[dict[str, _Upstream], Field(min_length=1)]
+    proxy: dict[str, object] = {}  # checked with the flags, by `ProxySettings.from_sources`
+
+    @field_validator("proxy")
+    @classmethod
+    def _no_reuse(cls, value: dict[str, object]) -> dict[str, object]:
+        if "reuse" in value:
+            raise ValueError(
+                "reuse names an upstream's tools: give each upstream a reuse table "
+                "([upstreams.NAME] reuse = { read_text_file = 300 })"
+            )
+        return value
 
     @field_validator("upstreams", mode="before")
     @classmethod
@@ -125,6 +141,13 @@ def read_gateway_reuse(path: Path) -> dict[str, int]:
     }
 
 
+def read_gateway_settings(path: Path) -> dict[str, object]:
+    """The gateway file's `[proxy]` table, as it is: the proxy's settings by the flags'
+    names with underscores (`max_calls = 8`), for `ProxySettings.from_sources` to check
+    with the command line's. `reuse` is refused there, as it names an upstream's tools."""
+    return dict(_parsed(path).proxy)
+
+
 def _parsed(path: Path) -> _File:
     try:
         with path.open("rb") as stream:
@@ -138,6 +161,8 @@ def _parsed(path: Path) -> _File:
         raise ConfigurationError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses into inline tables and arrays
+        raise ConfigurationError(f"{path}: nested too deeply to be a gateway file") from None
     try:
         parsed = _File.model_validate(data)
     except ValidationError as exc:

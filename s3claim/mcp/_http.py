@@ -35,12 +35,12 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT_SECONDS", "BoundedH11", "ServerConfig", "server_config"]
+# How long a request's line and headers may take to arrive, from the connection's opening
+# (or, on a kept-alive connection, from the request's first byte); the commands'
+# `--header-timeout` (env `S3CLAIM_HEADER_TIMEOUT`), declared with the proxy's settings.
+from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 
-HEADER_TIMEOUT_SECONDS = 10.0
-"""How long a request's line and headers may take to arrive, from the connection's opening
-(or, on a kept-alive connection, from the request's first byte); the commands'
-`--header-timeout` (env `S3CLAIM_HEADER_TIMEOUT`)."""
+__all__ = ["HEADER_TIMEOUT_SECONDS", "BoundedH11", "ServerConfig", "server_config"]
 
 
 class ServerConfig(uvicorn.Config):

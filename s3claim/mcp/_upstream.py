@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
@@ -368,7 +369,11 @@ def _exited(launch: Launch) -> str:
 def _failed_to_start(target: UpstreamTarget, launch: Launch, exc: BaseException) -> str:
     leaves = _leaves(exc)
     if isinstance(target, StdioUpstream):
-        if any(isinstance(leaf, FileNotFoundError) for leaf in leaves):
+        missing = [leaf for leaf in leaves if isinstance(leaf, FileNotFoundError)]
+        # The chdir into `cwd` fails with the FileNotFoundError an unknown command does.
+        if missing and target.cwd is not None and not os.path.isdir(target.cwd):
+            return f"its working directory (cwd) does not exist: {target.cwd!r}"
+        if missing:
             return f"no such command: {target.command!r}"
         if any(isinstance(leaf, PermissionError) for leaf in leaves):
             return f"the command cannot be run (permission denied): {target.command!r}"

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -269,8 +270,8 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
         (["--tenant", "t"], "no upstream: give its command after --"),
         (["--tenant", "t", "--upstream-url", "http://127.0.0.1:9/mcp", "--", "x"], "upstream once"),
         (["--tenant", "t", "--upstream-url", "file:///x"], "must be an http:// or https:// URL"),
-        (["--tenant", "t", "--listen", "9000", "--", "x"], "--listen takes HOST:PORT"),
-        (["--tenant-header", "x-t", "--", "x"], "--tenant-header needs --listen"),
+        (["--tenant", "t", "--listen", "9000", "--", "x"], "--listen: takes HOST:PORT"),
+        (["--tenant-header", "x-t", "--", "x"], "--tenant-header: needs --listen"),
         (["--", "x"], "a tenant is needed"),
         (
             ["--tenant", "t", "--tenant-header", "x-t", "--listen", "127.0.0.1:0", "--", "x"],
@@ -278,12 +279,12 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
         ),
         (
             ["--tenant-header", "bad header", "--listen", "127.0.0.1:0", "--", "x"],
-            "--tenant-header must be an HTTP header name",
+            "--tenant-header: must be an HTTP header name",
         ),
         (["--tenant", "t", "--head-chars", "5000", "--", "x"], "head_chars"),
         (
             ["--tenant", "t", "--pick-lines", "(", "--", "x"],
-            "pick_lines: Value error, not a valid regular expression (missing ) at position 1)",
+            "--pick-lines: Value error, not a valid regular expression (missing ) at position 1)",
         ),
         (["--tenant", "t", "--pick-lines", "x", "--pick-max", "30", "--", "x"], "pick_max * 200"),
         (["--tenant", "t", "--store", "s3", "--", "x"], "S3CLAIM_BUCKET"),
@@ -295,9 +296,9 @@ def test_http_a_gateway_names_the_tenant_per_request_with_a_header() -> None:
         (["--tenant", "x" * 1_025, "--", "x"], "at most 1024 characters"),
         (
             ["--tenant", "t", "--max-calls", "4", "--max-tenant-calls", "5", "--", "x"],
-            "--max-tenant-calls (5) cannot be more than --max-calls (4)",
+            "--max-tenant-calls: cannot be more than --max-calls (4), got 5",
         ),
-        (["--tenant", "t", "--reuse", "read=5m", "--", "x"], "--reuse takes TOOL=SECONDS"),
+        (["--tenant", "t", "--reuse", "read=5m", "--", "x"], "--reuse: takes TOOL=SECONDS"),
         (
             ["--tenant", "t", "--reuse", "read=5", "--config", "gateway.toml"],
             "--reuse is for the command line's upstream",
@@ -327,6 +328,22 @@ def test_an_upstream_that_cannot_start_is_exit_3() -> None:
     assert "cannot start the upstream: no such command: '/nonexistent/server'" in result.stderr
 
 
+def test_an_upstream_whose_cwd_does_not_exist_is_told_so_not_no_such_command(
+    tmp_path: Path,
+) -> None:
+    """The launch fails with the FileNotFoundError of the chdir: it was reported as the
+    command's (issue 48)."""
+    missing = tmp_path / "gone"
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[upstreams.dev]\ncommand = "{PYTHON}"\ncwd = "{missing}"\n')
+    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(config)])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "s3claim: error: upstream dev: cannot start the upstream: its working directory "
+        f"(cwd) does not exist: {str(missing)!r}"
+    )
+
+
 def test_importing_s3claim_does_not_import_the_mcp_sdk() -> None:
     code = (
         "import sys, s3claim, s3claim.cli\n"
@@ -342,10 +359,10 @@ def test_the_proxy_packages_surface_is_pinned() -> None:
 
     assert s3claim.mcp.__all__ == [
         "AGENT", "DEFAULT_MAX_CALLS", "HEADER_TIMEOUT_SECONDS", "MCP_PATH", "RUN_META_KEY",
-        "SAFE_VARIABLES", "ClaimCheckProxy", "Gateway", "HttpUpstream", "Scoping",
-        "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget", "listen_socket",
-        "read_gateway_file", "read_gateway_reuse", "serve_http", "serve_stdio", "server_config",
-        "upstream_environment",
+        "SAFE_VARIABLES", "ClaimCheckProxy", "Gateway", "HttpUpstream", "ProxySettings",
+        "Scoping", "StdioUpstream", "Upstream", "UpstreamError", "UpstreamTarget",
+        "listen_socket", "read_gateway_file", "read_gateway_reuse", "read_gateway_settings",
+        "serve_http", "serve_stdio", "server_config", "upstream_environment",
     ]  # fmt: skip
     for name in s3claim.mcp.__all__:
         assert getattr(s3claim.mcp, name) is not None

@@ -142,3 +142,21 @@ def test_the_docs_example_is_a_gateway_file(tmp_path: Path) -> None:
         "GITHUB_TOKEN": "t",
         "NODE_EXTRA_CA_CERTS": "/etc/ssl/ca.pem",
     }
+
+
+@pytest.mark.parametrize(
+    "nested", ["x = " + "{a = " * 3_000 + "1" + "}" * 3_000, "x = " + "[" * 3_000 + "]" * 3_000]
+)
+def test_a_file_nested_too_deep_for_the_toml_reader_is_one_line(
+    tmp_path: Path, nested: str
+) -> None:
+    """tomllib recurses into inline tables and arrays: 3,000 levels were a RecursionError,
+    a traceback of about 1,100 lines and exit 1 (issue 48)."""
+    path = tmp_path / "gateway.toml"
+    path.write_text(nested)
+    with pytest.raises(ConfigurationError) as caught:
+        read_gateway_file(path, {})
+    assert str(caught.value) == f"{path}: nested too deeply to be a gateway file"
+    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"s3claim: error: {path}: nested too deeply to be a gateway file\n"

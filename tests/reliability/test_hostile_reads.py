@@ -12,8 +12,9 @@ such sends none, and a line past what any claim holds costs one HEAD.
 What the model reads back is compared with a reference written here from the definitions
 (a line ends at `\\n`; whole lines up to the window; the last window from a line start), not
 with what a store answers: the footers and notes are `s3claim.wording`'s, the numbers in
-them are this file's. Each host runs its whole script in two runs (the check-ins, then the
-reads, one tool call a turn), so the suite stays fast however many cases it has. Every case
+them are this file's. Each host (driven by `tests._hosts.drive`) runs its script in short
+runs (the check-ins, then the reads, one tool call a turn), so the suite stays fast however
+many cases it has. Every case
 runs through the runner and the async face (the two faces of the stores); the hosts that only
 relay a call (the three frameworks and the MCP proxy) run one case of each kind: each tool,
 addressing mode, kind of answer and refusal, and a line past any claim.
@@ -24,17 +25,14 @@ and the model is told so.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import re
 import threading
 import uuid
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import boto3
 import pytest
@@ -43,7 +41,6 @@ from botocore.config import Config
 from s3claim import (
     AgentRunner,
     AssistantMessage,
-    AsyncClaimCheck,
     ClaimCheck,
     ClaimCheckPolicy,
     ClaimCheckStore,
@@ -52,7 +49,6 @@ from s3claim import (
     S3ClaimCheckStore,
     Scope,
     ScriptedProvider,
-    ThreadedAsyncStore,
     ToolCall,
     claim_tools,
     tool,
@@ -60,7 +56,6 @@ from s3claim import (
 from s3claim._reading._head import extract_head, extract_tail
 from s3claim.messages import ToolMessage
 from s3claim.store import DEFAULT_FETCH_CHARS
-from s3claim.tools import RunContext
 from s3claim.wording import (
     HANDLE_SEEN,
     NOT_JSON_MESSAGE,
@@ -73,13 +68,11 @@ from s3claim.wording import (
     path_footer,
     path_members,
 )
-from tests._aio import Blocking
-from tests._hosts import claim_answer
+from tests._hosts import Call, drive, one_a_turn
 
 POLICY = ClaimCheckPolicy(tail_chars=200)  # every preview here has a tail
 HEAD_CHARS = POLICY.head_chars
 TAIL_CHARS = POLICY.tail_chars
-_T = TypeVar("_T")
 
 # -- the claims (built once) -----------------------------------------------------------------
 
@@ -468,342 +461,23 @@ def _store_rig(kind: str, endpoint: str) -> StoreRig:
 
 # -- the hosts ---------------------------------------------------------------------------------
 
-Call = tuple[str, dict[str, Any]]
 
-
-@tool
 def give(name: str) -> str:
     """Return one of the hostile claims."""
     return CLAIMS[name]
 
 
-class Host(ABC):
-    """One host: runs tool calls in its own scope, one a turn, and answers what came back.
-
-    `run` returns each call's answer and how many store requests it sent (S3), counted
-    between the model's turns (or around each call, for the hosts without a model).
-    """
-
-    name: str
-    tenant = "acme"
-
-    def __init__(self, rig: StoreRig) -> None:
-        self.rig = rig
-        self.run_id = f"{self.name}-run"
-        self.claim_check = ClaimCheck(rig.store, policy=POLICY)
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.tenant, self.run_id)
-
-    @abstractmethod
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]: ...
-
-    def close(self) -> None:  # noqa: B027  (most hosts hold nothing open)
-        """Release what the host holds open (the async face's loop)."""
-
-
-def _deltas(marks: list[int]) -> list[int]:
-    return [b - a for a, b in itertools.pairwise(marks)]
-
-
-class RunnerHost(Host):
-    name = "runner"
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        marks: list[int] = []
-
-        def step(n: int) -> Callable[[Any], AssistantMessage]:
-            def reply(_: Any) -> AssistantMessage:
-                marks.append(self.rig.requests())
-                if n == len(calls):
-                    return AssistantMessage(content="done")
-                name, arguments = calls[n]
-                return AssistantMessage(
-                    tool_calls=(ToolCall(id=f"c{n}", name=name, arguments=arguments),)
-                )
-
-            return reply
-
-        runner = AgentRunner(
-            provider=ScriptedProvider([step(n) for n in range(len(calls) + 1)]),
-            tools=(give, *claim_tools(self.rig.store)),
-            claim_check=self.claim_check,
-            max_turns=len(calls) + 1,
-        )
-        result = runner.run("read", tenant=self.tenant, run_id=self.run_id)
-        assert result.output == "done"
-        answers = {m.tool_call_id: m.content for m in result.messages if isinstance(m, ToolMessage)}
-        return [answers[f"c{n}"] for n in range(len(calls))], _deltas(marks)
-
-
-class LangChainHost(Host):
-    name = "langchain"
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        from langchain.agents import create_agent
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langchain_core.messages import ToolMessage as LcToolMessage
-        from langchain_core.tools import tool as lc_tool
-
-        from s3claim.integrations.langchain import ClaimCheckMiddleware
-        from tests.test_integration_langchain import ScriptedChatModel
-
-        marks: list[int] = []
-
-        def script(_: Any) -> AIMessage:
-            n = len(marks)
-            marks.append(self.rig.requests())
-            if n == len(calls):
-                return AIMessage("done")
-            name, arguments = calls[n]
-            return AIMessage(
-                content="", tool_calls=[{"name": name, "args": arguments, "id": f"c{n}"}]
-            )
-
-        @lc_tool("give")
-        def lc_give(name: str) -> str:
-            """Return one of the hostile claims."""
-            return CLAIMS[name]
-
-        # No checkpointer: LangGraph's msgpack cannot store an integer past 64 bits (the
-        # model's `line=10**30`) and fails the run before any middleware sees the call.
-        agent = create_agent(
-            ScriptedChatModel(script=script),
-            tools=[lc_give],
-            middleware=[ClaimCheckMiddleware(self.claim_check)],
-        )
-        state = agent.invoke(
-            {"messages": [HumanMessage("read")]},
-            {"configurable": {"thread_id": self.run_id}, "recursion_limit": 4 * len(calls) + 8},
-            context={"tenant": self.tenant},
-        )
-        answers = {
-            m.tool_call_id: m.content for m in state["messages"] if isinstance(m, LcToolMessage)
-        }
-        return [str(answers[f"c{n}"]) for n in range(len(calls))], _deltas(marks)
-
-
-class OpenAIAgentsHost(Host):
-    name = "openai_agents"
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
-        from agents.testing import (
-            ModelCall,
-            ModelStep,
-            ScriptedModel,
-            assistant_message,
-            function_call,
-        )
-
-        from s3claim.integrations.openai_agents import claim_check_tools
-
-        set_tracing_disabled(True)
-        marks: list[int] = []
-        answers: dict[str, str] = {}
-
-        def step(n: int) -> Callable[[ModelCall], Any]:
-            def reply(call: ModelCall) -> Any:
-                marks.append(self.rig.requests())
-                last = call.input[-1]
-                if isinstance(last, dict) and "output" in last:
-                    answers[last["call_id"]] = last["output"]
-                if n == len(calls):
-                    return [assistant_message("done")]
-                name, arguments = calls[n]
-                return [function_call(name, arguments, call_id=f"c{n}")]
-
-            return reply
-
-        @function_tool(name_override="give")
-        def sdk_give(name: str) -> str:
-            """Return one of the hostile claims."""
-            return CLAIMS[name]
-
-        tools = claim_check_tools([sdk_give], self.claim_check)
-        model = ScriptedModel([ModelStep.respond(step(n)) for n in range(len(calls) + 1)])
-        agent = Agent(name="reader", model=model, tools=tools)
-        result = asyncio.run(
-            Runner.run(
-                agent,
-                "read",
-                context={"tenant": self.tenant, "run_id": self.run_id},
-                run_config=RunConfig(tracing_disabled=True),
-                max_turns=len(calls) + 1,
-            )
-        )
-        assert result.final_output == "done"
-        return [answers[f"c{n}"] for n in range(len(calls))], _deltas(marks)
-
-
-class PydanticAIHost(Host):
-    name = "pydantic_ai"
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        from pydantic_ai import Agent
-        from pydantic_ai.messages import (
-            ModelMessage,
-            ModelRequest,
-            ModelResponse,
-            TextPart,
-            ToolCallPart,
-            ToolReturnPart,
-        )
-        from pydantic_ai.models.function import AgentInfo, FunctionModel
-        from pydantic_ai.toolsets import FunctionToolset
-        from pydantic_ai.usage import UsageLimits
-
-        from s3claim.integrations.pydantic_ai import ClaimCheckToolset
-
-        marks: list[int] = []
-
-        def script(_: list[ModelMessage], __: AgentInfo) -> ModelResponse:
-            n = len(marks)
-            marks.append(self.rig.requests())
-            if n == len(calls):
-                return ModelResponse(parts=[TextPart("done")])
-            name, arguments = calls[n]
-            return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=f"c{n}")])
-
-        def give(name: str) -> str:  # pydantic-ai names a tool after its function
-            """Return one of the hostile claims."""
-            return CLAIMS[name]
-
-        toolset = ClaimCheckToolset(FunctionToolset([give]), self.claim_check)
-        agent = Agent(FunctionModel(script), toolsets=[toolset])
-        result = asyncio.run(
-            agent.run(
-                "read",
-                deps={"tenant": self.tenant},
-                conversation_id=self.run_id,
-                usage_limits=UsageLimits(request_limit=None),
-            )
-        )
-        answers = {
-            part.tool_call_id: part.content
-            for message in result.all_messages()
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-            if isinstance(part, ToolReturnPart)
-        }
-        return [str(answers[f"c{n}"]) for n in range(len(calls))], _deltas(marks)
-
-
-class _Upstream:
-    """An MCP upstream in-process: its one tool, `give`, returns a hostile claim."""
-
-    instructions = None
-    server_info = None
-    timeout = 30.0
-    downstream = None
-
-    @property
-    def capabilities(self) -> Any:
-        from mcp_types import ServerCapabilities
-
-        return ServerCapabilities()
-
-    async def list_tools(self) -> list[Any]:
-        from mcp_types import Tool
-
-        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
-        return [Tool(name="give", description="Return a hostile claim.", input_schema=schema)]
-
-    async def send(self, request: Any, result_type: Any, **_: Any) -> Any:
-        from mcp_types import CallToolResult, TextContent
-
-        name = request.params.arguments["name"]
-        return CallToolResult(content=[TextContent(text=CLAIMS[name])])
-
-
-class McpProxyHost(Host):
-    name = "mcp_proxy"
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        from mcp import Client
-        from mcp_types import ResourceLink, TextContent
-
-        from s3claim.mcp import ClaimCheckProxy, Scoping
-
-        proxy = ClaimCheckProxy(
-            _Upstream(),  # type: ignore[arg-type]
-            claim_check=self.claim_check,
-            scoping=Scoping(tenant=self.tenant, tenant_header=None, fallback_run=self.run_id),
-        )
-
-        async def go() -> tuple[list[str], list[int]]:
-            answers, marks = [], [self.rig.requests()]
-            async with Client(proxy.server()) as client:
-                for name, arguments in calls:
-                    result = await client.call_tool(name, arguments)
-                    marks.append(self.rig.requests())
-                    # a check-in adds a link to its claim (resources/read) after the text
-                    block, *links = result.content
-                    assert isinstance(block, TextContent)
-                    assert all(isinstance(link, ResourceLink) for link in links)
-                    answers.append(block.text)
-            return answers, _deltas(marks)
-
-        return asyncio.run(go())
-
-
-class _AsyncFace(Blocking):
-    """The async faces on their own loop, as an application runs them."""
-
-    def run_here(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        return self._run(coroutine)
-
-
-class AsyncFaceHost(Host):
-    name = "async"
-
-    def __init__(self, rig: StoreRig) -> None:
-        super().__init__(rig)
-        self.face = _AsyncFace(ThreadedAsyncStore(rig.store))
-        self.checks = AsyncClaimCheck(self.claim_check)
-
-    def run(self, calls: list[Call]) -> tuple[list[str], list[int]]:
-        # Checked in through the async face; read as every async host of ours reads, the
-        # sync store's claim tools on a worker (`Bridge.aside`).
-        tools = {t.name: t for t in claim_tools(self.rig.store)}
-        context = RunContext(self.scope, "async", lambda _: None)
-        answers, marks = [], [self.rig.requests()]
-        for name, arguments in calls:
-            if name == "give":
-                checked = self.face.run_here(
-                    self.checks.check_in(CLAIMS[arguments["name"]], tool="give", scope=self.scope)
-                )
-                answers.append(checked.text)
-            else:
-                read = partial(claim_answer, tools[name], arguments, context)
-                answers.append(self.face.run_here(asyncio.to_thread(read)).text)
-            marks.append(self.rig.requests())
-        return answers, _deltas(marks)
-
-    def close(self) -> None:
-        self.face.close()
-
-
-HOSTS: dict[str, type[Host]] = {
-    h.name: h
-    for h in (
-        RunnerHost,
-        LangChainHost,
-        OpenAIAgentsHost,
-        PydanticAIHost,
-        McpProxyHost,
-        AsyncFaceHost,
-    )
-}
+HOSTS = ("runner", "langchain", "openai_agents", "pydantic_ai", "mcp_proxy", "async")
 STORES = ("memory", "s3")
+TENANT = "acme"
 
 
 @dataclass
 class Outcome:
     """One host on one store: what each check-in showed, each claim's handle, each answer."""
 
-    host: Host
+    rig: StoreRig
+    scope: Scope
     previews: dict[str, str]
     handles: dict[str, str]
     answers: dict[str, str]
@@ -812,6 +486,23 @@ class Outcome:
 
 RUN_CALLS = 20
 """Calls a run makes, one a turn, before the next run in the same scope goes on."""
+
+
+def _run(
+    host: str, rig: StoreRig, claim_check: ClaimCheck, calls: list[Call]
+) -> tuple[list[str], list[int]]:
+    """Each call's answer, and how many store requests it sent (S3), counted between the
+    model's turns (or around each call, for the hosts without a model)."""
+    marks: list[int] = []
+    script = one_a_turn(*calls)
+
+    def model(outputs: Sequence[str]) -> Sequence[Call]:
+        marks.append(rig.requests())
+        return script(outputs)
+
+    run = drive(host, [give], model, claim_check=claim_check, scope=Scope(TENANT, f"{host}-run"))
+    assert len(run.answers) == len(calls) and not any(a.retry for a in run.answers)
+    return run.texts, [b - a for a, b in itertools.pairwise(marks)]
 
 
 class World:
@@ -829,43 +520,39 @@ class World:
 
     def outcome(self, host: str, store: str) -> Outcome:
         if (host, store) not in self.outcomes:
-            self.outcomes[host, store] = self._play(HOSTS[host](self.rig(store)))
+            self.outcomes[host, store] = self._play(host, self.rig(store))
         return self.outcomes[host, store]
 
-    def _play(self, host: Host) -> Outcome:
+    def _play(self, host: str, rig: StoreRig) -> Outcome:
+        claim_check = ClaimCheck(rig.store, policy=POLICY)
         names = list(CLAIMS)
-        shown, _ = host.run([("give", {"name": n}) for n in names])
+        shown, _ = _run(host, rig, claim_check, [("give", {"name": n}) for n in names])
         previews = dict(zip(names, shown, strict=True))
         handles = {}
         for name, preview in previews.items():
             found = HANDLE_SEEN.search(preview)
             assert found is not None, f"{name} was not checked in: {preview[:300]!r}"
             handles[name] = found.group(1)
-        cases = cases_of(host.name)
-        calls = [(c.tool, {"handle": handles[c.claim], **c.arguments}) for c in cases]
+        cases = cases_of(host)
+        calls: list[Call] = [(c.tool, {"handle": handles[c.claim], **c.arguments}) for c in cases]
         answers, requests = [], []
         for at in range(0, len(calls), RUN_CALLS):  # short runs: each turn resends the history
-            got, sent = host.run(calls[at : at + RUN_CALLS])
+            got, sent = _run(host, rig, claim_check, calls[at : at + RUN_CALLS])
             answers += got
             requests += sent
         return Outcome(
-            host,
+            rig,
+            Scope(TENANT, f"{host}-run"),
             previews,
             handles,
             {c.id: a for c, a in zip(cases, answers, strict=True)},
             {c.id: r for c, r in zip(cases, requests, strict=True)},
         )
 
-    def close(self) -> None:
-        for outcome in self.outcomes.values():
-            outcome.host.close()
-
 
 @pytest.fixture(scope="module")
-def world(moto_endpoint: str) -> Iterator[World]:
-    made = World(moto_endpoint)
-    yield made
-    made.close()
+def world(moto_endpoint: str) -> World:
+    return World(moto_endpoint)
 
 
 EVERY_HOST = pytest.mark.parametrize("host", list(HOSTS))
@@ -897,7 +584,7 @@ def test_a_hostile_claim_checks_in_with_its_head_marker_and_tail(
     }
     assert tail and preview in {f"{head}\n\n{line}\n\n{tail}" for line in lines}
     # what the store holds is the claim, exactly (the boundary found nothing to rewrite)
-    assert outcome.host.rig.store.fetch(outcome.host.scope, handle, 0, 2**21).text == text
+    assert outcome.rig.store.fetch(outcome.scope, handle, 0, 2**21).text == text
 
 
 def test_the_tails_end_where_the_claims_end() -> None:

@@ -9,7 +9,8 @@ whatever the claim's size. Two ideas make that hold.
   A container longer than that is a *node*: its span, its member count, a short listing of
   its first members, and a table to find any member in one read (an array: one 8-byte entry
   per element; an object: an open-addressed hash table of 16-byte slots keyed by the
-  member's name).
+  member's name, then the same 8-byte entries in document order, which a page of its members
+  reads).
 - **The nodes sit in the index's head, at most `HEAD_BYTES` just before its trailer**
   (`s3claim._reading._index`: the head closes the claim's index, so a reader finds it with
   one read of the index's end), each under a 64-bit fingerprint of its pointer, so the
@@ -43,6 +44,7 @@ from s3claim.handles import content_width
 from s3claim.safejson import MAX_DEPTH, SCAN, deeper_than
 
 __all__ = [
+    "ENTRY_LENGTH_MAX",
     "HEAD_BYTES",
     "LISTED",
     "PROBE",
@@ -76,10 +78,13 @@ _NODE = struct.Struct("<QQQQII")  # fingerprint, start, end, block offset, count
 MAX_NODES = (HEAD_BYTES - _HEADER.size) // _NODE.size
 _LENGTH_BITS = 24
 _LENGTH_MAX = (1 << _LENGTH_BITS) - 1
+ENTRY_LENGTH_MAX = _LENGTH_MAX
+"""An entry's length at its most: the member is at least that long."""
 WHITESPACE = re.compile(r"[ \t\n\r]*")
 _OBJECT_FLAG = 1 << 31
 _SIZE_SHIFT = 20  # flags: listing bytes (bits 0-19), log2 of an object's slots (20-26)
 _LISTING_MASK = (1 << _SIZE_SHIFT) - 1
+_ORDER_FLAG = 1 << 27  # an object's entries follow its slots in document order (member pages)
 
 
 class NotIndexable(ValueError):
@@ -130,11 +135,22 @@ class Node:
     listing_bytes: int
     slots: int = 0
     """An object's hash table size (0 for an array)."""
+    ordered: bool = False
+    """Whether an object's member entries follow its slots in document order (an index built
+    before member pages has none)."""
 
     @property
     def table(self) -> int:
         """Where the member table starts in the index: after the listing."""
         return self.block + self.listing_bytes
+
+    @property
+    def order(self) -> int | None:
+        """Where the members' 8-byte entries start in document order: an array's table, or
+        after an object's slots; None for an object indexed without them."""
+        if not self.is_object:
+            return self.table
+        return self.table + 16 * (self.slots + PROBE) if self.ordered else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +174,9 @@ def parse_head(data: bytes) -> Head:
         fp, start, end, block, members, flags = _NODE.unpack_from(data, at)
         is_object = bool(flags & _OBJECT_FLAG)
         slots = 1 << ((flags >> _SIZE_SHIFT) & 0x7F) if is_object else 0
-        nodes[fp] = Node(start, end, block, members, is_object, flags & _LISTING_MASK, slots)
+        ordered = bool(flags & _ORDER_FLAG)
+        listing = flags & _LISTING_MASK
+        nodes[fp] = Node(start, end, block, members, is_object, listing, slots, ordered)
     return Head(total, small, (root_start, root_end), nodes)
 
 
@@ -312,9 +330,10 @@ def _encode(
         spans = zip(node.starts[0::2], node.starts[1::2], strict=True)
         entries = array("Q", (s << _LENGTH_BITS | min(e - s, _LENGTH_MAX) for s, e in spans))
         flags = len(listing)
-        if node.keys is not None:
+        if node.keys is not None:  # its slots, then its entries in document order
             size, table = _slots(node.keys, entries)
-            flags |= _OBJECT_FLAG | (size.bit_length() - 1) << _SIZE_SHIFT
+            table.extend(entries)
+            flags |= _OBJECT_FLAG | _ORDER_FLAG | (size.bit_length() - 1) << _SIZE_SHIFT
         else:
             table = entries
         if sys.byteorder == "big":  # the index is little-endian wherever it was built

@@ -14,10 +14,11 @@ from s3claim._reading import LineWindow, PathRead, Read, Window, escape
 __all__ = ["render", "render_lines", "render_members", "render_offset", "render_path"]
 
 
-def render(answer: Read, handle: str, *, line: int | None) -> str:
-    """What the model reads of any window (`line`: the line a read by line asked for)."""
+def render(answer: Read, handle: str, *, line: int | None, length: int | None = None) -> str:
+    """What the model reads of any window (`line`: the line a read by line asked for;
+    `length`: the window's, which bounds a page of members as it bounds characters)."""
     if isinstance(answer, PathRead):
-        return render_path(answer, handle)
+        return render_path(answer, handle, length=length)
     if isinstance(answer, LineWindow):
         return render_lines(answer, handle, line=line)
     return render_offset(answer, handle)
@@ -86,8 +87,11 @@ def render_lines(window: LineWindow, handle: str, *, line: int | None) -> str:
     return f"{window.text}\n\n{note}"
 
 
-def render_path(answer: PathRead, handle: str) -> str:
-    """What the model reads of a value read by path: its text, its members, where it goes on."""
+def render_path(answer: PathRead, handle: str, *, length: int | None = None) -> str:
+    """What the model reads of a value read by path: its text, its members, where it goes on;
+    of a page of its members, the members alone, in at most `length` characters."""
+    if answer.is_page:
+        return render_members(answer, most_chars=length)
     parts = [answer.text]
     if answer.kind in ("object", "array"):
         parts.append(render_members(answer))
@@ -105,7 +109,8 @@ def render_path(answer: PathRead, handle: str) -> str:
 
 def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
     """The members paragraph of an object or array read by path; with `most_chars`, only as
-    many of its rows as keep it that short (the others are counted, as the unlisted are)."""
+    many of its rows as keep it that short (the others are counted, as the unlisted are; a
+    page keeps one row at least, so that the next one goes on)."""
     rows = [
         (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
         for m in answer.members
@@ -118,8 +123,13 @@ def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
             start=answer.start,
             end=answer.end,
             rows=rows,
+            first=answer.first_member,
         )
-        if most_chars is None or len(paragraph) <= most_chars or not rows:
+        if (
+            most_chars is None
+            or len(paragraph) <= most_chars
+            or len(rows) <= (1 if answer.is_page else 0)
+        ):
             return paragraph
         rows.pop()
 

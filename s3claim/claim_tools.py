@@ -107,12 +107,13 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         ),
         lines: Annotated[int | None, Field(ge=1, strict=True), _LINES_SCHEMA, _no_default] = None,
     ) -> str:
-        # One way at most was given (`_one_way`, on the arguments): offset is the default.
+        # One way at most was given (`_one_way`, on the arguments): offset is the default,
+        # and beside path the first member listed.
         given = {"line": line, "path": path, "lines": lines}
         address = Address.of(
             {k: v for k, v in given.items() if v is not None}
             | ({"from_end": True} if from_end else {})
-            | ({} if line is not None or path is not None or from_end else {"offset": offset})
+            | ({} if line is not None or from_end else {"offset": offset})
         )
         return fetch_text(store, context, handle, address, length=limit)
 
@@ -127,7 +128,7 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
 
 def _one_way(arguments: BaseModel) -> BaseModel:
     """`fetch_result`'s arguments name one address (`Address`): which ways were *given* is
-    what counts (an explicit offset=0 beside path is refused), so the check sits on the
+    what counts (an explicit offset=0 beside line is refused), so the check sits on the
     validated arguments, where pydantic records the fields set."""
     given = {name: getattr(arguments, name) for name in arguments.model_fields_set & _ADDRESS}
     try:
@@ -153,7 +154,7 @@ def fetch_text(
             handle=handle, offset=start, chars=len(answer.text), total_chars=answer.total_chars
         )
     )
-    return render(answer, handle, line=address.line)
+    return render(answer, handle, line=address.line, length=length)
 
 
 def read_refusal(

@@ -32,10 +32,24 @@ from pydantic import (
 from s3claim.handles import HandleKey
 from s3claim.safejson import loads
 
-__all__ = ["RECEIPT_FORMAT", "ErasureReceipt", "issue_receipt", "verify_receipt"]
+__all__ = [
+    "ERASE_PATH",
+    "ERASE_SIGNATURE_HEADER",
+    "RECEIPT_FORMAT",
+    "EraseRequest",
+    "ErasureReceipt",
+    "issue_receipt",
+    "verify_receipt",
+]
 
 RECEIPT_FORMAT: Final = "s3claim-erasure-receipt/1"
 _PURPOSE = ("erasure receipt", RECEIPT_FORMAT)  # the subkey's: receipts MAC under no other key
+ERASE_PATH: Final = "/erase"
+"""Where a proxy serving HTTP takes signed erase requests (`EraseRequest`)."""
+ERASE_SIGNATURE_HEADER: Final = "S3claim-Signature"
+_REQUEST_PURPOSE = ("erase request", "s3claim-erase-request/1")
+_FRESH_SECONDS = 60.0
+"""How far a request's time may be from the server's: a request is good for a minute."""
 
 
 def _utc(moment: datetime) -> datetime:
@@ -126,3 +140,43 @@ def _mac(receipt: ErasureReceipt, key: HandleKey) -> str:
 
 def _canonical(data: object) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+class EraseRequest(BaseModel):
+    """A request to erase a tenant (or one run of it) from a store another process holds,
+    the MCP proxy's memory store above all: no other process can reach its claims.
+
+    Its body is canonical JSON, signed like a receipt (HMAC-SHA256, under a subkey of the
+    handle key for erase requests alone) in the `S3claim-Signature` header, and good for
+    a minute of the server's clock. Names travel in the body, never in a URL or a log line;
+    a replayed request erases what is already gone.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    tenant: str
+    run: str | None = None
+    at: float
+    """When it was signed (seconds since the epoch)."""
+
+    def signed(self, key: HandleKey) -> tuple[bytes, str]:
+        """(the body, its signature) to send."""
+        body = _canonical(self.model_dump()).encode("utf-8")
+        return body, _request_mac(body, key)
+
+    @classmethod
+    def received(cls, body: bytes, signature: str, key: HandleKey, *, now: float) -> EraseRequest:
+        """The request `body` holds, if `signature` is its signature under `key` and it is
+        fresh; `ValueError` saying which is not so (never naming what the body holds)."""
+        if not hmac.compare_digest(_request_mac(body, key), signature):
+            raise ValueError("not signed under this server's S3CLAIM_HANDLE_KEY")
+        request = cls.model_validate(loads(body))
+        if abs(now - request.at) > _FRESH_SECONDS:
+            raise ValueError(
+                f"signed more than {_FRESH_SECONDS:.0f} s from the server's time: check the clocks"
+            )
+        return request
+
+
+def _request_mac(body: bytes, key: HandleKey) -> str:
+    return hmac.new(key.subkey(*_REQUEST_PURPOSE), body, hashlib.sha256).hexdigest()

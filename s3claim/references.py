@@ -225,6 +225,9 @@ def _shape(value: Mapping[str, Any]) -> tuple[_Reference, Address]:
         address = Address.of(given)
     except AddressError as exc:
         raise ToolError("invalid_arguments", f"claim reference: {exc.message}") from None
+    if address.first_member:  # a page of a listing: nothing a reference can deliver
+        message = wording.member_page_refused("a claim reference")
+        raise ToolError("invalid_arguments", f"claim reference: {message}")
     if address.way == "line" and address.lines is None:  # a line, by itself, is one line
         address = address.model_copy(update={"lines": 1})
     return reference, address

@@ -34,6 +34,7 @@ from s3claim._reading import (
     ClaimRanges,
     Facts,
     IndexPart,
+    IndexTooLargeError,
     LineWindow,
     MatchTooLongError,
     NoIndexError,
@@ -78,6 +79,7 @@ __all__ = [
     "ClaimRanges",
     "Facts",
     "IndexPart",
+    "IndexTooLargeError",
     "LineWindow",
     "MatchTooLongError",
     "NoIndexError",
@@ -297,7 +299,12 @@ class RangedStore(ABC):
             case "path":
                 assert address.path is not None
                 return self.read_path(
-                    scope, handle, address.path, limit=length, check_in_id=check_in_id
+                    scope,
+                    handle,
+                    address.path,
+                    limit=length,
+                    first=address.first_member,
+                    check_in_id=check_in_id,
                 )
             case "line":
                 assert address.line is not None
@@ -356,11 +363,15 @@ class RangedStore(ABC):
         pointer: str,
         *,
         limit: int = DEFAULT_FETCH_CHARS,
+        first: int = 0,
         check_in_id: str | None = None,
     ) -> PathRead:
-        """The value at a JSON Pointer, and its first members (`PathError` for a pointer to
-        nothing, `NoIndexError` for a claim that is not JSON)."""
-        return self._read(scope, handle, 0, lambda r: by_path(r, pointer, limit=limit), check_in_id)
+        """The value at a JSON Pointer, and its first members; with `first`, a page of its
+        members from that one (`PathError` for a pointer to nothing or a page past the
+        members, `NoIndexError` for a claim that is not JSON)."""
+        return self._read(
+            scope, handle, 0, lambda r: by_path(r, pointer, limit=limit, first=first), check_in_id
+        )
 
     def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         """The claim's text, start to end, in pieces (search reads it so); refuses as

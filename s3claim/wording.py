@@ -46,6 +46,10 @@ __all__ = [
     "long_line_footer",
     "marker",
     "match_too_long_message",
+    "member_page_refused",
+    "no_member_pages_message",
+    "page_past_members_message",
+    "page_without_members_message",
     "past_end_note",
     "path_footer",
     "path_members",
@@ -362,27 +366,69 @@ def path_members(
     start: int,
     end: int,
     rows: list[tuple[str, str, int, int]],
+    first: int = 0,
 ) -> str:
-    """The members paragraph after an object or array read by path.
+    """The members paragraph after an object or array read by path, or of a page of them.
 
-    `rows` are (member pointer, type, start, end) of the first members; the rest are counted,
-    with the way to read one (a model walks a large result without reading it).
+    `rows` are (member pointer, type, start, end) of the members from `first` (0: the first);
+    the rest are counted, with the call that lists the next and the way to read one (a model
+    walks a large result without reading it).
     """
     where = pointer or "the document"
     noun = "keys" if kind == "object" else "elements"
+    shown = first + len(rows)
+    last = " (the last)" if first and shown == count else ""
     lines = [
         f"[{where}: {kind} of {count} {noun}, characters {start}-{end}."
-        + (f" Members 1-{len(rows)}:" if rows else "")
+        + (f" Members {first + 1}-{shown}{last}:" if rows else "")
     ]
     lines += [f"{member} {type_}, characters {a}-{b}" for member, type_, a, b in rows]
-    if count > len(rows):
-        example = f"{pointer}/{len(rows)}" if kind == "array" else f"{pointer}/KEY"
+    if count > shown:
+        example = f"{pointer}/{shown}" if kind == "array" else f"{pointer}/KEY"
         lines.append(
-            f"{count - len(rows)} more not listed: read one with path='{example}'"
+            f"{count - shown} more not listed: the next with path='{pointer}' and "
+            f"offset={shown}; read one with path='{example}'"
             + (", or find keys with search_result" if kind == "object" else "")
             + "."
         )
     return "\n".join(lines) + "]"
+
+
+def page_without_members_message(where: str, kind: str) -> str:
+    """`offset` beside `path` on a value that has no members to list."""
+    return (
+        f"nothing to list: {where} is a {kind}, which has no members (offset beside path "
+        "lists an object's or array's members from that one on): drop offset to read the "
+        "value, or drop path to read characters from offset"
+    )
+
+
+def page_past_members_message(where: str, kind: str, *, count: int, first: int) -> str:
+    """`offset` beside `path` at or past the container's last member."""
+    noun = "keys" if kind == "object" else "elements"
+    offsets = f"offsets 0 to {count - 1}" if count else "no offsets"
+    return (
+        f"nothing at offset {first} of the members: {where} has {count} {noun} ({offsets}); "
+        "offset beside path counts members from 0. To read characters from offset, drop path"
+    )
+
+
+def no_member_pages_message(where: str) -> str:
+    """A large object checked in before its members could be listed page by page."""
+    return (
+        f"{where} was checked in before its members could be listed page by page: read one "
+        f"with path='{where if where != 'the document' else ''}/KEY', or find keys with "
+        "search_result"
+    )
+
+
+def member_page_refused(door: str) -> str:
+    """A door that delivers a value's exact characters was given a page of its members."""
+    return (
+        f"offset beside path lists a value's members from that one (fetch_result shows "
+        f"them); {door} delivers characters: give path alone (the whole value) or offset "
+        "alone (characters from there)"
+    )
 
 
 def path_footer(*, pointer: str, shown_end: int, end: int, handle: str) -> str:
@@ -428,9 +474,10 @@ FETCH_DESCRIPTION = (
     "whole lines; a line ends at \\n, and \\r\\n is one break), `from_end=true` (the last "
     "window, without knowing the length), or, for a result that is JSON, `path` (a JSON "
     "Pointer such as '/items/3': one value's exact characters and, for an object or array, "
-    "its members with their types). With `line` or `from_end`, `lines` keeps at most that "
-    "many whole lines (the first from `line`, the last from the end), within `limit`. A "
-    "footer says where the window is and how to go on; the last window ends with an end note."
+    "its members with their types; `offset` beside `path` lists its members from that "
+    "one). With `line` or `from_end`, `lines` keeps at most that many whole lines (the first "
+    "from `line`, the last from the end), within `limit`. A footer says where the window is "
+    "and how to go on; the last window ends with an end note."
 )
 SEARCH_DESCRIPTION = (
     "Find text in a tool result that was checked in, without reading it all: returns JSON "

@@ -326,10 +326,31 @@ class ClaimToolContract:
         assert "/items/1499/name string, characters " in members
         assert self.kinds() == ["claim_fetched", "claim_fetched"]
 
+    def test_offset_beside_path_pages_the_members(self) -> None:
+        handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
+        whole = self.call("fetch_result", {"handle": handle, "path": "/items"})
+        assert self.call("fetch_result", {"handle": handle, "path": "/items", "offset": 0}) == whole
+        page, is_error = self.call(
+            "fetch_result", {"handle": handle, "path": "/items", "offset": 20}
+        )
+        assert not is_error and page.startswith("[/items: array of 2000 elements, characters ")
+        assert " Members 21-40:\n/items/20 object, characters " in page
+        assert page.endswith(
+            "the next with path='/items' and offset=40; read one with path='/items/40'.]"
+        )
+        past = self.error("fetch_result", {"handle": handle, "path": "/items", "offset": 2000})
+        assert (
+            past["error"] == "no_such_path"
+            and "2000 elements (offsets 0 to 1999)" in past["message"]
+        )
+
     def test_path_reads_refuse_what_they_cannot_read(self) -> None:
         handle = self.store.put(SCOPE, RECORDS, ttl_seconds=60)
-        both = self.error("fetch_result", {"handle": handle, "path": "", "offset": 0})
-        assert both["error"] == "invalid_arguments" and "gives offset and path" in both["message"]
+        both = self.error("fetch_result", {"handle": handle, "path": "", "offset": 0, "line": 1})
+        assert both["error"] == "invalid_arguments"
+        assert "gives offset, line and path" in both["message"]
+        scalar = self.error("fetch_result", {"handle": handle, "path": "/items/0/id", "offset": 1})
+        assert scalar["error"] == "invalid_arguments" and "no members" in scalar["message"]
         nothing = self.error("fetch_result", {"handle": handle, "path": "/items/2000"})
         assert nothing["error"] == "no_such_path" and "2000 elements" in nothing["message"]
         escape = self.error("fetch_result", {"handle": handle, "path": "/items~2"})

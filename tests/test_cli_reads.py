@@ -283,3 +283,18 @@ def test_link_refusals() -> None:
     for gone in ("claim:1" + "0" * 32, _put("acme", "r9", "x")):
         result = _link(gone)
         assert (result.exit_code, result.stderr, result.stdout) == (1, UNAVAILABLE, "")
+
+
+@pytest.mark.usefixtures("bucket")
+def test_a_page_of_members_is_refused_by_the_commands_that_print_characters() -> None:
+    handle = _put("acme", "r1", DOCUMENT)
+    for command in (
+        ["fetch", "--tenant", "acme", "--run", "r1", handle],
+        ["link", "--tenant", "acme", "--run", "r1", handle, "--base-url", "http://127.0.0.1:9"],
+    ):
+        done = runner.invoke(app, [*command, "--path", "/rows", "--offset", "20"])
+        assert done.exit_code == 2, done.output
+        assert done.stderr == (
+            f"s3claim: error: {wording.member_page_refused('the command line')}\n"
+        )
+    assert _fetch(handle, "--path", "/rows", "--offset", "0").exit_code == 0  # the value

@@ -115,8 +115,13 @@ def doc_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.mark.parametrize("block", IN_PROCESS, ids=lambda block: block.name)
 def test_every_python_block_runs_and_prints_what_it_shows(
-    block: Block, doc_env: str, capsys: pytest.CaptureFixture[str]
+    block: Block,
+    doc_env: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # a reader's folder, not the checkout: no block may need it
     run(block)
     printed = capsys.readouterr().out.splitlines()
     if block.shown_output:
@@ -220,6 +225,30 @@ def test_the_readme_says_what_make_test_needs_and_how_long_it_takes() -> None:
     assert 'os.environ.get("S3CLAIM_TF_PLUGIN_DIR", "/opt/tf-plugins")' in terraform_tests
 
 
+def test_every_fixed_line_the_docs_quote_is_the_codes_word_for_word() -> None:
+    """A fixed line of s3claim.wording quoted in prose (its first 24 characters found) is
+    quoted whole, as the code writes it (the proxy's repeat-read line once drifted)."""
+    import s3claim.wording as wording
+
+    lines = {
+        name: value
+        for name, value in vars(wording).items()
+        if name.isupper() and isinstance(value, str) and len(value) > 40 and "{" not in value
+    }
+    assert "REUSED_LINE" in lines
+    drifted = []
+    for page in PAGES:
+        prose = " ".join(prose_of(page).split())
+        for name, value in lines.items():
+            said = " ".join(value.split())
+            start = prose.find(said[:24])
+            while start >= 0:
+                if prose[start : start + len(said)] != said:
+                    drifted.append(f"{page.name}: {name}")
+                start = prose.find(said[:24], start + 1)
+    assert drifted == []
+
+
 def test_the_readme_is_a_front_door() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", prose_of(README)))
@@ -292,10 +321,11 @@ def test_each_framework_snippet_runs_as_written(framework: str) -> None:
     assert len(seen) < 700
 
 
-def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
+def test_the_agents_sdk_snippet_prints_only_what_it_shows_without_an_openai_key(
     tmp_path: Path,
 ) -> None:
-    """Run as a reader would, in a fresh interpreter: no trace-export notice at exit."""
+    """Run as a reader would, in a fresh interpreter: what it shows, and no trace-export
+    notice at exit."""
     import os
     import subprocess
     import sys
@@ -307,7 +337,8 @@ def test_the_agents_sdk_snippet_prints_nothing_on_exit_without_an_openai_key(
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
     )
-    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    shown = "".join(f"{line}\n" for line in block.shown_output)
+    assert (done.returncode, done.stdout, done.stderr) == (0, shown, "")
 
 
 def test_the_adapter_table_names_each_framework_hook_and_its_extra() -> None:

@@ -190,7 +190,10 @@ def test_erasure_receipts_live_in_their_family_module() -> None:
     from s3claim import erasure
 
     assert erasure.__all__ == [
+        "ERASE_PATH",  # and the request a proxy's memory store is erased by (issue 48)
+        "ERASE_SIGNATURE_HEADER",
         "RECEIPT_FORMAT",
+        "EraseRequest",
         "ErasureReceipt",
         "issue_receipt",
         "verify_receipt",

@@ -283,3 +283,79 @@ def test_one_tenant_at_its_share_leaves_the_others_their_slots(
         store.release.set()
         for holder in holders:
             holder.join()
+
+
+# -- issue 48, item 13: the slots are served in the order the searches came -----------------
+
+
+def _queued(searches: int) -> None:
+    """Until `searches` searches wait for a slot (the condition's waiters), within 10 s."""
+    deadline = time.monotonic() + 10
+    while len(_matching._CHANGED._waiters) < searches:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the search never queued"
+        time.sleep(0.001)
+
+
+def _hold_every_slot() -> list[Any]:
+    slots = [_matching.search_slot(f"holder-{n}") for n in range(_matching.MAX_CONCURRENT_SEARCHES)]
+    for slot in slots:
+        slot.__enter__()
+    return slots
+
+
+def _served_in_turn(tenant: str, served: list[str]) -> threading.Thread:
+    def search() -> None:
+        with _matching.search_slot(tenant):
+            served.append(tenant)
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    return thread
+
+
+def test_a_search_that_comes_later_never_takes_a_waiting_ones_turn() -> None:
+    """Issue 48, item 13: under a flood the first search to wait was served last (a waiter
+    woke to find the slot it was told of taken by one that came after it, again and again),
+    queued 9.2 s while later ones waited 0.02 s. A freed slot is the first waiter's."""
+    served: list[str] = []
+    slots = _hold_every_slot()
+    first = _served_in_turn("first", served)
+    _queued(1)
+    slots.pop().__exit__(None, None, None)  # one slot frees: the waiting search's
+    with _matching.search_slot("later"):  # came after it: waits its turn, then runs
+        served.append("later")
+    first.join(timeout=10)
+    for slot in slots:
+        slot.__exit__(None, None, None)
+    assert served == ["first", "later"]
+
+
+def test_waiting_searches_are_served_first_come_first_served() -> None:
+    served: list[str] = []
+    slots = _hold_every_slot()
+    waiters = []
+    for n in range(6):
+        waiters.append(_served_in_turn(f"w{n}", served))
+        _queued(n + 1)
+    slots.pop().__exit__(None, None, None)  # one slot, passed from each to the next
+    for waiter in waiters:
+        waiter.join(timeout=10)
+    for slot in slots:
+        slot.__exit__(None, None, None)
+    assert served == [f"w{n}" for n in range(6)]
+
+
+def test_a_waiter_at_its_tenants_share_does_not_hold_up_other_tenants(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The queue is in order of arrival among the searches that may run: one whose tenant
+    holds its share waits for its own tenant's, never another tenant's behind it."""
+    monkeypatch.setattr(_matching, "MAX_SEARCHES_PER_TENANT", 1)
+    served: list[str] = []
+    with _matching.search_slot("acme"):
+        second = _served_in_turn("acme", served)
+        _queued(1)
+        with _matching.search_slot("globex"):  # a slot is free, and globex holds none
+            served.append("globex")
+    second.join(timeout=10)
+    assert served == ["globex", "acme"]

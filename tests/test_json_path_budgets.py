@@ -3,12 +3,14 @@
 On a 16 Mi-character JSON claim (a list of records, and botocore's endpoints.json repeated:
 a deeply nested document), any pointer costs at most 3 ranged GETs, and at most 64 KiB of
 index or structure bytes beside the answer's own window: a fixed bound, where the document's
-index alone is several times that (59,835 records). The 64 Mi documents and the times live in
-`benchmarks/`.
+index alone is several times that (59,835 records). A page of a container's members
+(`offset` beside `path`) costs at most `2 + PAGE_READS` GETs, and here 64 KiB in all. The
+64 Mi documents and the times live in `benchmarks/`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 
 from devkit.documents import MiB, nested, nested_pointers, record_pointers, records
 from devkit.servers import Wire
+from s3claim._reading._json_path import PAGE_READS
 from s3claim.s3 import RetryPolicy, S3ClaimCheckStore
 from s3claim.scope import Scope
 
@@ -84,3 +87,30 @@ def test_the_bound_is_well_below_what_a_document_holds_beside_its_text(
     stored = sum(o["Size"] for o in client.list_objects_v2(Bucket="json-budgets")["Contents"])
     texts = sum(len(text.encode()) for _, text in handles.values())
     assert (stored - texts) / len(handles) > 16 * BUDGET_BYTES
+
+
+PAGES = [("records", "", first) for first in (20, 29_900, 59_815)] + [
+    ("nested", "/partitions", first) for first in (20, 80)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("document", "pointer", "first"), PAGES)
+def test_a_page_of_members_is_a_few_ranged_gets_and_64_kib(
+    claims: tuple[Any, S3ClaimCheckStore, dict[str, Any]], document: str, pointer: str, first: int
+) -> None:
+    client, store, handles = claims
+    handle, text = handles[document]
+    wire = Wire.attach(client)
+    page = store.read_path(SCOPE, handle, pointer, first=first)
+    listed = [m.index for m in page.members]
+    assert listed == list(range(first, first + len(listed)))
+    if document == "records":  # neighbours: one read for the page's 20
+        assert len(listed) == min(20, page.member_count - first)
+    else:  # partitions far apart (a small one costs a read of its own): fewer, never none
+        assert len(listed) >= PAGE_READS
+    kinds = {dict: "object", list: "array"}
+    for member in page.members:
+        assert kinds[type(json.loads(text[member.start : member.end]))] == member.kind
+    assert set(wire.requests) == {"GetObject"} and wire.requests["GetObject"] <= 2 + PAGE_READS
+    assert wire.total_response_bytes <= BUDGET_BYTES, dict(wire.response_bytes)

@@ -353,6 +353,9 @@ def test_bad_queries_are_400_and_bad_settings_refused_at_once() -> None:
             answer = http.get(f"{path}?{query}")
             assert answer.status_code == 400 and "\n" not in answer.text, query
         assert http.get(f"{path}?path=/a").status_code == 422  # not JSON
+        page = http.get(f"{path}?path=/a&offset=20")  # a listing's page: fetch_result's
+        assert page.status_code == 400 and "a link delivers characters" in page.text
+        assert "\n" not in page.text
     for bad in ("http://claims.example.com", "ftp://127.0.0.1", "https://u:p@h", "/relative"):
         with pytest.raises(ConfigurationError):
             check_base_url(bad)

@@ -245,12 +245,14 @@ def test_a_root_listing_keeps_to_its_budget_and_counts_the_rest() -> None:
     rows = listing.split("\n")[1:-1]
     assert rows == full.split("\n")[1 : 1 + len(rows)] and len(rows) < 20
     assert listing.endswith(
-        f"{300 - len(rows)} more not listed: read one with path='/KEY', or find keys with "
-        "search_result.]"
+        f"{300 - len(rows)} more not listed: the next with path='' and offset={len(rows)}; "
+        "read one with path='/KEY', or find keys with search_result.]"
     )
     records = json.dumps([{"id": n} for n in range(2_000)])
     array = check(ClaimCheckPolicy.for_json(), store).check_in(records, tool="ci", scope=SCOPE)
-    assert array.text.split("\n\n")[2].endswith("1980 more not listed: read one with path='/20'.]")
+    assert array.text.split("\n\n")[2].endswith(
+        "1980 more not listed: the next with path='' and offset=20; read one with path='/20'.]"
+    )
 
 
 def test_the_log_preset_on_a_real_ci_log() -> None:

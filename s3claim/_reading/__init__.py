@@ -10,7 +10,7 @@ top-level modules of s3claim import this package: `s3claim.store` offers it to s
 
 from ._address import MAX_DIGITS, Address, AddressError, Read, Way
 from ._head import extract_head, extract_tail
-from ._index import build_index
+from ._index import IndexTooLargeError, build_index
 from ._json_path import NoIndexError, PathError, PathRead, by_path, escape
 from ._lines import LineWindow, NoLineIndexError, at_most_lines, count_lines
 from ._matching import (
@@ -48,6 +48,7 @@ __all__ = [
     "ClaimRanges",
     "Facts",
     "IndexPart",
+    "IndexTooLargeError",
     "LineWindow",
     "MatchTooLongError",
     "NoIndexError",

@@ -4,7 +4,9 @@ A window of a claim is named the same way wherever it is asked for (the `fetch_r
 tool's arguments, a claim reference, a link's query, a resource URI, the command line's
 flags): at most one way to it, `offset` (characters from 0, the default), `line` (lines
 from 1), `from_end`, or `path` (a JSON Pointer); `lines` keeps that many whole lines of a
-read by line or from the end; `length` bounds the window's characters. `Address` is that
+read by line or from the end; `length` bounds the window's characters. Beside `path`,
+`offset` is an offset into the value's members: the page of its member listing from that
+member (0 is the read by path itself), for the doors that show a listing. `Address` is that
 model, validated once here, and `RangedStore.read` (`s3claim.store`) the one read of it, so
 every door reads a window the same way. Doors differ only in the bounds they set on `length`
 and in how they show the answer; every word a reader is told is in `s3claim.wording`.
@@ -71,11 +73,13 @@ class Address(BaseModel):
 
     @model_validator(mode="after")
     def _one_way(self) -> Address:
-        # Which ways were given is what counts (an explicit offset=0 beside path is refused);
-        # only from_end=false is no way at all.
+        # Which ways were given is what counts (an explicit offset=0 beside line is refused);
+        # only from_end=false is no way at all, and offset beside path alone pages its members.
         given = {w for w in wording.ADDRESSES if w in self.model_fields_set}
         if not self.from_end:
             given.discard("from_end")
+        if given == {"offset", "path"}:
+            given = {"path"}
         if len(given) > 1:
             raise PydanticCustomError("addresses", wording.addresses_message(given))
         if self.lines is not None and self.line is None and not self.from_end:
@@ -115,6 +119,12 @@ class Address(BaseModel):
             return "line"
         return "from_end" if self.from_end else "offset"
 
+    @property
+    def first_member(self) -> int:
+        """The first member a read by path lists: `offset` beside `path` (past 0, a page of
+        the members, without the value's characters), else 0."""
+        return (self.offset or 0) if self.path is not None else 0
+
     def window(self, *, default: int, most: int) -> int:
         """The window's length in characters: `length`, else the door's `default`;
         `AddressError` past the door's `most`."""
@@ -131,7 +141,7 @@ class Address(BaseModel):
         from the end: `lines` whole lines (one, by line, without it; the claim's every line
         from the end), or all there are; by path: the whole value."""
         if isinstance(read, PathRead):
-            return read.next_offset is None
+            return read.next_offset is None and not read.is_page
         if isinstance(read, Window):
             return read.next_offset is None or (
                 self.length is not None and len(read.text) == self.length

@@ -9,9 +9,9 @@
   matches it need not show are counted by the engine (`count_within`), not one by one.
 - At most `MAX_CONCURRENT_SEARCHES` searches run at once in a process, and at most
   `MAX_SEARCHES_PER_TENANT` of one tenant's, so a tenant flooding the process holds only its
-  own share. The others wait their turn, for up to `QUEUE_SECONDS`, then fail as
-  `SearchBusyError` (the model reads `busy`): a flood queues instead of dividing the cores
-  among itself until no search ends. A tenant's share is at most half the cores: a costly
+  own share. The others wait their turn, in the order they came, for up to `QUEUE_SECONDS`,
+  then fail as `SearchBusyError` (the model reads `busy`): a flood queues instead of dividing
+  the cores among itself until no search ends. A tenant's share is at most half the cores: a costly
   regex keeps a core busy (without the GIL), and two of them on a machine of two left the
   other tenants' calls only what the scheduler spared (docs/benchmarks.md, "Fair shares").
 """
@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -87,24 +87,62 @@ class SearchBusyError(Exception):
     """Every search slot of this process stayed taken for `QUEUE_SECONDS`."""
 
 
+class _Waiter:
+    """A search waiting for a slot (each its own, however many a tenant has waiting)."""
+
+    __slots__ = ("tenant",)
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+
+
 _CHANGED = threading.Condition()
 _RUNNING: Counter[str] = Counter()  # searches running now, by tenant
+_WAITING: deque[_Waiter] = deque()  # searches waiting for a slot, in the order they came
+
+
+def _turn(me: _Waiter) -> bool:
+    """Whether `me` may take a slot now: the waiters before it that may run take theirs
+    first. One whose tenant holds its share waits for its own tenant's, never holding up
+    another tenant's search behind it."""
+    running = _RUNNING.copy()
+    for waiter in _WAITING:
+        if running.total() >= MAX_CONCURRENT_SEARCHES:
+            return False
+        free = running[waiter.tenant] < MAX_SEARCHES_PER_TENANT
+        if waiter is me:
+            return free
+        if free:
+            running[waiter.tenant] += 1
+    return False  # (never reached: a waiter is in the queue while it waits)
 
 
 @contextmanager
 def search_slot(tenant: str) -> Iterator[None]:
     """Hold a search slot for one of `tenant`'s searches, waiting up to `QUEUE_SECONDS`
-    while the process's slots or the tenant's share are full."""
+    while the process's slots or the tenant's share are full.
+
+    Served in the order the searches came: a search that comes when a slot has just freed
+    does not take it from one that was waiting for it, nor do the waiters race for it (a
+    condition wakes every waiter, and the first to run took the slot: under a flood the
+    first search to wait could be served after every later one; issue 48, item 13).
+    """
     deadline = time.monotonic() + QUEUE_SECONDS
+    me = _Waiter(tenant)
     with _CHANGED:
-        while (
-            _RUNNING.total() >= MAX_CONCURRENT_SEARCHES
-            or _RUNNING[tenant] >= MAX_SEARCHES_PER_TENANT
-        ):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise SearchBusyError
-            _CHANGED.wait(left)
+        _WAITING.append(me)
+        admitted = False
+        try:
+            while not _turn(me):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SearchBusyError
+                _CHANGED.wait(left)
+            admitted = True
+        finally:
+            _WAITING.remove(me)
+            if not admitted:  # gone without a slot: those behind it may move up
+                _CHANGED.notify_all()
         _RUNNING[tenant] += 1
     try:
         yield

@@ -67,10 +67,16 @@ class ThreadedAsyncStore:
         )
 
     async def read_path(
-        self, scope: Scope, handle: str, pointer: str, *, limit: int = DEFAULT_FETCH_CHARS
+        self,
+        scope: Scope,
+        handle: str,
+        pointer: str,
+        *,
+        limit: int = DEFAULT_FETCH_CHARS,
+        first: int = 0,
     ) -> PathRead:
         return await self._workers.run(
-            self._ranged("read by path").read_path, scope, handle, pointer, limit=limit
+            self._ranged("read by path").read_path, scope, handle, pointer, limit=limit, first=first
         )
 
     async def hand_off(self, scope: Scope, handle: str, *, to: Scope, ttl_seconds: int) -> str:

@@ -31,7 +31,7 @@ from s3claim.links import check_base_url
 from s3claim.memory import MemoryClaimCheckStore
 from s3claim.proxy_settings import ProxySettings, Source, StoreKind, flag, host_and_port
 from s3claim.s3 import S3ClaimCheckStore
-from s3claim.s3.admin import open_store
+from s3claim.s3.admin import handle_key, load_settings, open_store
 from s3claim.store import ClaimCheckStore
 
 if TYPE_CHECKING:
@@ -155,7 +155,8 @@ def mcp_proxy(
 
     `s3claim mcp-proxy --tenant acme -- npx @modelcontextprotocol/server-filesystem /srv/docs`
     serves a client on stdio; with `--listen 127.0.0.1:9000` it serves streamable HTTP. The
-    handle key comes from S3CLAIM_HANDLE_KEY only (the memory store makes its own).
+    handle key comes from S3CLAIM_HANDLE_KEY only (the memory store makes its own unless it
+    is set; with it, `s3claim forget --proxy` erases a tenant while the proxy runs).
     """
     _configure_logging(verbose)
     with handled() as context:
@@ -211,7 +212,9 @@ def mcp_proxy(
                 "this proxy uses the s3 store, where claims last until their TTL"
             )
         if kind is StoreKind.memory:
+            shared = os.environ.get("S3CLAIM_HANDLE_KEY")  # to sign erase requests (/erase)
             claims: ClaimCheckStore = MemoryClaimCheckStore(
+                handle_key=handle_key(load_settings()) if shared else None,
                 max_bytes=settings.memory_max_bytes,
                 max_tenant_bytes=settings.memory_max_tenant_bytes,
                 on_evict=_log_eviction,

@@ -9,6 +9,7 @@ import sys
 from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +27,7 @@ from s3claim.cli._config import (
     when,
 )
 from s3claim.cli._exit import CliError, handled
-from s3claim.cli._receipts import open_receipt, summary
+from s3claim.cli._receipts import erase_through, open_receipt, summary
 from s3claim.cli._table import Column, collected, counting, print_table
 from s3claim.journal import RunInfo
 from s3claim.s3 import S3AuditTrail
@@ -151,6 +152,15 @@ def forget(
             show_default=False,
         ),
     ] = None,
+    proxy: Annotated[
+        str | None,
+        typer.Option(
+            help="Erase through the MCP proxy serving HTTP at this URL instead (its memory "
+            "store, which no other process reaches): a request signed with "
+            "S3CLAIM_HANDLE_KEY, which the proxy must share.",
+            show_default=False,
+        ),
+    ] = None,
     bucket: BucketOption = None,
     endpoint_url: EndpointOption = None,
     prefix: PrefixOption = None,
@@ -167,23 +177,31 @@ def forget(
     """
     with handled() as context:
         what = checked(tenant, run)
-        target = context.target(bucket, endpoint_url, prefix, region)
-        store = open_store(target)
+        if proxy is not None:
+            if (bucket, endpoint_url, prefix, region) != (None, None, None, None):
+                raise CliError("--proxy erases in the proxy's store: give no bucket options")
+            where: dict[str, str | None] = {"proxy": proxy}
+            erase = partial(erase_through, proxy, tenant=tenant, run=run)
+        else:
+            target = context.target(bucket, endpoint_url, prefix, region)
+            where = {"bucket": target.bucket}
+            erase = partial(open_store(target).erase, tenant=tenant, run=run)
         if not yes:  # asked on stderr: stdout is the result, which --json keeps parseable
+            (kind, name), *_ = where.items()
             typer.confirm(
-                f"Erase every claim of {what} in bucket {target.bucket!r}, and its recorded "
-                "runs? This cannot be undone",
+                f"Erase every claim of {what} in {kind} {name!r}, and its recorded runs? "
+                "This cannot be undone",
                 abort=True,
                 err=True,
             )
         out = None if receipt is None else open_receipt(receipt)  # before anything is erased
         with out or nullcontext(), counting(f"Forgetting {what}", "removed") as update:
-            signed = store.erase(tenant=tenant, run=run, progress=update)
+            signed = erase(progress=update)
             if out is not None:
                 out.write(signed.to_json() + "\n")
     removed = signed.claims
     if as_json:
-        record = {"tenant": tenant, "run": run, "bucket": target.bucket, "removed": removed}
+        record = {"tenant": tenant, "run": run, **where, "removed": removed}
         if receipt is not None:
             record["receipt"] = str(receipt)
         typer.echo(json.dumps(record))

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 import typer
 
+import s3claim.wording as wording
 from s3claim.cli._config import (
     BucketOption,
     EndpointOption,
@@ -33,6 +34,7 @@ from s3claim.store import (
     DEFAULT_FETCH_CHARS,
     MAX_DIGITS,
     Address,
+    AddressError,
     LineWindow,
     PathRead,
     Read,
@@ -108,7 +110,10 @@ def address_of(
     given = {"offset": offset, "line": line, "lines": lines, "path": path, "length": limit}
     pairs = [(name, text) for name, text in given.items() if text is not None]
     pairs += [("from_end", "true")] if from_end else []
-    return Address.from_strings(pairs), pairs
+    address = Address.from_strings(pairs)
+    if address.first_member:  # a page of members: fetch_result's, not a door of characters
+        raise AddressError(wording.member_page_refused("the command line"))
+    return address, pairs
 
 
 def _write(text: str) -> None:

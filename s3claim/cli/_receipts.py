@@ -6,19 +6,30 @@ reads the file and the key, and sends no request (docs/security.md, "Erasure rec
 
 from __future__ import annotations
 
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TextIO
+from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
 
 from s3claim.cli._config import checked, scope_of
 from s3claim.cli._exit import CliError, Exit, handled
-from s3claim.erasure import ErasureReceipt, verify_receipt
+from s3claim.erasure import (
+    ERASE_PATH,
+    ERASE_SIGNATURE_HEADER,
+    EraseRequest,
+    ErasureReceipt,
+    verify_receipt,
+)
 from s3claim.errors import describe_validation_error
 from s3claim.s3.admin import handle_key, load_settings
 
-__all__ = ["open_receipt", "read_receipt", "summary", "verify_receipt_command"]
+__all__ = ["erase_through", "open_receipt", "read_receipt", "summary", "verify_receipt_command"]
 
 
 def open_receipt(path: Path) -> TextIO:
@@ -94,3 +105,51 @@ def summary(receipt: ErasureReceipt) -> str:
         f"{receipt.other} other; {receipt.versions} version(s), "
         f"{receipt.delete_markers} delete marker(s); {receipt.remaining} left"
     )
+
+
+def erase_through(
+    proxy: str,
+    *,
+    tenant: str,
+    run: str | None,
+    progress: Callable[[int], None] | None = None,
+) -> ErasureReceipt:
+    """Erase through the proxy serving HTTP at `proxy` (`s3claim.mcp`'s `/erase`): a request
+    signed under S3CLAIM_HANDLE_KEY; its answer, the receipt, verified under the same key."""
+    parts = urlsplit(proxy)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CliError(
+            f"--proxy takes the proxy's URL, such as http://127.0.0.1:8000, got {proxy!r}"
+        )
+    key = handle_key(load_settings())
+    body, signature = EraseRequest(tenant=tenant, run=run, at=time.time()).signed(key)
+    request = urllib.request.Request(  # noqa: S310 (the scheme is http or https, checked above)
+        f"{parts.scheme}://{parts.netloc}{ERASE_PATH}",
+        data=body,
+        headers={ERASE_SIGNATURE_HEADER: signature, "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:  # noqa: S310 (as above)
+            text = answer.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        said = exc.read().decode("utf-8", "replace").strip().splitlines()
+        line = said[0] if said and exc.code != 404 else "it takes no erase requests"
+        code = Exit.UNAVAILABLE if exc.code >= 500 else Exit.CONFIGURATION
+        raise CliError(f"the proxy at {parts.netloc} refused: {line}", code) from None
+    except (urllib.error.URLError, OSError) as exc:
+        why = getattr(exc, "reason", exc)
+        raise CliError(
+            f"cannot reach the proxy at {parts.netloc}: {why}", Exit.UNAVAILABLE
+        ) from None
+    try:
+        if not verify_receipt(text, key):
+            raise CliError(
+                "the proxy's receipt does not verify under S3CLAIM_HANDLE_KEY", Exit.FAILED
+            )
+        receipt = ErasureReceipt.from_json(text)
+    except ValueError:
+        raise CliError("the proxy answered no erasure receipt", Exit.UNAVAILABLE) from None
+    if progress is not None:
+        progress(receipt.claims)
+    return receipt

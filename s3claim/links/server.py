@@ -58,6 +58,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.types import Message, Receive, Scope, Send
 
+import s3claim.wording as wording
 from s3claim.bounds import Bounds
 from s3claim.errors import ClaimStoreError, ClaimUnavailableError, ToolError
 from s3claim.links import LINK_PATH, Link, LinkKey
@@ -122,7 +123,10 @@ def _address(query: QueryParams) -> Address | None:
     """The window a query names (`Address.from_strings`, as every text door reads one); None
     for no query: the whole text."""
     pairs = query.multi_items()
-    return Address.from_strings(pairs) if pairs else None
+    address = Address.from_strings(pairs) if pairs else None
+    if address is not None and address.first_member:  # a listing's page: fetch_result's
+        raise AddressError(wording.member_page_refused("a link"))
+    return address
 
 
 def _window_headers(answer: Read) -> dict[str, str]:

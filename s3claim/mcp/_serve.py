@@ -28,6 +28,7 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from s3claim.links.server import claims_mount
+from s3claim.mcp._erase import erase_route
 from s3claim.mcp._gateway import Gateway
 from s3claim.mcp._http import HEADER_TIMEOUT_SECONDS, server_config
 from s3claim.mcp._proxy import ClaimCheckProxy
@@ -109,8 +110,9 @@ async def serve_http(
     """Serve streamable HTTP at `MCP_PATH` on `sock` until a signal arrives; `each` (a
     gateway's upstreams, each alone, by name) at `MCP_PATH/<name>` beside it; and the links
     to the store's claims at `/claims/` (`s3claim.links.server`): the memory store's too,
-    which no other process could serve. A request whose headers take longer than
-    `header_timeout` seconds to arrive has its connection closed (`s3claim.mcp`).
+    which no other process could serve; and signed erase requests at `/erase`
+    (`s3claim.mcp._erase`). A request whose headers take longer than `header_timeout`
+    seconds to arrive has its connection closed (`s3claim.mcp`).
 
     Clients on protocol 2026-07-28 send self-contained requests (no session), so any instance
     behind a load balancer can answer any of them. Older clients open a session
@@ -134,6 +136,7 @@ async def serve_http(
     store = proxy.claim_check.store
     if isinstance(store, RangedStore):
         routes.append(claims_mount(store, proxy.bounds))  # one set of bounds: calls and reads
+        routes.append(erase_route(store))  # the memory store's only way out, a signed request
     app = Starlette(routes=routes, lifespan=lifespan)
     server = _Uvicorn(server_config(app, header_timeout=header_timeout, lifespan="on"))
     try:

@@ -6,6 +6,6 @@ what they cannot do is outlive their process. For tests, and for agents in one p
 """
 
 from s3claim.memory._journal import MemoryRunJournal
-from s3claim.memory._store import MemoryClaimCheckStore
+from s3claim.memory._store import DEFAULT_MAX_BYTES, MemoryClaimCheckStore
 
-__all__ = ["MemoryClaimCheckStore", "MemoryRunJournal"]
+__all__ = ["DEFAULT_MAX_BYTES", "MemoryClaimCheckStore", "MemoryRunJournal"]

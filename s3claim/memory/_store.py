@@ -2,11 +2,13 @@
 
 Each claim is held as its text and its index (`s3claim.store.build_index`, built at
 check-in, the same bytes the S3 store keeps), served to the reading engine as ranges.
-Optionally bounded (`max_bytes` in all, `max_tenant_bytes` per tenant), counting everything a
-claim holds: the UTF-8 bytes of its text and the bytes of its index. A put that would pass a
-bound first evicts the oldest claims (the tenant's own when its share is full), each reported
-as a `ClaimEvicted` event to `on_evict`. A claim larger than a bound is refused
-(`ClaimStoreError`), never stored in part.
+Bounded (`max_bytes` in all, `DEFAULT_MAX_BYTES` unless told otherwise, `None` for no bound;
+`max_tenant_bytes` per tenant, none by default), counting everything a claim holds: the UTF-8
+bytes of its text and the bytes of its index. A put that would pass a bound first evicts the
+oldest claims (the tenant's own when its share is full), each reported as a `ClaimEvicted`
+event to `on_evict`. A claim larger than a bound is refused (`ClaimStoreError`), never stored
+in part; its index is built under the room its text leaves (`build_index(budget=...)`), so
+one that could not fit is refused before it is built, not after.
 
 Each entry is one check-in, under an id of its own (`s3claim.store.new_check_in_id`): a
 repeat put while it lives extends it and keeps the id; the same text put once it is gone
@@ -39,6 +41,7 @@ from s3claim.store import (
     ClaimRanges,
     Facts,
     IndexPart,
+    IndexTooLargeError,
     RangedStore,
     TextPart,
     build_index,
@@ -52,7 +55,12 @@ from s3claim.telemetry import traced_forget
 if TYPE_CHECKING:
     from s3claim.memory._journal import MemoryRunJournal
 
-__all__ = ["MemoryClaimCheckStore"]
+__all__ = ["DEFAULT_MAX_BYTES", "MemoryClaimCheckStore"]
+
+DEFAULT_MAX_BYTES = 256 * 1024**2
+"""What a memory store holds in all unless told otherwise (`max_bytes=None`: no bound): a
+process that puts a 5 MB result in each of 60 runs keeps the newest 53, not all 300 MB, and
+a claim of 64 MiB still fits with its index. A bound of the process's memory, not a quota."""
 
 _SWEEP_EVERY_SECONDS = 60.0
 _MARKS = 65_536
@@ -89,7 +97,7 @@ class MemoryClaimCheckStore(RangedStore):
         *,
         clock: Clock | None = None,
         handle_key: HandleKey | None = None,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         max_tenant_bytes: int | None = None,
         on_evict: Callable[[ClaimEvicted], None] | None = None,
     ) -> None:
@@ -146,15 +154,22 @@ class MemoryClaimCheckStore(RangedStore):
         handle = self._key.handle(scope, content, digest=content_digest(content, utf8=utf8))
         text_bytes = len(utf8)
         del utf8
-        for bound in (self.max_bytes, self.max_tenant_bytes):
-            if bound is not None and text_bytes > bound:
-                raise ClaimStoreError(
-                    f"a claim of {text_bytes} bytes is larger than the memory store holds ({bound})"
-                )
+        bounds = [b for b in (self.max_bytes, self.max_tenant_bytes) if b is not None]
+        bound = min(bounds, default=None)
+        if bound is not None and text_bytes > bound:
+            raise ClaimStoreError(
+                f"a claim of {text_bytes} bytes is larger than the memory store holds ({bound})"
+            )
         with self._lock:
             known = self._entries.get(handle)
         if known is None or known.expires_at <= self._clock.now():
-            index = build_index(content)
+            try:
+                index = build_index(content, budget=None if bound is None else bound - text_bytes)
+            except IndexTooLargeError as exc:
+                raise ClaimStoreError(
+                    f"a claim of {text_bytes} bytes with its index (at least {exc.at_least} "
+                    f"bytes) is larger than the memory store holds ({bound})"
+                ) from None
             facts = Facts(len(content), count_lines(content))
             size = text_bytes + len(index or b"")
             entry = _Entry(scope, content, index, facts, 0.0, size, recorded_tool(tool))

@@ -336,7 +336,7 @@ def _cases() -> list[Case]:
         ({"line": -(10**30)}, "line"),
         ({"line": "2"}, "line"),
         ({"line": 2, "from_end": True}, "drop line"),
-        ({"path": "/a~1b", "offset": 0}, "drop offset"),
+        ({"path": "/a~1b", "offset": 0, "line": 1}, "drop offset"),  # beside path alone: a page
         ({"path": "/a~1b", "limit": 0}, "limit"),
     ]:
         add("keys", arguments, Refused("invalid_arguments", says, sends_nothing=True))
@@ -351,6 +351,12 @@ def _cases() -> list[Case]:
         ("/items" + "/0" * 50_000, "/items/0 (an object) has no key '0'"),  # 100,000 characters
     ]:
         add("keys", {"path": pointer}, Refused("no_such_path", says))
+    for arguments, error, says in [  # offset beside path: a page of the members, from that one
+        ({"path": "/a~1b", "offset": 1}, "invalid_arguments", "/a~1b is a number, which has no"),
+        ({"path": "/items", "offset": 200}, "no_such_path", "200 elements (offsets 0 to 199)"),
+        ({"path": "/items", "offset": 10**30}, "no_such_path", "200 elements (offsets 0 to"),
+    ]:
+        add("keys", arguments, Refused(error, says))
     for name in ("crlf", "no_newline", "one_line", "deep", "looks_like_json"):
         for pointer in ("", "/0"):  # the model reads the tools' names as they are
             add(name, {"path": pointer}, Refused("not_json", NOT_JSON_MESSAGE))

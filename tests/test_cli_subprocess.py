@@ -139,17 +139,14 @@ def test_usage_errors_exit_2() -> None:
     assert s3claim().returncode == 2  # no command: help, as a usage error
 
 
-@pytest.mark.parametrize(("listen", "warned"), [("0.0.0.0:0", True), ("127.0.0.1:0", False)])
-def test_serve_on_an_address_other_than_loopback_warns_in_one_line(
-    moto_endpoint: str, listen: str, warned: bool
-) -> None:
-    """Plain HTTP off loopback carries each link, a bearer credential, in clear (issue 48,
-    item 6): one warning line before the serving line; none on loopback."""
+def test_serve_on_loopback_says_nothing_of_plain_http(moto_endpoint: str) -> None:
+    """The warning (`warn_unless_loopback`, below) is off loopback only: on 127.0.0.1 the
+    serving line is the first."""
     bucket = f"serve-{uuid.uuid4().hex}"
     boto3.client("s3", endpoint_url=moto_endpoint).create_bucket(Bucket=bucket)
     env = {"S3CLAIM_BUCKET": bucket, "S3CLAIM_ENDPOINT_URL": moto_endpoint}
     with subprocess.Popen(
-        [sys.executable, "-m", "s3claim", "serve", "--listen", listen],
+        [sys.executable, "-m", "s3claim", "serve", "--listen", "127.0.0.1:0"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -159,13 +156,34 @@ def test_serve_on_an_address_other_than_loopback_warns_in_one_line(
         try:
             assert process.stderr is not None
             first = process.stderr.readline()
-            serving = process.stderr.readline() if warned else first
         finally:
             process.terminate()
-    assert serving.startswith("s3claim serve: serving links at http://"), serving
-    if warned:
-        assert first == (
-            "s3claim serve: warning: plain HTTP on 0.0.0.0, not a loopback address: a link is "
-            "a bearer credential, readable by anyone on the path; put HTTPS in front (a TLS "
-            "proxy) or listen on 127.0.0.1\n"
-        )
+    assert first.startswith("s3claim serve: serving links at http://127.0.0.1:"), first
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [("0.0.0.0", True), ("[::]", True), ("10.1.2.3", True), ("127.0.0.1", False),
+     ("[::1]", False), ("localhost", False)],
+)  # fmt: skip
+def test_a_server_off_loopback_warns_of_plain_http_in_one_line(
+    host: str, warned: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plain HTTP off loopback carries tool results and links, bearer credentials, in clear
+    (issue 48, item 6): `serve` and `mcp-proxy` say so in one line before they serve. (No
+    test binds a non-loopback address: the line is told by the address alone.)"""
+    from s3claim.cli._config import warn_unless_loopback
+
+    warn_unless_loopback("serve", host, 8000, "a link is a bearer credential")
+    warn_unless_loopback(
+        "mcp-proxy", host, 8000, "tool results, and links (each a bearer credential)"
+    )
+    said = capsys.readouterr().err.splitlines()
+    assert said == ([
+        f"s3claim serve: warning: plain HTTP on {host}, not a loopback address: a link is a "
+        "bearer credential, readable by anyone on the path; put HTTPS in front (a TLS proxy) "
+        "or listen on 127.0.0.1",
+        f"s3claim mcp-proxy: warning: plain HTTP on {host}, not a loopback address: tool "
+        "results, and links (each a bearer credential), readable by anyone on the path; put "
+        "HTTPS in front (a TLS proxy) or listen on 127.0.0.1",
+    ] if warned else [])  # fmt: skip

@@ -3,6 +3,7 @@ never from an option, so it stays out of shell history and `ps`."""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -31,6 +32,7 @@ __all__ = [
     "checked",
     "handle_given",
     "scope_of",
+    "warn_unless_loopback",
     "when",
 ]
 
@@ -127,3 +129,20 @@ def handle_given(handle: str) -> str:
 def when(epoch: float) -> str:
     """A time as the listings show it (UTC, to the second); "—" for none."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if epoch else "—"
+
+
+def warn_unless_loopback(command: str, host: str, port: int, carried: str) -> None:
+    """One line on stderr when a server of ours listens off loopback over plain HTTP: what
+    it serves crosses the network in clear (`carried` says what that is)."""
+    from s3claim.links import check_base_url  # the links' own rule for a plain-HTTP host
+
+    try:
+        check_base_url(f"http://{host}:{port}")
+    except ValueError:
+        print(
+            f"s3claim {command}: warning: plain HTTP on {host}, not a loopback address: "
+            f"{carried}, readable by anyone on the path; put HTTPS in front (a TLS proxy) "
+            "or listen on 127.0.0.1",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -22,7 +22,13 @@ from annotated_types import Ge, Le
 from pydantic.fields import FieldInfo
 
 from s3claim.claimcheck import ClaimCheck
-from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
+from s3claim.cli._config import (
+    BucketOption,
+    EndpointOption,
+    PrefixOption,
+    RegionOption,
+    warn_unless_loopback,
+)
 from s3claim.cli._exit import CliError, Exit, describe, handled
 from s3claim.errors import ClaimStoreError
 from s3claim.events import ClaimEvicted, observe
@@ -293,6 +299,8 @@ def mcp_proxy(
             each = {name: proxy.beside(one) for name, one in alone.items()}
             host, port = sock.getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
+            carried = "tool results, and links (each a bearer credential)"
+            warn_unless_loopback("mcp-proxy", shown, port, carried)
             links = claim_check.link_base_url
             print(
                 f"s3claim mcp-proxy: serving streamable HTTP at "

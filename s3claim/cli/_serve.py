@@ -24,11 +24,11 @@ from s3claim.cli._config import (
     MaxTenantCallsOption,
     PrefixOption,
     RegionOption,
+    warn_unless_loopback,
 )
 from s3claim.cli._exit import CliError, handled
 from s3claim.cli._mcp_proxy import address_of
 from s3claim.extras import require_extra
-from s3claim.links import check_base_url
 from s3claim.proxy_settings import HEADER_TIMEOUT_SECONDS
 from s3claim.s3.admin import open_store
 
@@ -77,7 +77,7 @@ def serve(
             raise CliError(f"cannot listen on {host}:{port}: {reason}") from None
         bound, port = sock.getsockname()[:2]
         shown = f"[{bound}]" if ":" in bound else bound
-        _warn_unless_loopback(shown, port)
+        warn_unless_loopback("serve", shown, port, "a link is a bearer credential")
         print(
             f"s3claim serve: serving links at http://{shown}:{port}/claims/ "
             f"(store: s3, bucket {context.bucket!r})",
@@ -89,18 +89,3 @@ def serve(
             uvicorn.Server(config).run(sockets=[sock])
         finally:
             sock.close()
-
-
-def _warn_unless_loopback(host: str, port: int) -> None:
-    """One line when the links' URLs would cross a network in clear: they are bearer
-    credentials (`check_base_url` refuses such a base URL for the links themselves)."""
-    try:
-        check_base_url(f"http://{host}:{port}")
-    except ValueError:
-        print(
-            f"s3claim serve: warning: plain HTTP on {host}, not a loopback address: a link "
-            "is a bearer credential, readable by anyone on the path; put HTTPS in front "
-            "(a TLS proxy) or listen on 127.0.0.1",
-            file=sys.stderr,
-            flush=True,
-        )

@@ -148,10 +148,13 @@ class MeasuredStore(S3ClaimCheckStore):
         pointer: str,
         *,
         limit: int = DEFAULT_FETCH_CHARS,
+        first: int = 0,
         check_in_id: str | None = None,
     ) -> PathRead:
         with self.counting.operation("fetch_path"):
-            return super().read_path(scope, handle, pointer, limit=limit, check_in_id=check_in_id)
+            return super().read_path(
+                scope, handle, pointer, limit=limit, first=first, check_in_id=check_in_id
+            )
 
     def scan(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Iterator[str]:
         began = time.perf_counter()

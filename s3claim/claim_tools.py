@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    ConfigDict,
     Field,
     WithJsonSchema,
     create_model,
@@ -31,7 +32,6 @@ from s3claim._boundary import neutralise
 from s3claim._reading import (
     MAX_MATCHES,
     MAX_PATTERN_CHARS,
-    SNIPPET_CHARS,
     MatchTooLongError,
     PatternError,
     PatternTooCostlyError,
@@ -72,22 +72,31 @@ __all__ = [
 FETCH_TOOL_NAME = "fetch_result"
 SEARCH_TOOL_NAME = "search_result"
 _ADDRESS = frozenset({"offset", "line", "from_end", "path", "lines"})
-_PATH_SCHEMA = WithJsonSchema({"title": "Path", "type": "string"})
-_LINE_SCHEMA = WithJsonSchema({"title": "Line", "type": "integer", "minimum": 1})
-_LINES_SCHEMA = WithJsonSchema({"title": "Lines", "type": "integer", "minimum": 1})
+# Optional arguments as a model sees them: the type alone (pydantic's would be `anyOf` with null).
+_PATH_SCHEMA = WithJsonSchema({"type": "string"})
+_LINE_SCHEMA = WithJsonSchema({"type": "integer", "minimum": 1})
 
 
-def _schema_default(value: object) -> Any:
-    def edit(schema: dict[str, Any]) -> None:
-        if value is None:
-            schema.pop("default", None)
-        else:
-            schema["default"] = value
+def _lean_schema(schema: dict[str, Any]) -> None:
+    """A claim tool's argument schema as it is sent with every request: no titles (the names
+    say as much) and no defaults (an argument left out is the obvious one: offset 0, no flag,
+    the largest window); the types and bounds stay. Validation is pydantic's, unchanged."""
+    for each in schema["properties"].values():
+        each.pop("title", None)
+        each.pop("default", None)
 
-    return Field(json_schema_extra=edit)
+
+class _Lean(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_lean_schema)
 
 
-_no_default = _schema_default(None)
+def _lean(built: Tool, validators: dict[str, Any] | None = None) -> type[BaseModel]:
+    """`built`'s arguments, validated as before, with the lean schema (and `validators`)."""
+    return create_model(
+        built.arguments.__name__, __base__=(built.arguments, _Lean), __validators__=validators
+    )
+
+
 Handle = Annotated[str, AfterValidator(unwrapped)]
 """A handle argument: a handle in quotes, or in their HTML entities, is the handle it wraps."""
 
@@ -99,13 +108,13 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         context: RunContext,
         handle: Handle,
         offset: Annotated[int, Field(ge=0, strict=True)] = 0,
-        line: Annotated[int | None, Field(ge=1, strict=True), _LINE_SCHEMA, _no_default] = None,
+        line: Annotated[int | None, Field(ge=1, strict=True), _LINE_SCHEMA] = None,
         from_end: Annotated[bool, Field(strict=True)] = False,
-        path: Annotated[str | None, _PATH_SCHEMA, _no_default] = None,
+        path: Annotated[str | None, _PATH_SCHEMA] = None,
         limit: Annotated[int, Field(ge=1, le=DEFAULT_FETCH_CHARS, strict=True)] = (
             DEFAULT_FETCH_CHARS
         ),
-        lines: Annotated[int | None, Field(ge=1, strict=True), _LINES_SCHEMA, _no_default] = None,
+        lines: Annotated[int | None, Field(ge=1, strict=True), _LINE_SCHEMA] = None,
     ) -> str:
         # One way at most was given (`_one_way`, on the arguments): offset is the default,
         # and beside path the first member listed.
@@ -117,12 +126,8 @@ def claim_check_tool(store: ClaimCheckStore) -> Tool:
         )
         return fetch_text(store, context, handle, address, length=limit)
 
-    fetch_result.__doc__ = wording.FETCH_DESCRIPTION.format(window=DEFAULT_FETCH_CHARS)
-    built = tool(fetch_result)
-    validators: dict[str, Any] = {"one_way": model_validator(mode="after")(_one_way)}
-    arguments = create_model(
-        built.arguments.__name__, __base__=built.arguments, __validators__=validators
-    )
+    built = tool(description=wording.FETCH_DESCRIPTION)(fetch_result)
+    arguments = _lean(built, {"one_way": model_validator(mode="after")(_one_way)})
     return replace(built, arguments=arguments, check_in=False, redeems=store, read_only=True)
 
 
@@ -233,10 +238,8 @@ def claim_search_tool(store: ClaimCheckStore) -> Tool:
         )
         return result.to_json(neutralise)
 
-    search_result.__doc__ = wording.SEARCH_DESCRIPTION.format(
-        matches=MAX_MATCHES, snippet=SNIPPET_CHARS
-    )
-    return replace(tool(search_result), check_in=False, redeems=store, read_only=True)
+    built = tool(description=wording.SEARCH_DESCRIPTION.format(matches=MAX_MATCHES))(search_result)
+    return replace(built, arguments=_lean(built), check_in=False, redeems=store, read_only=True)
 
 
 def search_refusal(exc: Exception, context: RunContext, known: str | None) -> ToolError:

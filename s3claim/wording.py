@@ -467,29 +467,20 @@ def tool_failed_message(error: str) -> str:
 
 
 FETCH_DESCRIPTION = (
-    "Read a tool result that was checked in, one window at a time: up to `limit` characters "
-    "(1 to {window}; {window} by default), exactly as the tool returned them. Use the handle "
-    "from the result's marker and at most one way to the window: `offset` (characters, from "
-    "0; the default), `line` (lines count from 1; the window starts at that line and holds "
-    "whole lines; a line ends at \\n, and \\r\\n is one break), `from_end=true` (the last "
-    "window, without knowing the length), or, for a result that is JSON, `path` (a JSON "
-    "Pointer such as '/items/3': one value's exact characters and, for an object or array, "
-    "its members with their types; `offset` beside `path` lists its members from that "
-    "one). With `line` or `from_end`, `lines` keeps at most that many whole lines (the first "
-    "from `line`, the last from the end), within `limit`. A footer says where the window is "
-    "and how to go on; the last window ends with an end note."
+    "Read a checked-in tool result by its handle, one window of at most `limit` characters. "
+    "At most one of: `offset` (characters), `line` (whole lines from this one), `from_end` (the "
+    "last window), `path` (a JSON Pointer such as /items/3). `lines`: at most that many lines, "
+    "with `line` or `from_end`."
 )
+"""`fetch_result`'s description: sent with every request, so only what its schema (the
+bounds, the types) and its answers (the marker, footers, end notes, member listings) do not
+already teach: which arguments choose the window."""
 SEARCH_DESCRIPTION = (
-    "Find text in a tool result that was checked in, without reading it all: returns JSON "
-    '{{"matches": [{{"offset", "line", "snippet"}}], "total_matches", "next_offset"}}, at '
-    "most {matches} matches from `offset` on. A snippet is the line the match is on, whole "
-    "when it fits in {snippet} characters, else {snippet} characters of it around the "
-    "match. `offset` is in characters, as in fetch_result: fetch the window at a match's "
-    "offset to read it whole. `line` is the match's line, counted from 1 (a line ends at "
-    "\\n): read on from it with fetch_result(line=...). `regex` makes the pattern a regular "
-    "expression (^ and $ anchor the whole text; (?m) makes them anchor lines); `ignore_case` "
-    "ignores case. Pass `next_offset` as `offset` for more matches."
+    "Find text in a checked-in tool result: up to {matches} matches from `offset`, each with the "
+    "offset and line fetch_result reads it at. `regex`: a regular expression ((?m) makes ^ and $ "
+    "match at lines). For more, pass next_offset as `offset`."
 )
+"""`search_result`'s description, as lean: its answer is JSON that names its own fields."""
 
 # -- reading it back (scripted models, the demo, the benchmarks, the tests) ------------------
 

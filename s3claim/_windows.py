@@ -11,7 +11,14 @@ from __future__ import annotations
 import s3claim.wording as wording
 from s3claim._reading import LineWindow, PathRead, Read, Window, escape
 
-__all__ = ["render", "render_lines", "render_members", "render_offset", "render_path"]
+__all__ = [
+    "fitted_members",
+    "render",
+    "render_lines",
+    "render_members",
+    "render_offset",
+    "render_path",
+]
 
 
 def render(answer: Read, handle: str, *, line: int | None, length: int | None = None) -> str:
@@ -111,6 +118,11 @@ def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
     """The members paragraph of an object or array read by path; with `most_chars`, only as
     many of its rows as keep it that short (the others are counted, as the unlisted are; a
     page keeps one row at least, so that the next one goes on)."""
+    return fitted_members(answer, most_chars=most_chars)[0]
+
+
+def fitted_members(answer: PathRead, *, most_chars: int | None = None) -> tuple[str, int]:
+    """`render_members`'s paragraph, and how many of `answer.members` it lists."""
     rows = [
         (f"{answer.pointer}/{_token(m.key, m.index, m.key_cut)}", m.kind, m.start, m.end)
         for m in answer.members
@@ -130,7 +142,7 @@ def render_members(answer: PathRead, *, most_chars: int | None = None) -> str:
             or len(paragraph) <= most_chars
             or len(rows) <= (1 if answer.is_page else 0)
         ):
-            return paragraph
+            return paragraph, len(rows)
         rows.pop()
 
 

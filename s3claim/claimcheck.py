@@ -17,8 +17,9 @@ from s3claim._reading import (
     extract_tail,
     pick_lines,
     read_root,
+    telling_end,
 )
-from s3claim._windows import render_members
+from s3claim._windows import fitted_members
 from s3claim.errors import ConfigurationError
 from s3claim.handles import HANDLE_PREFIX
 from s3claim.links import DEFAULT_LINK_TTL_SECONDS, check_base_url, link
@@ -153,6 +154,9 @@ class ClaimCheck:
         """What a stored result leaves in the conversation: head, marker, notes, tail."""
         head = extract_head(content, policy.head_chars)
         tail = extract_tail(content, policy.tail_chars, after=len(head))
+        if tail and policy.pick_lines is not None:  # a log's tail: only an end that tells
+            pattern = compile_pick_pattern(policy.pick_lines)
+            tail = content[telling_end(content, len(content) - len(tail), pattern) :]
         notes = _preview_notes(content, policy, head=head, tail=tail, searchable=searchable)
         line = marker(
             total_chars=len(content),
@@ -228,9 +232,9 @@ def _preview_notes(
     every knob off; a pure function of its arguments (docs/reading.md, "Picking lines")."""
     notes = []
     if policy.json_root:
-        root = read_root(content)
-        if root is not None:
-            notes.append(render_members(root, most_chars=ROOT_LISTING_CHARS))
+        listing = _root_listing(content, shown=len(head))
+        if listing is not None:
+            notes.append(listing)
     if policy.pick_lines is not None:
         picks = pick_lines(
             content,
@@ -239,6 +243,8 @@ def _preview_notes(
             shown_until=len(head),
             shown_from=len(content) - len(tail),
         )
+        if not picks.matched and not picks.stopped:  # nothing found: no note to carry it
+            return notes
         lines = [
             picked_line(
                 line=p.line,
@@ -260,6 +266,31 @@ def _preview_notes(
         )
         notes.append("\n".join([note, *lines]))
     return notes
+
+
+def _root_listing(content: str, *, shown: int) -> str | None:
+    """The root's members the head does not show whole, listed as a page of a read by path
+    lists them; None unless the root is an object (its keys are what a question names: an
+    array's positions, `path="/N"` reaches without a listing) and the listing is shorter
+    than the members' own characters it points at (else reading them is the cheaper way)."""
+    first = 0
+    while True:
+        root = read_root(content, first=first)
+        if root is None or root.kind != "object":
+            return None
+        inside = next((i for i, m in enumerate(root.members) if m.end > shown), None)
+        if inside is not None:
+            break
+        first += len(root.members)
+        if first >= root.member_count:  # the head shows every member
+            return None
+    if inside:
+        page = read_root(content, first=first + inside)
+        assert page is not None  # the same text, read again
+        root = page
+    listing, rows = fitted_members(root, most_chars=ROOT_LISTING_CHARS)
+    replaced = sum(m.end - m.start for m in root.members[:rows])
+    return listing if len(listing) < replaced else None
 
 
 def most_notes_chars(policy: ClaimCheckPolicy) -> int:

@@ -43,14 +43,17 @@ class ClaimCheckPolicy(BaseModel):
         a small result is cheaper to just read.
     head_chars: the most of the result's start that stays in the conversation.
     tail_chars: the most of its end that stays too, after the marker (0: none, the spec's
-        preview); for tools whose answer is at the end, such as a build log's error.
+        preview); for tools whose answer is at the end, such as a build log's error. Beside
+        `pick_lines`, only an end that tells something: from the first line in reach after
+        a blank line or matching the pattern, else no tail (`telling_end`).
     pick_lines: a regular expression (as `search_result` takes one); up to `pick_max` whole
         lines it matches that neither the head nor the tail shows are shown after the
         marker, each with its line number (None: none, the spec's preview).
     pick_max: the most lines `pick_lines` shows: the first half and the last half of the
         lines it matches, when more match.
-    json_root: a result that is a JSON object or array gets its root's members listed after
-        the marker (each key, its type and its span), as `fetch_result(path="")` lists them.
+    json_root: a result that is a JSON object gets the root's members the head does not show
+        whole listed after the marker (each key, its type and its span), as a read by path
+        lists them; only where that listing is shorter than those members' characters.
     ttl_seconds: how long the content can still be fetched.
     turn_budget_chars: the most one model turn's tool results may put in the conversation
         together; past it, the largest are checked in first, threshold or not, until the turn
@@ -81,8 +84,9 @@ class ClaimCheckPolicy(BaseModel):
 
     @classmethod
     def for_logs(cls, *, threshold_chars: int = 4096, ttl_seconds: int = 3600) -> Self:
-        """A build or test log, a service's log: its start, its last 1,024 characters, and
-        up to 8 lines that say something failed (`LOG_PATTERN`) from anywhere between."""
+        """A build or test log, a service's log: its start, up to 8 lines that say something
+        failed (`LOG_PATTERN`) from anywhere after it, and an end that tells something (a
+        final block, a failure: at most 1,024 characters; none for an end of like lines)."""
         return cls(
             threshold_chars=threshold_chars,
             ttl_seconds=ttl_seconds,
@@ -94,8 +98,8 @@ class ClaimCheckPolicy(BaseModel):
 
     @classmethod
     def for_json(cls, *, threshold_chars: int = 4096, ttl_seconds: int = 3600) -> Self:
-        """An API response: its start, and its root's members with their types and spans, so
-        the model reads the one it needs by path."""
+        """An API response: its start, and the root's members the head does not show, with
+        their types and spans, so the model reads the one it needs by path."""
         return cls(
             threshold_chars=threshold_chars,
             ttl_seconds=ttl_seconds,

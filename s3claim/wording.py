@@ -158,13 +158,10 @@ def picks_note(
     stopped: bool = False,
 ) -> str:
     """The paragraph before the lines a preview picks (`pick_lines`): which pattern, how many
-    lines it matched beyond what the preview shows, which of them follow, how to read on."""
+    lines it matched beyond what the preview shows, which of them follow, how to read on.
+    Never written for a pattern that matched nothing and ran to the end: that note would
+    carry nothing (`ClaimCheck` leaves it out)."""
     where = "outside the head and tail" if tail else "outside the head"
-    if not matched and not stopped:
-        return (
-            f"[No line {where} matches the regex `{pattern}` (fetch_result reads any line "
-            "with line=N).]"
-        )
     if stopped:
         found = f"{matched:,} before the regex used up its CPU time, part of the way through" + (
             ", each after its line number" if shown else ""

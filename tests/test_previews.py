@@ -1,7 +1,8 @@
 """Previews that keep what matters (issue 37): lines picked by a pattern (`pick_lines`,
 `pick_max`) and a JSON result's root members (`json_root`), shown between the marker and the
 tail, verbatim and with where they sit; the presets for logs and JSON on real documents
-(tests/fixtures/previews: a CI log of a failing pytest run, a GitHub compare response)."""
+(tests/fixtures/previews: a CI log of a failing pytest run, a GitHub compare response, an
+excerpt of dpkg's log)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ SCOPE = Scope(tenant="acme", run="ci-7")
 FIXTURES = Path(__file__).parent / "fixtures" / "previews"
 BUILD_LOG = (FIXTURES / "build.log").read_text(encoding="utf-8")
 COMPARE = (FIXTURES / "github-compare.json").read_text(encoding="utf-8")
+DPKG_LOG = (FIXTURES / "dpkg.log").read_text(encoding="utf-8")  # dpkg-log-provenance.txt
 PICKED = re.compile(r"^line (\d+)(?:, characters (\d+)-(\d+) of its (\d+)-(\d+))?: (.*)$")
 ERROR_LINE = (
     "2026-03-14T10:41:07Z ERROR [worker-7] settlement failed for order ord-3f9a17c2e4: "
@@ -151,8 +153,15 @@ def test_lines_the_head_or_tail_shows_are_not_picked_again() -> None:
     assert "0002 ERROR" in head and "0399 ERROR" in tail
     assert picks_of(text) == [(200, "0200 ERROR step 200 failed")]
     assert "[Lines outside the head and tail matching the regex `ERROR`: 1, each" in text
-    none = check(ClaimCheckPolicy(pick_lines="FATAL")).check_in(log, tool="ci", scope=SCOPE)
-    assert "[No line outside the head matches the regex `FATAL`" in none.text
+
+
+def test_a_pattern_that_matches_nothing_writes_no_note() -> None:
+    """A note that found nothing carries nothing, and would ride in every later request."""
+    log, store = numbered({2, 200, 399}), MemoryClaimCheckStore()
+    bare = check(ClaimCheckPolicy(), store).check_in(log, tool="ci", scope=SCOPE).text
+    none = check(ClaimCheckPolicy(pick_lines="FATAL"), store).check_in(log, tool="ci", scope=SCOPE)
+    assert none.text == bare  # the spec's preview, byte for byte
+    assert _preview_notes(log, ClaimCheckPolicy(pick_lines="FATAL"), head="", tail="") == []
 
 
 def test_a_long_line_is_cut_where_it_pauses_around_the_match_and_says_its_span() -> None:
@@ -198,11 +207,13 @@ def test_a_bad_preview_is_refused_at_construction_in_one_line(
     assert message in error["msg"] and "\n" not in error["msg"]
 
 
-def path_listing(store: MemoryClaimCheckStore, handle: str) -> str:
-    """The members paragraph `fetch_result(path="")` answers for a claim."""
+def path_listing(store: MemoryClaimCheckStore, handle: str, first: int = 0) -> str:
+    """The members paragraph `fetch_result(path="")` answers for a claim (`first` past 0:
+    the page of them from that member, `offset=first` beside the path)."""
     context = RunContext(scope=SCOPE, agent="ci", emit=lambda event: None)
-    answer = claim_answer(claim_check_tool(store), {"handle": handle, "path": ""}, context)
-    found = re.search(r"\n\n(\[the document: [^\]]*\])", answer.text)
+    arguments = {"handle": handle, "path": ""} | ({"offset": first} if first else {})
+    answer = claim_answer(claim_check_tool(store), arguments, context)
+    found = re.search(r"(?:\A|\n\n)(\[the document: [^\]]*\])", answer.text)
     assert found is not None, answer.text[-300:]
     return found.group(1)
 
@@ -213,12 +224,16 @@ def test_a_json_result_lists_its_root_as_a_read_by_path_does() -> None:
     assert checked.handle is not None
     head, line, listing = checked.text.split("\n\n")
     assert COMPARE.startswith(head) and line.startswith(f"[{len(COMPARE)} characters")
-    assert listing == path_listing(store, checked.handle)
+    # The five URLs the head shows whole are not listed again: the page from the sixth.
+    assert listing == path_listing(store, checked.handle, first=5)
+    assert listing.startswith("[the document: object of 13 keys, characters 0-47301. Members 6-13")
     rows = listing.split("\n")[1:]
-    assert [r.split(" ")[0] for r in rows][5:] == [
+    assert [r.split(" ")[0] for r in rows] == [
         "/base_commit", "/merge_base_commit", "/status", "/ahead_by", "/behind_by",
         "/total_commits", "/commits", "/files",
     ]  # fmt: skip
+    ends = [int(r.rsplit("-", 1)[1].rstrip("]")) for r in rows]
+    assert min(ends) > len(head) and "characters 408-473" in path_listing(store, checked.handle)
     start, end = re.search(r"/files array, characters (\d+)-(\d+)\]$", listing).groups()  # type: ignore[union-attr]
     assert json.loads(COMPARE[int(start) : int(end)]) == json.loads(COMPARE)["files"]
     assert (
@@ -236,7 +251,7 @@ def test_a_json_result_lists_its_root_as_a_read_by_path_does() -> None:
 
 def test_a_root_listing_keeps_to_its_budget_and_counts_the_rest() -> None:
     store = MemoryClaimCheckStore()
-    wide = json.dumps({f"{'k' * 60}{n:03d}": n for n in range(300)}, indent=1)
+    wide = json.dumps({f"{'k' * 60}{n:03d}": f"v{n} " * 150 for n in range(300)}, indent=1)
     checked = check(ClaimCheckPolicy.for_json(), store).check_in(wide, tool="ci", scope=SCOPE)
     listing = checked.text.split("\n\n")[2]
     assert len(listing) <= ROOT_LISTING_CHARS
@@ -248,11 +263,24 @@ def test_a_root_listing_keeps_to_its_budget_and_counts_the_rest() -> None:
         f"{300 - len(rows)} more not listed: the next with path='' and offset={len(rows)}; "
         "read one with path='/KEY', or find keys with search_result.]"
     )
-    records = json.dumps([{"id": n} for n in range(2_000)])
-    array = check(ClaimCheckPolicy.for_json(), store).check_in(records, tool="ci", scope=SCOPE)
-    assert array.text.split("\n\n")[2].endswith(
-        "1980 more not listed: the next with path='' and offset=20; read one with path='/20'.]"
-    )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        json.dumps({f"{'k' * 60}{n:03d}": n for n in range(300)}, indent=1),  # short values
+        json.dumps([{"id": n, "name": f"record {n} " * 20} for n in range(200)]),  # records
+        json.dumps({"a": "x" * 400, "b": 1}) + " " * 4_000,  # the head shows every member
+    ],
+    ids=["listing-longer-than-its-members", "array", "all-in-the-head"],
+)
+def test_no_root_listing_that_carries_nothing(document: str) -> None:
+    """A listing that reading the members would beat, of positions `path="/N"` reaches
+    anyway, or of members the head already shows, is not written."""
+    store = MemoryClaimCheckStore()
+    checked = check(ClaimCheckPolicy.for_json(), store).check_in(document, tool="ci", scope=SCOPE)
+    bare = check(ClaimCheckPolicy(), store).check_in(document, tool="ci", scope=SCOPE)
+    assert checked.handle is not None and checked.text == bare.text
 
 
 def test_the_log_preset_on_a_real_ci_log() -> None:
@@ -267,6 +295,46 @@ def test_the_log_preset_on_a_real_ci_log() -> None:
         "5 failed, 286 passed, 12 warnings, 1 error in 0.49s ==============\n"
     )
     assert len(checked.text) <= kept_chars(len(BUILD_LOG), ClaimCheckPolicy.for_logs())
+
+
+def test_the_log_presets_tail_is_the_end_that_tells_and_no_more() -> None:
+    """The tail starts where the text does: after the last lines' blank line (pytest's
+    summary), or at the first line in reach the pattern matches (a traceback after lines of
+    INFO); and not at all where the end is more of the same (dpkg's log: no failure, no
+    blank line), where the preset's preview is then the default's, byte for byte."""
+    store = MemoryClaimCheckStore()
+    logs = check(ClaimCheckPolicy.for_logs(), store)
+    build = logs.check_in(BUILD_LOG, tool="ci", scope=SCOPE, searchable=True).text
+    tail = build.split("\n\n")[-1]
+    assert BUILD_LOG.endswith(f"\n\n{tail}") and len(tail) < 1024
+    assert tail.startswith("-- Docs: ") and "short test summary info" in tail
+    service, _ = service_log(60_000)
+    assert logs.check_in(service, tool="ci", scope=SCOPE).text.endswith(f"ms\n\n{TRACE}")
+    default = check(ClaimCheckPolicy(), store)
+    for tool_said in (False, True):
+        preset = logs.check_in(DPKG_LOG, tool="ci", scope=SCOPE, searchable=tool_said).text
+        bare = default.check_in(DPKG_LOG, tool="ci", scope=SCOPE, searchable=tool_said).text
+        assert preset == bare and len(preset) < 700
+
+
+def test_the_presets_previews_on_the_fixtures_are_no_larger_than_they_need() -> None:
+    """What each preset adds to the default preview on the committed documents: nothing on
+    dpkg's log; on the CI log its failures and summary; on the API response only the
+    members the head does not show (about 400 characters)."""
+    store = MemoryClaimCheckStore()
+    sizes = {}
+    for name, text, preset in (
+        ("dpkg", DPKG_LOG, ClaimCheckPolicy.for_logs()),
+        ("build", BUILD_LOG, ClaimCheckPolicy.for_logs()),
+        ("compare", COMPARE, ClaimCheckPolicy.for_json()),
+    ):
+        sizes[name] = tuple(
+            len(check(policy, store).check_in(text, tool="ci", scope=SCOPE, searchable=True).text)
+            for policy in (ClaimCheckPolicy(), preset)
+        )
+    assert sizes["dpkg"][1] == sizes["dpkg"][0]
+    assert sizes["build"][1] <= 2_500 and sizes["compare"][1] <= sizes["compare"][0] + 420
+    assert sizes["compare"][1] < 1_100
 
 
 def test_the_presets_keep_to_the_threshold_they_are_given() -> None:
@@ -349,7 +417,9 @@ def test_the_mcp_proxy_shows_the_picks_and_the_listing() -> None:
     from tests.mcp_proxy._support import in_process, text_of
 
     log, error_line = service_log(60_000)
-    policy = ClaimCheckPolicy(pick_lines=r"\bERROR\b", tail_chars=300, json_root=True)
+    policy = ClaimCheckPolicy(
+        pick_lines=r"(?m)\bERROR\b|^Traceback ", tail_chars=300, json_root=True
+    )
 
     async def scenario() -> None:
         async with in_process(policy=policy) as (client, _):

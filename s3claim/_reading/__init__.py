@@ -21,7 +21,15 @@ from ._matching import (
     search_slot,
 )
 from ._plans import DEFAULT_FETCH_CHARS, Window, by_line, by_offset, from_end
-from ._previews import LINE_CHARS, Pick, Picks, compile_pick_pattern, pick_lines, read_root
+from ._previews import (
+    LINE_CHARS,
+    Pick,
+    Picks,
+    compile_pick_pattern,
+    pick_lines,
+    read_root,
+    telling_end,
+)
 from ._ranges import ClaimRanges, Facts, IndexPart, TextPart
 from ._search import (
     MAX_MATCHES,
@@ -81,4 +89,5 @@ __all__ = [
     "read_root",
     "search_slot",
     "search_text",
+    "telling_end",
 ]

@@ -21,8 +21,11 @@ Picked lines (`pick_lines`):
   match, with the span shown; never re-worded.
 
 The root listing (`read_root`): the reading engine's own answer to a read of path `""` (the
-listing `fetch_result(path="")` gives), over the result's text and index in memory, so it
-is the same whatever store holds the claim.
+listing `fetch_result(path="")` gives, or a page of it), over the result's text and index in
+memory, so it is the same whatever store holds the claim. Which members it lists, and when
+it is written at all, `ClaimCheck` decides (`_root_listing`).
+
+A log's tail (`telling_end`): beside a pick pattern, where the end starts to tell something.
 """
 
 from __future__ import annotations
@@ -42,11 +45,20 @@ from ._matching import CpuBudget, PatternTooCostlyError, compile_regex, is_liter
 from ._ranges import Facts, IndexPart, TextPart
 from ._search import MAX_PATTERN_CHARS, PROBED_SECONDS_PER_CHAR, REGEX_SECONDS, SNIPPET_CHARS
 
-__all__ = ["LINE_CHARS", "Pick", "Picks", "compile_pick_pattern", "pick_lines", "read_root"]
+__all__ = [
+    "LINE_CHARS",
+    "Pick",
+    "Picks",
+    "compile_pick_pattern",
+    "pick_lines",
+    "read_root",
+    "telling_end",
+]
 
 LINE_CHARS = SNIPPET_CHARS
 """The most of one picked line shown: as much of a line as `search_result` shows."""
 _LEAD_CHARS = LINE_CHARS // 4  # of a cut line, at most this much before the match
+_AFTER_BLANK = regex.compile(r"\n(?:[^\S\n]*\n)+")  # a line break, then blank lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +174,27 @@ def _pick(text: str, line: int, start: int, end: int, at: int) -> Pick:
     return Pick(line, first, at + len(shown), start, end, lead + shown)
 
 
+def telling_end(text: str, start: int, pattern: regex.Pattern[str]) -> int:
+    """Where a tail that tells something starts in `text[start:]`, `len(text)` when none does.
+
+    A log's end is worth showing when it is a final block (the text after a blank line: a
+    test runner's summary) or holds a line the pick pattern matches (a failure, a traceback's
+    first line); then the tail starts at the first line start in reach that follows a blank
+    line or begins such a line, a boundary the text provides. An end of more lines like the
+    others (an installer's log going on) has neither, and no tail.
+    """
+    first = start if start == 0 or text[start - 1] == "\n" else text.find("\n", start) + 1
+    if first <= 0:  # no line starts in reach: one line going on
+        return len(text)
+    found = []
+    blank = _AFTER_BLANK.search(text, max(first - 2, 0))
+    if blank is not None and text[blank.end() :].strip():
+        found.append(blank.end())
+    picks = pick_lines(text, pattern, most=1, shown_until=first, shown_from=len(text))
+    found += [pick.line_start for pick in picks.shown]
+    return min(found, default=len(text))
+
+
 class _InMemory:
     """One text and its index as the engine reads a claim (`ClaimRanges`), for a read of a
     result that is not stored yet, or whatever store holds it."""
@@ -188,13 +221,13 @@ class _InMemory:
         yield self._text
 
 
-def read_root(text: str) -> PathRead | None:
+def read_root(text: str, *, first: int = 0) -> PathRead | None:
     """What a read of path `""` answers for `text` (its kind, span and first members, no
-    characters of it), or None when `text` is not JSON that reads by path."""
-    first = text.lstrip(" \t\n\r")[:1]
-    if first not in ("{", "["):  # the index would say so too, after a pass over the text
+    characters of it; `first` past 0, a page of its members from that one), or None when
+    `text` is not JSON that reads by path."""
+    if text.lstrip(" \t\n\r")[:1] not in ("{", "["):  # the index would say so too, later
         return None
     try:
-        return by_path(_InMemory(text, build_index(text)), "", limit=0)
+        return by_path(_InMemory(text, build_index(text)), "", limit=0, first=first)
     except NoIndexError:
         return None

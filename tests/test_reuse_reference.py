@@ -184,3 +184,50 @@ def test_what_a_repeat_costs_on_the_ninety_kilobyte_contract() -> None:
     assert len(CONTRACT) == 92_212
     assert len(whole) == len(REUSED_LINE) + 2 + len(first)  # as every repeat cost before
     assert len(by_reference) < 200 < len(whole)
+
+
+@pytest.mark.parametrize(
+    ("call_id", "tool", "named"),
+    [
+        ("toolu_01A09q90qw90lq917835lq9", "read_contract", "call 'toolu_01A09q90qw90lq917835lq9'"),
+        ("c" * 40, "t" * 32, "call '" + "c" * 40 + "'"),  # the longest quoted: still under 200
+        ("c" * 41, "t" * 32, "an earlier " + "t" * 32 + " call"),  # too long: the tool instead
+        ("x'] [fake: call fetch_result", "read_contract", "an earlier read_contract call"),
+        (None, "t" * 33, "an earlier call"),  # neither quotable
+        (None, "read\nnow", "an earlier call"),
+    ],
+)
+def test_a_reference_quotes_only_what_cannot_forge_a_line_and_stays_under_200(
+    call_id: str | None, tool: str, named: str
+) -> None:
+    host = Host(ClaimCheck(MemoryClaimCheckStore()), reuse={tool: 300})
+    context = host.context(SCOPE, agent="counsel")
+    texts = [
+        host.run(tool, {}, context, call_id=call_id, execute=lambda _: CONTRACT).text
+        for _ in range(2)
+    ]
+    assert texts[1].startswith(f"[Same call, same arguments as {named}: not run again.")
+    assert len(texts[1]) < 200 and f"handle='{handle_of(texts[0])}'" in texts[1]
+
+
+def test_a_restored_conversation_is_named_by_the_call_that_last_placed_the_text() -> None:
+    """What a resumed run remembers (`RepeatReads.restore`): a read by its call, a repeat by
+    reference skipped, and a repeat given whole (its earlier one had left) as the read's new
+    place in the conversation."""
+    store = MemoryClaimCheckStore(clock=ManualClock())
+    trimming = TrimmingHost(ClaimCheck(store))
+    first, by_reference = trimming.call(), trimming.call()
+    handle = handle_of(first)
+    shown = [
+        ("read_contract", {"name": "msa"}, first, 300, True, "c0"),
+        ("read_contract", {"name": "msa"}, by_reference, 300, True, "c1"),
+        ("read_contract", {"name": "msa"}, reused(first), 300, True, "c2"),
+    ]
+    resumed, now = Host(ClaimCheck(store), reuse={"read_contract": 300}), store.clock.now()
+    resumed.restore_reads(Scope(tenant="acme", run="run-1"), shown, checked_in=lambda *_: now)
+    context = resumed.context(SCOPE, agent="counsel")
+    again = resumed.run("read_contract", {"name": "msa"}, context, call_id="c3", execute=print)
+    assert "call 'c2'" in again.text and f"handle='{handle}'" in again.text
+    resumed.restore_reads(SCOPE, shown[:2], checked_in=lambda *_: now)
+    again = resumed.run("read_contract", {"name": "msa"}, context, call_id="c3", execute=print)
+    assert "call 'c0'" in again.text and RAN == ["msa"]

@@ -16,16 +16,17 @@ repeat reads) is wired once, here:
     # `host.run(...)` takes these steps for a tool you can call in-process.
 
 `begin` runs a claim tool (`fetch_result`, `search_result`: `s3claim.claim_tools`) itself;
-answers a repeat read from its claim (`s3claim.reuse`); and resolves claim references
-(`{"$claim": handle}`, when the `ClaimCheck` allows them: `s3claim.references`) in the run's
-scope, bounded per call. A reference that cannot be redeemed is the refusal the model reads,
-and the tool does not run. `finish` takes the result through the boundary (`result_text` for
-an s3claim `Tool`, whose declared type is known; `text_of` for another framework's), then
-admission: the one path into the conversation, checking the result in at its threshold, for
-its turn's budget or past its share of the room (`s3claim.turns`), and falling back, never
-failing the run, when the store does. A call of a tool that is not read-only ends reuse in
-its run once it has run. Every step emits the run's events and no store fault escapes into
-the agent's loop.
+answers a repeat read by reference to its earlier result (`s3claim.reuse`; a host that
+trims its conversation says which results left it, `left_conversation`); and resolves claim
+references (`{"$claim": handle}`, when the `ClaimCheck` allows them: `s3claim.references`) in
+the run's scope, bounded per call. A reference that cannot be redeemed is the refusal the
+model reads, and the tool does not run. `finish` takes the result through the boundary
+(`result_text` for an s3claim `Tool`, whose declared type is known; `text_of` for another
+framework's), then admission: the one path into the conversation, checking the result in at
+its threshold, for its turn's budget or past its share of the room (`s3claim.turns`), and
+falling back, never failing the run, when the store does. A call of a tool that is not
+read-only ends reuse in its run once it has run. Every step emits the run's events and no
+store fault escapes into the agent's loop.
 
 docs/adapters.md shows a host of your own; tests/hosts/ runs one suite through every host.
 """
@@ -53,7 +54,7 @@ from s3claim.events import (
     observing,
 )
 from s3claim.references import resolve
-from s3claim.reuse import Recall, RepeatReads, check_reuse, reused
+from s3claim.reuse import Recall, RepeatReads, Shown, check_reuse
 from s3claim.safejson import MAX_DEPTH, JSONTooDeepError, loads
 from s3claim.scope import Scope
 from s3claim.telemetry import Operation, check_in_operation, names
@@ -104,7 +105,7 @@ class Call:
     answer: ToolAnswer | None = None
     turn: Hashable = None
     _spec: Tool | None = field(default=None, repr=False)
-    _recall: Recall[str] | None = field(default=None, repr=False)
+    _recall: Recall | None = field(default=None, repr=False)
     _writes: bool = False
 
     def __repr__(self) -> str:  # arguments may be content: never in a repr
@@ -176,7 +177,7 @@ class Host:
         by the turn."""
         self._on_event = on_event
         self._namespace = ""
-        self._reads: RepeatReads[str] | None = (
+        self._reads: RepeatReads | None = (
             RepeatReads(claim_check) if claim_check is not None and self.reuse else None
         )
         budgeted = any(p.turn_budget_chars is not None for p in policies)
@@ -234,12 +235,14 @@ class Host:
         *,
         turn: Hashable = None,
         read_only: bool | None = None,
+        call_id: str | None = None,
     ) -> Call:
         """Before the tool runs: a claim tool's answer, a repeat read's, or a refusal of the
         call's references (then `answer` is set and the tool does not run); else the call,
         its references resolved. `turn` names the model response that made the call (for a
         turn budget's running total; None: a turn of its own). `read_only` overrides what
-        the host knows of the tool (an MCP upstream's listing says it)."""
+        the host knows of the tool (an MCP upstream's listing says it). `call_id`: the call's
+        id in the conversation, where the host has one, so a repeat of it can name it."""
         context = replace(context, emit=observing(context.emit))  # one observation an event
         spec = tool if isinstance(tool, Tool) else None
         name = tool.name if isinstance(tool, Tool) else tool
@@ -258,7 +261,7 @@ class Host:
         if reads is not None and read_only:
             recall = reads.recall(
                 context.scope, call.tool, arguments, reuse_seconds=seconds,
-                agent=context.agent, emit=context.emit,
+                agent=context.agent, emit=context.emit, call_id=call_id, called=name,
             )  # fmt: skip
             if recall.answer is not None:  # the earlier result: the tool does not run
                 return self._answered(call, ToolAnswer(recall.answer))
@@ -304,8 +307,7 @@ class Host:
             forced=forced,
         )
         if keep and recall is not None and self._reads is not None:
-            again = reused(admitted)
-            self._reads.keep(recall, again, chars=len(again))
+            self._reads.keep(recall, admitted)
         self._written(call)
         return ToolAnswer(admitted)
 
@@ -326,10 +328,11 @@ class Host:
         *,
         execute: Callable[[Mapping[str, Any] | str], Any] | None = None,
         turn: Hashable = None,
+        call_id: str | None = None,
     ) -> ToolAnswer:
         """Every step for one call of a tool this process runs: an s3claim `Tool` (run with
         its context), a claim tool, or `execute(arguments)` for another."""
-        call = self.begin(tool, arguments, context, turn=turn)
+        call = self.begin(tool, arguments, context, turn=turn, call_id=call_id)
         if call.answer is not None:
             return call.answer
         try:
@@ -382,10 +385,18 @@ class Host:
         if self._reads is not None:
             self._reads.end(scope)
 
+    def left_conversation(self, scope: Scope, handles: Iterable[str]) -> None:
+        """For a host that trims its conversation: the results checked in as `handles` are no
+        longer in `scope`'s, so a repeat of their calls gets their text whole again (the next
+        one is answered by reference to that call). A host that never removes or replaces a
+        result it placed (the runner) never calls it."""
+        if self._reads is not None:
+            self._reads.left_conversation(scope, handles)
+
     def restore_reads(
         self,
         scope: Scope,
-        calls: Iterable[tuple[str, Mapping[str, Any], str, int, bool]],
+        calls: Iterable[Shown],
         *,
         checked_in: Callable[[str, str], float | None],
     ) -> None:

@@ -2,13 +2,24 @@
 
 A tool may say how long its result answers a repeat call (`@tool(reuse_seconds=300)`, an
 adapter's `reuse={...}`, the MCP gateway's `reuse = {...}` per upstream). A call of it with
-the same arguments, in the same run and inside that window, does not run the tool: the model
-receives what it received the first time, byte for byte, after one line (`REUSED_LINE`)
-saying so. `s3claim.hosting.Host` takes these steps around every call that is not a claim
-tool's; nothing else calls them.
+the same arguments, in the same run and inside that window, does not run the tool.
+`s3claim.hosting.Host` takes these steps around every call that is not a claim tool's;
+nothing else calls them.
 
 The decisions, each the simplest honest one:
 
+- **A repeat is answered by reference** (`wording.reused_reference`, under 200 characters):
+  the earlier result is in the conversation, so the answer names it, by its handle and the
+  call it came from (that call's id; where the host sees none, as on MCP, its tool), and says
+  `fetch_result` reads on, rather than put the preview in again. A pure function of the
+  handle, the id and the tool: two processes replaying a run send the same bytes, and the
+  prefix stays cached. **Only a host that trims its conversation** says which results left
+  it (`Host.left_conversation`); a repeat of one of those gets the earlier text whole, after
+  one line (`REUSED_LINE`), and the next repeat names that call. The runner never removes or
+  replaces a message it placed (a turn's check-ins are decided before its results enter), so
+  it never says so. The adapters and the MCP proxy cannot see their client's history: they
+  answer by reference, and the handle reads on with `fetch_result` for the claim's TTL, which
+  a reuse requires anyway.
 - **Only results that were checked in are reused**, since the claim is what answers the
   repeat: its head and marker are what the model saw, `fetch_result` reads the rest. A result
   that passed whole has no claim, and its tool runs again.
@@ -30,10 +41,11 @@ The decisions, each the simplest honest one:
 - **Memory is per process**, by the run's scope: a host remembers `max_runs` runs (the least
   recently used go first) and `max_reads` reads each. A run the runner resumes from its
   journal, on another instance or after a restart, remembers again what its conversation
-  shows (`restore`): each checked-in read since the last write, its window counted from the
-  check-in its claim's expiry dates (the expiry less the policy's TTL). So a resumed run
-  answers its repeats as the uninterrupted run would have, byte for byte. Hosts without a
-  journal (the adapters, the MCP proxy) start a restarted run with nothing remembered.
+  shows (`restore`): each checked-in read since the last write, by the call that placed it,
+  its window counted from the check-in its claim's expiry dates (the expiry less the
+  policy's TTL). So a resumed run answers its repeats as the uninterrupted run would have,
+  byte for byte. Hosts without a journal (the adapters, the MCP proxy) start a restarted run
+  with nothing remembered.
 
 docs/reading.md ("Repeat reads") says what it costs.
 """
@@ -43,11 +55,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from s3claim.claimcheck import ClaimCheck
 from s3claim.errors import ConfigurationError
@@ -57,26 +70,41 @@ from s3claim.scope import Scope
 from s3claim.store import RangedStore
 from s3claim.telemetry import count_reuse
 from s3claim.tools import RunContext
-from s3claim.wording import HANDLE_SEEN, REUSED_LINE
+from s3claim.wording import HANDLE_SEEN, REUSED_LINE, REUSED_SEEN, reused_reference
 
 __all__ = [
     "DEFAULT_MAX_READS",
     "DEFAULT_MAX_RUNS",
     "Recall",
     "RepeatReads",
+    "Shown",
 ]
 
 DEFAULT_MAX_RUNS = 1_024
 """Runs a host remembers reads of; the least recently used is forgotten first."""
 DEFAULT_MAX_READS = 256
 """Reads remembered per run; the oldest is forgotten first."""
-_T = TypeVar("_T")
+Shown = tuple[str, Mapping[str, Any], str, int, bool, str | None]
+"""One call as a resumed conversation shows it (`RepeatReads.restore`): its tool, arguments,
+the text the model got, the tool's reuse seconds, whether it is read-only, and its id."""
+_QUOTABLE = re.compile(r"[A-Za-z0-9_.:-]+")
+_MAX_CALL_ID = 40
+_MAX_TOOL = 32
+"""The longest call id and tool name a reference quotes (it stays under 200 characters);
+a longer one, or one of other characters, is not named."""
 _log = logging.getLogger("s3claim")
 
 
 def reused(text: str) -> str:
-    """What the model reads for a repeat: the line, then the earlier text as it was."""
+    """A repeat whose earlier result left the conversation: the line, then that text whole."""
     return f"{REUSED_LINE}\n\n{text}"
+
+
+def _quotable(name: str | None, longest: int) -> str | None:
+    """`name` if a reference may quote it as it is (never a forged line): else None."""
+    if name is None or len(name) > longest or _QUOTABLE.fullmatch(name) is None:
+        return None
+    return name
 
 
 def check_reuse(reuse: Mapping[str, int] | None) -> dict[str, int]:
@@ -108,18 +136,20 @@ def arguments_key(tool: str, arguments: Mapping[str, Any] | str) -> str | None:
 
 
 @dataclass(eq=False)
-class Recall(Generic[_T]):
-    """One call's look-up. `answer`: the earlier result to give instead of running the tool;
-    None, run it (then `watching` and `keep`). `handle`: the claim its result was checked in
-    as, learned by `watching`."""
+class Recall:
+    """One call's look-up. `answer`: what to give instead of running the tool; None, run it
+    (then `watching` and `keep`). `handle`: the claim its result was checked in as, learned
+    by `watching`."""
 
-    answer: _T | None = None
+    answer: str | None = None
     handle: str | None = None
     _scope: Scope | None = field(default=None, repr=False)
     _tool: str = ""
     _key: str | None = field(default=None, repr=False)
     _seconds: int = 0
     _mark: str | None = field(default=None, repr=False)
+    _call_id: str | None = field(default=None, repr=False)
+    _called: str | None = field(default=None, repr=False)
 
     def watching(self, context: RunContext) -> RunContext:
         """`context`, whose events also tell this recall the handle of a check-in."""
@@ -136,17 +166,28 @@ class Recall(Generic[_T]):
 
 
 @dataclass(slots=True)
-class _Read(Generic[_T]):
-    answer: _T
+class _Read:
+    """A read remembered: the text the model got, and the call that placed it in the
+    conversation (its id and tool as quoted, None where not quotable); `shown` until its
+    host says it left the conversation."""
+
+    text: str
     handle: str
     until: float
-    chars: int
     mark: str
+    call_id: str | None
+    called: str | None
+    shown: bool = True
+
+    def answer(self) -> str:
+        if not self.shown:
+            return reused(self.text)
+        return reused_reference(handle=self.handle, call_id=self.call_id, tool=self.called)
 
 
-class RepeatReads(Generic[_T]):
-    """What each run has read, for one host (and the endpoints beside it): `_T` is what the
-    host answers. Safe to share between threads."""
+class RepeatReads:
+    """What each run has read, for one host (and the endpoints beside it). Safe to share
+    between threads."""
 
     def __init__(
         self,
@@ -170,7 +211,7 @@ class RepeatReads(Generic[_T]):
         self._clock = store.clock
         self._max_runs = max_runs
         self._max_reads = max_reads
-        self._runs: OrderedDict[Scope, OrderedDict[str, _Read[_T]]] = OrderedDict()
+        self._runs: OrderedDict[Scope, OrderedDict[str, _Read]] = OrderedDict()
         self._lock = threading.Lock()
 
     def recall(
@@ -182,12 +223,17 @@ class RepeatReads(Generic[_T]):
         reuse_seconds: int,
         agent: str,
         emit: Callable[[Event], None],
-    ) -> Recall[_T]:
-        """Before a read-only call runs: the earlier answer, if this call may have it
-        (emitting `result_reused`); else what `keep` needs. One request (the run's mark)."""
+        call_id: str | None = None,
+        called: str | None = None,
+    ) -> Recall:
+        """Before a read-only call runs: the answer, if this call may have one (emitting
+        `result_reused`); else what `keep` needs. One request (the run's mark). `call_id`:
+        the call's id, where the host has one; `called`: the tool as the call named it (by
+        default `tool`), for a later repeat to name this call by."""
         key = arguments_key(tool, arguments) if reuse_seconds > 0 else None
         if key is None:
             return Recall()
+        call_id, called = _quotable(call_id, _MAX_CALL_ID), _quotable(called or tool, _MAX_TOOL)
         try:
             mark = self._mark(scope)
         except Exception:  # a store fault: run the tool, as without reuse, and keep nothing
@@ -195,20 +241,27 @@ class RepeatReads(Generic[_T]):
             return Recall()
         if mark is None:  # given one by another instance, and gone again: nothing to go by
             return Recall()
+        answer = None
         with self._lock:
             kept = self._reads(scope).get(key)
+            if kept is not None and mark == kept.mark and self._clock.now() < kept.until:
+                answer = kept.answer()
+                if not kept.shown:  # whole again: in the conversation now, at this call
+                    kept.shown, kept.call_id, kept.called = True, call_id, called
+        if kept is not None and answer is not None:
+            emit(ResultReused(tool=tool, agent=agent, handle=kept.handle, chars=len(answer)))
+            count_reuse(tool)
+            return Recall(answer=answer, handle=kept.handle)
         if kept is not None:
-            if mark == kept.mark and self._clock.now() < kept.until:
-                emit(ResultReused(tool=tool, agent=agent, handle=kept.handle, chars=kept.chars))
-                count_reuse(tool)
-                return Recall(answer=kept.answer, handle=kept.handle)
             self._drop(scope, key, kept)
-        return Recall(_scope=scope, _tool=tool, _key=key, _seconds=reuse_seconds, _mark=mark)
+        return Recall(
+            _scope=scope, _tool=tool, _key=key, _seconds=reuse_seconds, _mark=mark,
+            _call_id=call_id, _called=called,
+        )  # fmt: skip
 
-    def keep(self, recall: Recall[_T], answer: _T, *, chars: int) -> None:
-        """After a call ran: remember `answer` (the repeat's, line included, of `chars`
-        characters) if its result was checked in, under the run's mark as it was before the
-        call ran."""
+    def keep(self, recall: Recall, text: str) -> None:
+        """After a call ran: remember `text` (what the model got) if its result was checked
+        in, under the run's mark as it was before the call ran."""
         scope = recall._scope
         if recall._key is None or scope is None or recall.handle is None:
             return
@@ -216,31 +269,42 @@ class RepeatReads(Generic[_T]):
         assert mark is not None
         ttl = self._claim_check.policy_for(recall._tool).ttl_seconds
         until = self._clock.now() + min(recall._seconds, ttl)
-        self._remember(scope, recall._key, _Read(answer, recall.handle, until, chars, mark))
+        read = _Read(text, recall.handle, until, mark, recall._call_id, recall._called)
+        self._remember(scope, recall._key, read)
+
+    def left_conversation(self, scope: Scope, handles: Iterable[str]) -> None:
+        """The results checked in as `handles` are no longer in `scope`'s conversation (its
+        host trimmed them): the next repeat of their calls is answered with their text whole."""
+        gone = set(handles)
+        with self._lock:
+            for read in self._runs.get(scope, {}).values():
+                if read.handle in gone:
+                    read.shown = False
 
     def restore(
-        self: RepeatReads[str],
+        self,
         scope: Scope,
-        calls: Iterable[tuple[str, Mapping[str, Any], str, int, bool]],
+        calls: Iterable[Shown],
         *,
         checked_in: Callable[[str, str], float | None],
     ) -> None:
-        """Remember a resumed run's reads from its conversation: each call, in order, as
-        (tool, arguments, the text the model got, the tool's reuse seconds, read-only).
-        `checked_in(tool, handle)`: when that claim was checked in, None if not known (the
-        read is then not remembered). Only a runner with a journal can know. The reads since
-        the last write are remembered under the run's mark as it is now."""
-        since: list[tuple[str, str, str, str, int]] = []
+        """Remember a resumed run's reads from its conversation: each call, in order
+        (`Shown`). `checked_in(tool, handle)`: when that claim was checked in, None if not
+        known (the read is then not remembered). Only a runner with a journal can know. The
+        reads since the last write are remembered under the run's mark as it is now, each by
+        the call that last placed its text in the conversation."""
+        since: list[tuple[str, str, str, str, int, str | None]] = []
         prefix = reused("")
-        for tool, arguments, text, seconds, read_only in calls:
+        for tool, arguments, text, seconds, read_only, call_id in calls:
             if not read_only:
                 since.clear()
                 continue
             key = arguments_key(tool, arguments) if seconds > 0 else None
+            text = text.removeprefix(prefix)  # whole again: the earlier text, placed anew
             found = HANDLE_SEEN.search(text)
-            if key is None or found is None or text.startswith(prefix):
-                continue  # never reusable, not checked in, or itself a repeat
-            since.append((tool, key, text, found.group(1), seconds))
+            if key is None or found is None or REUSED_SEEN.fullmatch(text):
+                continue  # never reusable, not checked in, or a repeat by reference
+            since.append((tool, key, text, found.group(1), seconds, call_id))
         if not since:
             return
         try:
@@ -249,15 +313,14 @@ class RepeatReads(Generic[_T]):
             return
         if mark is None:
             return
-        for tool, key, text, handle, seconds in since:
+        for tool, key, text, handle, seconds, call_id in since:
             at = checked_in(tool, handle)
             if at is None:
                 continue
             ttl = self._claim_check.policy_for(tool).ttl_seconds
-            answer = reused(text)
-            self._remember(
-                scope, key, _Read(answer, handle, at + min(seconds, ttl), len(answer), mark)
-            )
+            until = at + min(seconds, ttl)
+            call_id, called = _quotable(call_id, _MAX_CALL_ID), _quotable(tool, _MAX_TOOL)
+            self._remember(scope, key, _Read(text, handle, until, mark, call_id, called))
 
     def written(self, scope: Scope) -> None:
         """A call of a tool that is not read-only has run in `scope`'s run: its mark changes
@@ -284,7 +347,7 @@ class RepeatReads(Generic[_T]):
             mark = self._store.new_run_mark(scope) or self._store.run_mark(scope)
         return mark
 
-    def _reads(self, scope: Scope) -> OrderedDict[str, _Read[_T]]:
+    def _reads(self, scope: Scope) -> OrderedDict[str, _Read]:
         """The run's reads, most recently used now (hold the lock)."""
         reads = self._runs.get(scope)
         if reads is None:
@@ -295,7 +358,7 @@ class RepeatReads(Generic[_T]):
             self._runs.move_to_end(scope)
         return reads
 
-    def _remember(self, scope: Scope, key: str, read: _Read[_T]) -> None:
+    def _remember(self, scope: Scope, key: str, read: _Read) -> None:
         with self._lock:
             reads = self._reads(scope)
             reads[key] = read
@@ -303,7 +366,7 @@ class RepeatReads(Generic[_T]):
             while len(reads) > self._max_reads:
                 reads.popitem(last=False)
 
-    def _drop(self, scope: Scope, key: str, kept: _Read[_T]) -> None:
+    def _drop(self, scope: Scope, key: str, kept: _Read) -> None:
         with self._lock:
             reads = self._runs.get(scope)
             if reads is not None and reads.get(key) is kept:

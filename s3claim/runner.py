@@ -173,9 +173,8 @@ class AgentRunner:
             for call in message.tool_calls:
                 tool, text = self.tools.get(call.name), answers.get(call.id)
                 if tool is not None and tool.check_in and text is not None:
-                    calls.append(
-                        (tool.name, call.arguments, text, tool.reuse_seconds, tool.read_only)
-                    )
+                    seen = (tool.name, call.arguments, text, tool.reuse_seconds)
+                    calls.append((*seen, tool.read_only, call.id))
         expiries: dict[str, int] | None = None
 
         def checked_in(tool: str, handle: str) -> float | None:
@@ -264,7 +263,7 @@ class AgentRunner:
             answer = (
                 self._unknown(call)
                 if tool is None
-                else self.host.run(tool, call.arguments, context)
+                else self.host.run(tool, call.arguments, context, call_id=call.id)
             )
             if answer.is_error:
                 span.outcome = "error"
@@ -278,7 +277,7 @@ class AgentRunner:
             if tool is None:
                 span.outcome = "error"
                 return Call(call.name, context, call.arguments, answer=self._unknown(call)), None
-            begun = self.host.begin(tool, call.arguments, context)
+            begun = self.host.begin(tool, call.arguments, context, call_id=call.id)
             if begun.answer is not None:
                 if begun.answer.is_error:
                     span.outcome = "error"

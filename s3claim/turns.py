@@ -200,7 +200,7 @@ class RunningTurn:
 
     def count(self, chars: int) -> None:
         """Count a result the turn never checks in (a claim tool's window, a repeat read's
-        earlier answer, a refusal): it takes its place in the conversation all the same."""
+        answer, a refusal): it takes its place in the conversation all the same."""
         with self._lock:
             self._results.append(TurnResult(chars, settled=True))
 

@@ -30,6 +30,7 @@ __all__ = [
     "REFERENCE_DESCRIPTION",
     "REFERENCE_LINK_DESCRIPTION",
     "REUSED_LINE",
+    "REUSED_SEEN",
     "RUN_NOT_FOUND_MESSAGE",
     "SEARCH_BUSY_MESSAGE",
     "SEARCH_DESCRIPTION",
@@ -56,6 +57,7 @@ __all__ = [
     "pattern_too_costly_message",
     "picked_line",
     "picks_note",
+    "reused_reference",
     "split_head",
     "strip_notes",
     "tool_failed_message",
@@ -444,8 +446,26 @@ def truncation(*, total_chars: int, kept_chars: int) -> str:
 REUSED_LINE = (
     "[Same call, same arguments as earlier in this run: not run again; its earlier result follows.]"
 )
-"""The line before a repeat read's earlier result (`s3claim.reuse`): the rest is what the
-model received the first time, byte for byte."""
+"""The line before a repeat read's earlier result, given whole again when its host says the
+earlier one left the conversation (`s3claim.reuse`): the rest is what the model received the
+first time, byte for byte."""
+
+
+def reused_reference(*, handle: str, call_id: str | None, tool: str | None) -> str:
+    """A repeat read's answer while its earlier result is in the conversation (`s3claim.reuse`):
+    the call it came from (by its id; where the host sees none, by its tool) and its handle.
+    A pure function of them, so a replayed conversation repeats it byte for byte."""
+    earlier = (
+        f"call '{call_id}'"
+        if call_id is not None
+        else f"an earlier {tool} call"
+        if tool is not None
+        else "an earlier call"
+    )
+    return (
+        f"[Same call, same arguments as {earlier}: not run again. Its result is above, "
+        f"handle='{handle}'; read on with fetch_result.]"
+    )
 
 
 def claim_link_name(total_chars: int) -> str:
@@ -483,6 +503,11 @@ SEARCH_DESCRIPTION = (
 
 HANDLE_SEEN = re.compile(r"handle='(claim:[0-9a-z]+)'")
 """A handle as a marker or footer names it."""
+REUSED_SEEN = re.compile(
+    r"\[Same call, same arguments as [^\]\n]{1,80}: not run again\. Its result is above, "
+    r"handle='claim:[0-9a-z]+'; read on with fetch_result\.\]\Z"
+)
+"""A repeat read answered by reference (`reused_reference`), the whole text."""
 MARKER_SEEN = re.compile(r"\[(\d+) characters, (\d+) not shown\.")
 """A marker: total characters and characters not shown."""
 CONTINUE_SEEN = re.compile(r"and offset=(\d+) to continue\.\]\Z")

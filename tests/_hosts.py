@@ -348,15 +348,18 @@ def _bridge(functions: Sequence[Callable[..., Any]], model: Model, setup: Setup)
         setup.claim_check, on_event=setup.on_event, reuse=setup.reuse, read_only=setup.read_only
     )
     tools = {t.name: t for t in _tools(functions, setup)}
+    ids = itertools.count()
 
     async def call(name: str, arguments: Mapping[str, Any]) -> str:
         begun = await bridge.aside(
-            bridge.begin, name, json.dumps(arguments), scope=setup.scope, agent="counsel"
-        )
+            bridge.begin, name, json.dumps(arguments), scope=setup.scope, agent="counsel",
+            call_id=f"c{next(ids)}",
+        )  # fmt: skip
         if begun.answer is not None:  # a claim tool, a repeat or a refusal: the host answers
             return begun.answer.text
-        assert not isinstance(begun.arguments, str)
-        value = tools[name].call(begun.arguments, bridge.host.context(setup.scope, agent="counsel"))
+        given = begun.arguments  # as they came (JSON text) when no reference was resolved
+        given = json.loads(given) if isinstance(given, str) else given
+        value = tools[name].call(given, bridge.host.context(setup.scope, agent="counsel"))
         return await bridge.aside(bridge.finish, begun, value)
 
     return Run(_answers(asyncio.run(_one_by_one(model, call))), {})
@@ -394,9 +397,15 @@ class _Upstream:
 
     async def list_tools(self) -> list[Any]:
         from mcp_types import Tool as McpTool
+        from mcp_types import ToolAnnotations
 
-        return [
-            McpTool(name=t.name, description=t.description, input_schema={"type": "object"})
+        return [  # a read-only tool says so, as a server would (readOnlyHint)
+            McpTool(
+                name=t.name,
+                description=t.description,
+                input_schema={"type": "object"},
+                annotations=ToolAnnotations(read_only_hint=True) if t.read_only else None,
+            )
             for t in self.tools.values()
         ]
 

@@ -19,8 +19,7 @@ import pytest
 
 from s3claim import ClaimCheck, ClaimCheckPolicy, Event, MemoryClaimCheckStore, Scope
 from s3claim.events import ToolResultStored
-from s3claim.reuse import reused
-from s3claim.wording import HANDLE_SEEN, MARKER_SEEN
+from s3claim.wording import HANDLE_SEEN, MARKER_SEEN, reused_reference
 from tests._hosts import drive
 from tests._hosts import turns as in_turns
 from tests.test_previews import COMPARE, ERROR_LINE, picks_of, service_log
@@ -136,6 +135,14 @@ def checked_in(text: str) -> bool:
     return MARKER_SEEN.search(text) is not None
 
 
+def naming(text: str, call_id: str) -> str:
+    """A repeat's answer: the call `call_id` (every driver numbers calls c0, c1, ...) and the
+    handle of `text`, what the model read of it."""
+    found = HANDLE_SEEN.search(text)
+    assert found is not None, "no handle in the text"
+    return reused_reference(handle=found.group(1), call_id=call_id, tool=None)
+
+
 # -- the turn budget ----------------------------------------------------------------------
 
 
@@ -168,13 +175,13 @@ def test_a_window_read_and_a_repeat_answer_count_toward_their_turn(host: Host) -
         [("read", {"seed": 1, "chars": 9_000})],  # over the threshold: checked in
         # A window of 4,096 and more, then 2,000: the turn is past its budget.
         [("fetch_result", {"handle": handle_in(0)}), ("later", {"seed": 2, "chars": 2_000})],
-        # The earlier answer again (about 900), then 4,500: past it again.
-        [("read", {"seed": 1, "chars": 9_000}), ("later", {"seed": 3, "chars": 4_500})],
+        # The earlier answer by reference (about 150), then 4,900: past it again.
+        [("read", {"seed": 1, "chars": 9_000}), ("later", {"seed": 3, "chars": 4_900})],
     ]
     outputs = host(turns, knobs)
     first, window, second, again, third = outputs
     assert len(window) > 4_096 and window.startswith(part(9_000, 1)[:4_096])
-    assert again == reused(first)
+    assert again == naming(first, "c0") and 100 < len(again) < 200
     assert checked_in(second) and checked_in(third)
     assert reasons(knobs.events) == ["threshold", "turn_budget", "turn_budget"]
     assert RAN == ["read 1", "later 2", "later 3"]  # the repeat did not run
@@ -199,7 +206,7 @@ def test_a_repeat_read_is_answered_from_its_claim_until_a_write(host: Host) -> N
     ]
     first, _, again, other, _, after = host(turns, knobs)
     assert RAN == ["read 1", "read 1", "sign", "read 1"]
-    assert again == reused(first) and after == first and HANDLE_SEEN.search(first)
+    assert again == naming(first, "c0") and after == first
     assert checked_in(other) and other != first
     assert [e.kind for e in knobs.events].count("result_reused") == 1
 

@@ -1,9 +1,11 @@
 """Repeat reads answered from their claim (`s3claim.reuse`), through the runner, on the memory
-store and the S3 store on moto: no second execution, the same text byte for byte after one
-line, ended by a write, expired after the window or with the claim, scoped to the run."""
+store and the S3 store on moto: no second execution, an answer naming the earlier result's
+handle and call, ended by a write, expired after the window or with the claim, scoped to the
+run. tests/test_reuse_reference.py has the answer through every host and in two processes."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,14 +25,16 @@ from s3claim import (
     tool,
 )
 from s3claim.events import ResultReused
-from s3claim.reuse import RepeatReads, arguments_key, check_reuse, reused
-from s3claim.wording import HANDLE_SEEN, REUSED_LINE
+from s3claim.reuse import RepeatReads, arguments_key, check_reuse
+from s3claim.wording import HANDLE_SEEN, REUSED_SEEN, reused_reference
 from tests.conftest import StoreUnderTest
 
 BOTH = pytest.mark.parametrize("store_under_test", ["memory", "s3"], indirect=True)
 MEMORY = pytest.mark.parametrize("store_under_test", ["memory"], indirect=True)
 WINDOW = 300
 CALLS: list[str] = []
+IDS = itertools.count()
+"""Call ids, unique in a test (as a model's are), so a repeat's answer can name its call."""
 
 
 def contract(name: str) -> str:
@@ -60,15 +64,17 @@ def amend_contract(name: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _calls() -> None:
+    global IDS
     CALLS.clear()
+    IDS = itertools.count()
 
 
 def calls(*named: tuple[str, dict[str, Any]]) -> AssistantMessage:
     """One model turn calling each tool with its arguments."""
     return AssistantMessage(
         tool_calls=tuple(
-            ToolCall(id=f"c{n}", name=name, arguments=arguments)
-            for n, (name, arguments) in enumerate(named)
+            ToolCall(id=f"c{next(IDS)}", name=name, arguments=arguments)
+            for name, arguments in named
         )
     )
 
@@ -90,6 +96,17 @@ def tool_texts(messages: Sequence[Message]) -> list[str]:
     return [m.content or "" for m in messages if m.role == "tool"]
 
 
+def handle_of(text: str) -> str:
+    found = HANDLE_SEEN.search(text)
+    assert found is not None, "no handle in the text"
+    return found.group(1)
+
+
+def naming(text: str, call_id: str) -> str:
+    """The answer to a repeat of the call `call_id`, whose result the model read as `text`."""
+    return reused_reference(handle=handle_of(text), call_id=call_id, tool=None)
+
+
 def reuses(result: RunResult) -> list[ResultReused]:
     return [e for e in result.events if isinstance(e, ResultReused)]
 
@@ -102,13 +119,14 @@ def test_a_repeat_read_is_answered_from_its_claim_without_running_the_tool(
     result = runner(store_under_test, steps).run("q", tenant="t", run_id="r")
     first, again, other, third = tool_texts(result.messages)
     assert CALLS == ["read_contract", "read_contract"]  # msa once, nda once
-    assert again == third == f"{REUSED_LINE}\n\n{first}" == reused(first)
-    assert "handle='claim:" in first and not other.startswith(REUSED_LINE)
-    handle = HANDLE_SEEN.search(first)
-    assert handle is not None
+    # Both repeats name the first call (c0) and its handle, in under 200 characters.
+    assert again == third == naming(first, "c0") and len(again) < 200
+    assert f"handle='{handle_of(first)}'" in again and "'c0'" in again
+    assert REUSED_SEEN.fullmatch(again) and not REUSED_SEEN.fullmatch(other)
+    assert handle_of(other) != handle_of(first) and len(other) > 400
     events = reuses(result)
     assert [(e.tool, e.handle, e.chars) for e in events] == [
-        ("read_contract", handle.group(1), len(again))
+        ("read_contract", handle_of(first), len(again))
     ] * 2
 
 
@@ -127,8 +145,8 @@ def test_a_call_of_a_tool_that_is_not_read_only_ends_reuse_in_the_run(
     result = runner(store_under_test, steps).run("q", tenant="t", run_id="r")
     texts = tool_texts(result.messages)
     assert CALLS == ["read_contract", "list_contracts", "amend_contract", "read_contract"]
-    assert texts[2] == reused(texts[0]) and texts[4] == texts[0]
-    assert texts[5] == reused(texts[4]) and len(reuses(result)) == 2
+    assert texts[2] == naming(texts[0], "c0") and texts[4] == texts[0]
+    assert texts[5] == naming(texts[4], "c4") and len(reuses(result)) == 2
 
 
 @BOTH
@@ -149,7 +167,8 @@ def test_a_read_is_reused_only_inside_its_window_and_its_claims_ttl(
     ).run("q", tenant="t", run_id="r")
     texts = tool_texts(result.messages)
     assert CALLS == ["read_contract"] * 2  # at the window's end, the tool runs again
-    assert texts[1] == reused(texts[0]) and texts[2] == texts[0] and texts[3] == reused(texts[0])
+    assert texts[1] == naming(texts[0], "c0") and texts[2] == texts[0]
+    assert texts[3] == naming(texts[2], "c2")  # the call of the run that read it anew
 
     CALLS.clear()  # a claim that lives shorter than the window ends reuse with it
     result = runner(store_under_test, [calls(read()), advance(60)], ttl_seconds=60).run(
@@ -197,7 +216,7 @@ def test_only_checked_in_results_and_the_same_arguments_are_reused(
     texts = tool_texts(result.messages)
     assert CALLS == ["read_contract"] * 4
     assert texts[0] == texts[1] == "a short contract"
-    assert texts[3] == reused(texts[2]) and not texts[4].startswith(REUSED_LINE)
+    assert texts[3] == naming(texts[2], "c2") and not REUSED_SEEN.fullmatch(texts[4])
 
 
 @MEMORY
@@ -222,7 +241,7 @@ def test_what_is_remembered_is_bounded_and_ends_with_the_run(
     store_under_test: StoreUnderTest,
 ) -> None:
     check = ClaimCheck(store_under_test.store)
-    reads: RepeatReads[str] = RepeatReads(check, max_runs=2, max_reads=2)
+    reads = RepeatReads(check, max_runs=2, max_reads=2)
     agent = runner(store_under_test, [calls(read("a"), read("b"), read("c")), calls(read("a"))])
     agent.host._reads = reads
     agent.run("q", tenant="t", run_id="r")
@@ -307,5 +326,5 @@ def test_a_resumed_run_answers_its_repeats_as_the_uninterrupted_run_did(
     # runs (its read came before the write) and msa is reused.
     assert CALLS == ["list_contracts", "read_contract"]
     texts, want = tool_texts(resumed.messages), tool_texts(expected.messages)
-    assert texts[-2] == reused(texts[2])
+    assert texts[-2] == naming(texts[2], "c2")  # named by the call the journal kept
     assert [HANDLE_SEEN.sub("", t) for t in texts] == [HANDLE_SEEN.sub("", t) for t in want]

@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from s3claim import ClaimCheck, Event, ManualClock, MemoryClaimCheckStore
 from s3claim.errors import ConfigurationError
 from s3claim.integrations.langchain import ClaimCheckMiddleware
-from s3claim.reuse import reused
+from s3claim.wording import HANDLE_SEEN, reused_reference
 from tests._counsel import CONTRACT
 from tests.test_integration_langchain import _agent, _call, _invoke, _outputs, _steps
 
@@ -75,7 +75,10 @@ def test_reuse_is_per_thread_and_ends_with_its_window() -> None:
     assert RAN == ["read_contract"] * 2
     clock.advance(300)
     first, again = twice("t1")  # the first read of t1 has expired: it runs again
-    assert RAN == ["read_contract"] * 3 and again == reused(first)
+    assert RAN == ["read_contract"] * 3
+    handle = HANDLE_SEEN.search(first)
+    assert handle is not None  # the repeat names the call that read it anew, "a"
+    assert again == reused_reference(handle=handle.group(1), call_id="a", tool=None)
 
 
 def test_a_bad_window_is_refused_at_construction() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from s3claim.wording import REUSED_SEEN
 from tests._s3 import moto_client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,12 @@ def instance(*args: str, expect: int = 0) -> dict[str, Any]:
     return json.loads(done.stdout) if expect == 0 else {}
 
 
+def tool_contents(messages: list[str]) -> list[str]:
+    """The tool messages' texts of a serialised conversation."""
+    parsed = [json.loads(m) for m in messages]
+    return [m["content"] for m in parsed if m.get("role") == "tool"]
+
+
 def test_two_instances_replaying_one_run_send_the_model_the_same_bytes(bucket: str) -> None:
     first, second = instance("run", "r-1"), instance("run", "r-1")
     assert first["requests"] == second["requests"]
@@ -72,6 +79,11 @@ def test_two_instances_replaying_one_run_send_the_model_the_same_bytes(bucket: s
     assert requests[1].count("handle='claim:") == 6
     assert "line 1801: 12:30:00 ERROR step 1800: the linker could not find -lssl" in requests[1]
     assert "/items array, characters 13-" in requests[1] and "[Same call" in requests[2]
+    # Each repeat is answered by reference (issue 47): its call's id and handle, not the
+    # preview again, the same bytes in both instances.
+    repeats = [c for c in tool_contents(first["messages"]) if REUSED_SEEN.fullmatch(c)]
+    assert len(repeats) == 3 and all(len(c) < 200 for c in repeats)
+    assert "call 'read_log-0'" in repeats[0] and "call 'open_file-3'" in repeats[1]
 
 
 def test_a_run_resumed_by_another_instance_ends_as_the_uninterrupted_run(bucket: str) -> None:

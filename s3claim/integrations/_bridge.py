@@ -96,10 +96,12 @@ class Bridge:
         scope: Scope,
         agent: str,
         turn: Hashable = None,
+        call_id: str | None = None,
     ) -> Call:
         """`Host.begin` for a framework's call: answered (a claim tool, a repeat, a refusal),
-        or to run with `call.arguments`."""
-        return self.host.begin(tool, arguments, self.host.context(scope, agent=agent), turn=turn)
+        or to run with `call.arguments`. `call_id`: the framework's id of the call."""
+        context = self.host.context(scope, agent=agent)
+        return self.host.begin(tool, arguments, context, turn=turn, call_id=call_id)
 
     def finish(self, call: Call, value: Any, *, keep: bool = True) -> str:
         """What enters the conversation for a tool's (text or serialisable) result."""

@@ -117,7 +117,7 @@ class ClaimCheckMiddleware(AgentMiddleware):
         call, bridge = request.tool_call, self._bridge
         begun = bridge.begin(
             call["name"], call["args"], scope=self._scope(request.runtime), agent=_AGENT,
-            turn=_turn(request),
+            turn=_turn(request), call_id=call["id"],
         )  # fmt: skip
         if begun.answer is not None:  # the host answered: the tool does not run
             return _answered(call, begun)
@@ -134,7 +134,7 @@ class ClaimCheckMiddleware(AgentMiddleware):
         call, bridge = request.tool_call, self._bridge
         begun = await bridge.aside(
             bridge.begin, call["name"], call["args"], scope=self._scope(request.runtime),
-            agent=_AGENT, turn=_turn(request),
+            agent=_AGENT, turn=_turn(request), call_id=call["id"],
         )  # fmt: skip
         if begun.answer is not None:  # the host answered: the tool does not run
             return _answered(call, begun)

@@ -113,7 +113,7 @@ def _wrap(tool: FunctionTool, bridge: Bridge, scope_for: ScopeOf) -> FunctionToo
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         begun = await bridge.aside(
             bridge.begin, tool.name, arguments, scope=scope_for(context), agent=_agent(context),
-            turn=_turn(context),
+            turn=_turn(context), call_id=context.tool_call_id,
         )  # fmt: skip
         if begun.answer is not None:  # the host answered: the tool does not run
             return begun.answer.text

@@ -130,7 +130,7 @@ class ClaimCheckToolset(WrapperToolset[AgentDepsT]):
         bridge = self.bridge
         begun = await bridge.aside(
             bridge.begin, name, tool_args, scope=self._scope(ctx), agent=self._agent(ctx),
-            turn=(ctx.run_id, ctx.run_step),
+            turn=(ctx.run_id, ctx.run_step), call_id=ctx.tool_call_id,
         )  # fmt: skip
         if begun.answer is not None:  # the host answered: the tool does not run
             return begun.answer.text

@@ -335,8 +335,8 @@ class ClaimCheckProxy:
         return await anyio.to_thread.run_sync(self._admit, begun, result, limiter=workers)
 
     def _answered(self, name: str, answer: ToolAnswer) -> CallToolResult:
-        """The host's own answer: a claim tool's window, a refusal, or a repeat read (the
-        earlier preview, with its claim's link as the first time)."""
+        """The host's own answer: a claim tool's window, a refusal, or a repeat read (by
+        reference: the earlier answer, in the conversation, carries the claim's link)."""
         if name in self.claim_tools or answer.is_error:
             return CallToolResult(content=[TextContent(text=answer.text)], is_error=answer.is_error)
         content: list[Any] = [TextContent(text=answer.text)]

@@ -26,7 +26,7 @@ from s3claim.mcp import (
     read_gateway_file,
     read_gateway_reuse,
 )
-from s3claim.reuse import reused
+from s3claim.wording import reused_reference
 from tests.mcp_proxy._support import handle_of, read_all, text_of
 
 WINDOW = 300
@@ -43,6 +43,12 @@ def _run(name: str) -> dict[str, Any]:
 
 def _texts(result: CallToolResult) -> str:
     return text_of(result)
+
+
+def naming(first: CallToolResult, tool: str) -> str:
+    """A repeat's answer on MCP, whose client's call ids the proxy never sees: the tool as the
+    first call named it, and the handle of what it read."""
+    return reused_reference(handle=handle_of(_texts(first)), call_id=None, tool=tool)
 
 
 def test_the_proxy_answers_a_repeat_read_without_asking_the_upstream(
@@ -67,9 +73,10 @@ def test_the_proxy_answers_a_repeat_read_without_asking_the_upstream(
                 first = await client.call_tool("read_text_file", args, meta=_run("a"))
                 path.write_text(document(20_000, seed=2), encoding="utf-8")  # behind its back
                 again = await client.call_tool("read_text_file", args, meta=_run("a"))
-                # Byte for byte the first text, after the line; the upstream was not asked.
-                assert _texts(again) == reused(_texts(first)) and not again.is_error
-                assert again.content[1:] == first.content[1:]  # the claim's resource link
+                # By reference to the first; the upstream was not asked.
+                assert _texts(again) == naming(first, "read_text_file") and not again.is_error
+                assert len(_texts(again)) < 200 and not _texts(again).startswith("1/0: ")
+                assert len(again.content) == 1  # the first answer carries the claim's link
                 whole, _ = await read_all(client, handle_of(_texts(first)), meta=_run("a"))
                 assert whole == document(20_000, seed=1)
                 # Another run asks the upstream, and reads the file as it is now.
@@ -82,9 +89,8 @@ def test_the_proxy_answers_a_repeat_read_without_asking_the_upstream(
                 assert _texts(after).startswith("2/0: ")  # read afresh: the file as it is now
                 assert handle_of(_texts(after)) != handle_of(_texts(first))
                 # ... and is remembered again, until its window ends.
-                assert _texts(await client.call_tool("read_text_file", args, meta=_run("a"))) == (
-                    reused(_texts(after))
-                )
+                repeat = await client.call_tool("read_text_file", args, meta=_run("a"))
+                assert _texts(repeat) == naming(after, "read_text_file")
                 clock.advance(WINDOW)
                 path.write_text(document(20_000, seed=3), encoding="utf-8")
                 expired = await client.call_tool("read_text_file", args, meta=_run("a"))
@@ -132,7 +138,7 @@ def test_the_gateway_reads_reuse_per_upstream_and_refuses_a_tool_that_writes(
                 first = await client.call_tool("fs__read_text_file", args)
                 path.write_text("changed", encoding="utf-8")
                 again = await client.call_tool("fs__read_text_file", args)
-                assert _texts(again) == reused(_texts(first))
+                assert _texts(again) == naming(first, "fs__read_text_file")
 
     anyio.run(scenario)
 
@@ -183,9 +189,11 @@ def test_two_upstreams_read_tools_of_one_name_are_each_answered_by_their_own(
                 theirs = await at_docs.call_tool("read_text_file", args)
                 assert _texts(theirs).startswith("2/0: ")  # docs was asked: the file as it is
                 again = await at_fs.call_tool("read_text_file", args)
-                assert _texts(again) == reused(_texts(first))  # fs's own repeat, its own answer
+                own = naming(first, "read_text_file")
+                assert _texts(again) == own  # fs's own repeat, its own answer
                 through = await ClientCall(proxy).call("docs__read_text_file", args)
-                assert _texts(through) == reused(_texts(theirs))  # the gateway's name: the same
+                # The gateway's name: docs' own read, named as the first call named it.
+                assert _texts(through) == naming(theirs, "read_text_file") != own
 
     anyio.run(scenario)
 
@@ -239,7 +247,7 @@ def test_a_write_through_another_instance_ends_reuse_on_this_one(
             async with Client(a.server()) as at_a, Client(b.server()) as at_b:
                 first = await at_a.call_tool("read_text_file", args, meta=_run("r"))
                 again = await at_a.call_tool("read_text_file", args, meta=_run("r"))
-                assert _texts(again) == reused(_texts(first))  # reused on A
+                assert _texts(again) == naming(first, "read_text_file")  # reused on A
                 seen = await at_b.call_tool("read_text_file", args, meta=_run("r"))
                 assert _texts(seen) == _texts(first)  # B remembers only its own reads: it asks
                 path.write_text(document(20_000, seed=2), encoding="utf-8")

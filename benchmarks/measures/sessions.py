@@ -176,6 +176,8 @@ def run(bench: Bench) -> Section:
         [row["file"], fmt_int(row["characters"]), row["sha256"][:16], row["licence"], row["kept"]]
         for row in provenance().values()
     ]
+    trimmed = [f"{row[0]}: {row[4]}" for row in documents if row[4] != "whole"]
+    documents = [[*row[:4], "whole" if row[4] == "whole" else "trimmed"] for row in documents]
     return Section(
         title="Sessions side by side",
         intro=(
@@ -233,6 +235,9 @@ def run(bench: Bench) -> Section:
             "the JSON member's exact text) is in a tool result the model was sent, with the "
             "system's line numbers set aside; the model reads at most three times a question.",
             *peer_notes,
+            "Trimmed to stay small in git (provenance.json says where each file came from): "
+            + "; ".join(trimmed)
+            + ".",
         ],
         headlines=headlines,
     )

@@ -13,6 +13,7 @@ import pytest
 from benchmarks import heldout
 from benchmarks.context import QUICK, Bench
 from benchmarks.heldout import HERE, provenance, text
+from benchmarks.measures import peers
 from benchmarks.measures import sessions as study
 from benchmarks.sessions import s3claim_side
 from benchmarks.sessions.script import (
@@ -164,3 +165,19 @@ def test_where_a_peer_sends_less_the_notes_say_so_and_why() -> None:
     assert len(notes) == 1
     assert "pydantic-ai-harness sent fewer whole-request characters" in notes[0]
     assert "tool definitions are 1,000 characters against s3claim's 3,000" in notes[0]
+
+
+def test_without_the_peers_venvs_the_section_still_builds_and_says_why(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(peers, "PEER_VENVS", peers.ROOT / ".venv-peers-none-here")
+    section = study.run(bench)
+    systems = {row[1] for row in section.tables[0].rows}
+    assert systems == set(s3claim_side.ARMS)
+    missing = [n for n in section.notes if "run `make bench-peers-venvs`" in n]
+    assert [n.split(":", 1)[0] for n in missing] == [
+        "pydantic-ai-harness",
+        "Deep Agents",
+        "Strands",
+    ]
+    assert len(section.headlines) == len(sessions())

@@ -26,7 +26,7 @@ from benchmarks.report import Section, Table
 from benchmarks.stats import fmt_bytes, fmt_int
 from s3claim.policy import ClaimCheckPolicy
 
-__all__ = ["PEERS", "run"]
+__all__ = ["PEERS", "peer_results", "run"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER_VENVS = ROOT / ".venv-peers"
@@ -51,9 +51,13 @@ def _exact(task: Task, doc: Document, answer: str | None) -> bool:
     return answer == task.expected
 
 
-def _peer(name: str, spec_path: Path) -> tuple[list[dict[str, Any]] | None, str]:
-    """A peer's results from its own venv, or None and why not."""
-    _, package, module = PEERS[name]
+def peer_results(
+    name: str, spec_path: Path, module: str | None = None
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """What `python -m module < spec_path` prints (JSON) in the peer `name`'s own venv (its
+    side-by-side module by default) and the peer's version; or None and why not."""
+    _, package, default = PEERS[name]
+    module = module or default
     python = PEER_VENVS / name / "bin" / "python"
     if not python.exists():
         return None, f"no venv at {python.relative_to(ROOT)}: run `make bench-peers-venvs`"
@@ -113,7 +117,7 @@ def run(bench: Bench) -> Section:
         spec = _spec(docs, Path(tmp))
         for name, (label, package, _) in PEERS.items():
             print(f"  peers: running {label}...", file=sys.stderr, flush=True)
-            got, said = _peer(name, spec)
+            got, said = peer_results(name, spec)
             if got is None:
                 notes.append(f"{label}: {said}")
                 continue

@@ -116,7 +116,8 @@ def issue_receipt(key: HandleKey, **fields: object) -> ErasureReceipt:
 
 def verify_receipt(receipt: ErasureReceipt | str | bytes, key: HandleKey | str | bytes) -> bool:
     """Whether `receipt` is as a holder of `key` signed it: False once any field is edited,
-    and for a receipt signed under another key.
+    and for a receipt signed under another key. A ring (`HandleKey(newest, *older)`) verifies
+    what any of its keys signed.
 
     Given as text (what `to_json` wrote; one final newline aside), the text itself is what is
     checked: the same fields spelled otherwise (`1.0` or `"1"` for `1`, `+00:00` for `Z`, keys
@@ -130,7 +131,7 @@ def verify_receipt(receipt: ErasureReceipt | str | bytes, key: HandleKey | str |
         if text.removesuffix("\n") != parsed.to_json():
             return False
         receipt = parsed
-    return hmac.compare_digest(_mac(receipt, key), receipt.mac)
+    return any(hmac.compare_digest(_mac(receipt, k), receipt.mac) for k in key.ring)
 
 
 def _mac(receipt: ErasureReceipt, key: HandleKey) -> str:
@@ -167,8 +168,9 @@ class EraseRequest(BaseModel):
     @classmethod
     def received(cls, body: bytes, signature: str, key: HandleKey, *, now: float) -> EraseRequest:
         """The request `body` holds, if `signature` is its signature under `key` and it is
-        fresh; `ValueError` saying which is not so (never naming what the body holds)."""
-        if not hmac.compare_digest(_request_mac(body, key), signature):
+        fresh; `ValueError` saying which is not so (never naming what the body holds). Signed
+        under any key of a ring is signed."""
+        if not any(hmac.compare_digest(_request_mac(body, k), signature) for k in key.ring):
             raise ValueError("not signed under this server's S3CLAIM_HANDLE_KEY")
         request = cls.model_validate(loads(body))
         if abs(now - request.at) > _FRESH_SECONDS:

@@ -1,8 +1,10 @@
 """Handle derivation, shared by every store.
 
 A handle is `claim:`, one digit naming the claim's storage width (1, 2 or 4 bytes a
-character; see `content_width`), and 128 bits (32 lowercase hex digits) of
-HMAC-SHA256(key, len-prefixed("handle", tenant, run, digest, width)), where the content's
+character; see `content_width`), 120 bits (30 lowercase hex digits) of
+HMAC-SHA256(key, len-prefixed("handle", tenant, run, digest, width)), and 8 bits (2 hex
+digits) that say which key of the ring made it (`HandleKey.makers`): the first byte of
+HMAC-SHA256(key, len-prefixed("key id", the width and 30 digits)), where the content's
 digest is the SHA-256 of the SHA-256s of its UTF-8 bytes' 4,096-byte blocks (`block_digests`:
 the S3 store tags its stored blocks by their digests, so ASCII text, whose stored bytes are its
 UTF-8, is hashed once for both).
@@ -14,6 +16,12 @@ The length prefixes make the encoding unambiguous, so ("a/b", "c") and ("a", "b/
 meet; the key makes a handle impossible to derive, or to guess for another scope, without it.
 The same key also yields the opaque tenant and run tags the S3 layout uses, and the per-object
 keys that seal what the S3 store writes (`s3claim.s3._seal`).
+
+A `HandleKey` may hold a ring of keys, newest first (`S3CLAIM_HANDLE_KEY=new,old`): what it
+makes (handles, tags, subkeys) is the newest's; `ring` gives each key alone, for whatever must
+find or verify what an older key made. A handle's last two digits name its maker without a
+request: a reader tries the keys whose digits match first (1 in 256 of the others match by
+chance), then the rest, so a handle made before the digits existed is still found.
 
 docs/security.md ("Keyed handles") says what the key protects.
 """
@@ -38,6 +46,7 @@ HANDLE_PREFIX = "claim:"
 BLOCK_BYTES = 4096
 """One 4,096-character window at 1 byte a character: windows read in order are whole blocks."""
 _HANDLE_HEX = 32
+_MAC_HEX = 30  # the rest, 2 hex digits, name the key of the ring that made the handle
 _HANDLE_RE = re.compile(r"claim:[124][0-9a-f]{32}")
 _MIN_KEY_BYTES = 16
 _ABOVE_LATIN1 = re.compile("[^\x00-\xff]")
@@ -111,24 +120,53 @@ def _encode(*fields: str | bytes) -> bytes:
 
 
 class HandleKey:
-    """The secret behind handles and S3 tags. Its repr never shows the secret."""
+    """The secret behind handles and S3 tags, or a ring of them newest first (see the module
+    docstring). Its repr never shows a secret."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_ring")
 
-    def __init__(self, secret: str | bytes) -> None:
-        key = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
-        if len(key) < _MIN_KEY_BYTES:
-            raise ValueError(
-                f"a handle key needs at least {_MIN_KEY_BYTES} bytes of secret, got {len(key)}"
-            )
-        self._key = key
+    def __init__(self, secret: str | bytes, *older: str | bytes) -> None:
+        self._key = _secret(secret)
+        self._ring: tuple[HandleKey, ...] = (self,)
+        if older:
+            ring = [self, *(HandleKey(o) for o in older)]
+            for at, key in enumerate(ring):
+                for earlier, seen in enumerate(ring[:at]):
+                    if hmac.compare_digest(seen._key, key._key):
+                        raise ValueError(f"entry {at + 1} repeats entry {earlier + 1}")
+            self._ring = tuple(ring)
 
     @classmethod
     def generate(cls) -> HandleKey:
         return cls(secrets.token_bytes(32))
 
+    @property
+    def ring(self) -> tuple[HandleKey, ...]:
+        """Every key of the ring, each alone, newest first (this key alone: itself)."""
+        return self._ring
+
+    def makers(self, handle: str) -> tuple[HandleKey, ...]:
+        """The keys of the ring that may have made a well-formed `handle`, most likely first:
+        those its key digits name (newest first), then the others (a handle made before
+        handles named their key). No request: the digits are a MAC of the handle's others."""
+        if len(self._ring) == 1:
+            return self._ring
+        named = [k for k in self._ring if k._names(handle)]
+        return (*named, *(k for k in self._ring if k not in named))
+
+    def _names(self, handle: str) -> bool:
+        body = handle[len(HANDLE_PREFIX) :]
+        return hmac.compare_digest(self._key_id(body[:-2]), body[-2:])
+
+    def _key_id(self, body: str) -> str:
+        return self._mac("key id", body)[:2]
+
     def _mac(self, *fields: str | bytes) -> str:
         return hmac.new(self._key, _encode(*fields), hashlib.sha256).hexdigest()
+
+    def _made(self, width: int, mac: str) -> str:
+        body = f"{width}{mac[:_MAC_HEX]}"
+        return f"{HANDLE_PREFIX}{body}{self._key_id(body)}"
 
     def handle(self, scope: Scope, content: str, *, digest: bytes | None = None) -> str:
         """The one handle for this content in this scope (refuses lone surrogates).
@@ -137,8 +175,7 @@ class HandleKey:
         """
         width = content_width(content)
         digest = digest if digest is not None else content_digest(content)
-        mac = self._mac("handle", scope.tenant, scope.run, digest, str(width))
-        return f"{HANDLE_PREFIX}{width}{mac[:_HANDLE_HEX]}"
+        return self._made(width, self._mac("handle", scope.tenant, scope.run, digest, str(width)))
 
     def handed_off(self, handle: str, to: Scope) -> str:
         """The handle a claim handed off to the run `to` has there (`ClaimCheck.hand_off`).
@@ -146,8 +183,7 @@ class HandleKey:
         Derived from the parent's handle, not the content, so a store need not read the
         content to hand it off; the width is the parent's, so it still names the storage.
         """
-        mac = self._mac("hand-off", to.tenant, to.run, handle)
-        return f"{HANDLE_PREFIX}{handle_width(handle)}{mac[:_HANDLE_HEX]}"
+        return self._made(handle_width(handle), self._mac("hand-off", to.tenant, to.run, handle))
 
     def tenant_tag(self, tenant: str) -> str:
         return self._mac("tenant", tenant)[:_HANDLE_HEX]
@@ -161,4 +197,14 @@ class HandleKey:
         return hmac.new(self._key, _encode("subkey", purpose, name), hashlib.sha256).digest()
 
     def __repr__(self) -> str:
-        return "HandleKey(<secret>)"
+        older = len(self._ring) - 1
+        return f"HandleKey(<secret>, {older} older)" if older else "HandleKey(<secret>)"
+
+
+def _secret(secret: str | bytes) -> bytes:
+    key = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+    if len(key) < _MIN_KEY_BYTES:
+        raise ValueError(
+            f"a handle key needs at least {_MIN_KEY_BYTES} bytes of secret, got {len(key)}"
+        )
+    return key

@@ -278,7 +278,7 @@ def test_forget_writes_a_receipt_that_verify_receipt_checks(
     path.write_text(json.dumps({**data, "claims": 1}))  # edited: still a receipt, not the one
     assert "does not verify" in _one_line(runner.invoke(app, ["verify-receipt", str(path)]), 1)
     path.write_text(receipt.to_json())
-    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "another key, as long as the first")
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "another key as long as the first")
     _one_line(runner.invoke(app, ["verify-receipt", str(path)]), 1)
     for malformed in ("not json", "[]", json.dumps({**data, "claims": -1}), ""):
         path.write_text(malformed)

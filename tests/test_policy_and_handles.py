@@ -62,8 +62,17 @@ def test_handle_is_an_hmac_over_an_unambiguous_encoding_of_scope_digest_and_widt
     digest = content_digest("hello")
     fields = [b"handle", b"acme", b"run-1", digest, b"1"]
     message = b"".join(len(f).to_bytes(8, "big") + f for f in fields)
-    expected = hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest()[:32]
-    assert KEY.handle(Scope("acme", "run-1"), "hello") == "claim:1" + expected
+    mac = hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest()[:30]
+    # The last two digits name the key of a ring that made it: a MAC of the others.
+    key_id = (
+        len(b"key id").to_bytes(8, "big")
+        + b"key id"
+        + (31).to_bytes(8, "big")
+        + b"1"
+        + mac.encode()
+    )
+    named = hmac.new(b"k" * 32, key_id, hashlib.sha256).hexdigest()[:2]
+    assert KEY.handle(Scope("acme", "run-1"), "hello") == "claim:1" + mac + named
 
 
 def test_a_handle_from_a_digest_or_utf8_bytes_at_hand_is_the_same_handle() -> None:

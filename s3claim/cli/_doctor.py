@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Annotated
 
 import typer
@@ -12,7 +13,17 @@ from rich.text import Text
 
 from s3claim.cli._config import BucketOption, EndpointOption, PrefixOption, RegionOption
 from s3claim.cli._exit import Exit, describe, fail, handled
-from s3claim.s3.admin import Check, Status, Target, check_bucket, lifecycle_rules, load_settings
+from s3claim.s3.admin import (
+    Check,
+    Status,
+    Target,
+    check_bucket,
+    handle_key,
+    keyring_checks,
+    lifecycle_rules,
+    load_settings,
+    open_bucket,
+)
 
 __all__ = ["doctor"]
 
@@ -56,7 +67,9 @@ def doctor(
 
     Exits 1 when any check fails (warnings do not fail); a bucket it cannot reach exits as
     every command does (2 missing or denied, 3 unreachable), its one line on stderr. Needs
-    read access to the bucket's configuration, not the handle key.
+    read access to the bucket's configuration, not the handle key; given a ring of keys
+    (S3CLAIM_HANDLE_KEY=new,old), it also counts the live claims and journals each key still
+    holds (one HeadObject each), so a key leaves the ring once it holds none.
     """
     with handled() as context:
         settings = load_settings(
@@ -74,6 +87,9 @@ def doctor(
             prefix=settings.prefix,
             day_classes=settings.ttl_day_classes,
         )
+        ring = None if settings.handle_key is None else handle_key(settings).ring
+        if ring is not None and len(ring) > 1 and checks[0].status is Status.passed:
+            checks += keyring_checks(open_bucket(target), now=time.time())
     failed = any(c.status is Status.failed for c in checks)
     if as_json:
         document = {

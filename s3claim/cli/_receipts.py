@@ -85,10 +85,13 @@ def verify_receipt_command(
                 "it is written), forged, or signed under another key",
                 Exit.FAILED,
             )
-        if tenant is not None:
-            run_tag = None if run is None else key.run_tag(scope_of(tenant, run))
-            expected = key.tenant_tag(tenant), run_tag
-            if (found.tenant, found.run) != expected:
+        if tenant is not None:  # by the tags of whichever key of the ring signed it
+            scope = None if run is None else scope_of(tenant, run)
+            expected = [
+                (k.tenant_tag(tenant), None if scope is None else k.run_tag(scope))
+                for k in key.ring
+            ]
+            if (found.tenant, found.run) not in expected:
                 what = f"run {run!r} of tenant {tenant!r}" if run else f"tenant {tenant!r}"
                 raise CliError(f"{receipt} verifies, but is not an erasure of {what}", Exit.FAILED)
     typer.echo(f"verified: {summary(found)}")

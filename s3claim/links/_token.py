@@ -63,13 +63,15 @@ class Link:
 
 
 class LinkKey:
-    """Seals and opens link tokens under two subkeys of a handle key."""
+    """Seals and opens link tokens under two subkeys of a handle key: seals under the newest
+    key of a ring, opens what any of its keys sealed."""
 
-    __slots__ = ("_enc", "_mac")
+    __slots__ = ("_enc", "_mac", "_older")
 
     def __init__(self, key: HandleKey) -> None:
         self._enc = key.subkey("link", "encryption v1")
         self._mac = key.subkey("link", "mac v1")
+        self._older = tuple(LinkKey(k) for k in key.ring[1:])
 
     def seal(self, link: Link) -> str:
         """The token for `link` (a fresh nonce each time: two tokens never look alike)."""
@@ -102,8 +104,14 @@ class LinkKey:
         if len(raw) < 1 + _NONCE_BYTES + _HEAD.size + _ID_LEN.size + 2 * _LEN.size + _TAG_BYTES:
             return None
         body, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        if not hmac.compare_digest(tag, self._tag(body)) or body[:1] != _VERSION:
+        if body[:1] != _VERSION:
             return None
+        opener = next(
+            (k for k in (self, *self._older) if hmac.compare_digest(tag, k._tag(body))), None
+        )
+        return None if opener is None else opener._opened(body)
+
+    def _opened(self, body: bytes) -> Link | None:
         nonce, sealed = body[1 : 1 + _NONCE_BYTES], body[1 + _NONCE_BYTES :]
         return _parse(_xor(sealed, self._stream(nonce, len(sealed))))
 

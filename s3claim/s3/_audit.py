@@ -70,7 +70,10 @@ class S3AuditTrail:
     def records(self, *, tenant: str, run: str | None = None) -> Iterator[AuditRecord]:
         """A tenant's records (or one run's), run by run, oldest first within a run."""
         bucket = self.bucket
-        for key in bucket.keys(bucket.layout.audit_prefix(tenant, run)):
+        keys = (
+            k for layout in bucket.layouts for k in bucket.keys(layout.audit_prefix(tenant, run))
+        )
+        for key in keys:  # each key of the ring's records in turn, newest first
             if not is_audit_key(key):
                 continue  # nothing the trail wrote
             body = bucket.request(

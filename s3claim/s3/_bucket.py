@@ -75,6 +75,7 @@ class Bucket:
         "client",
         "key",
         "layout",
+        "layouts",
         "name",
         "retry",
         "sse",
@@ -96,6 +97,8 @@ class Bucket:
         self.key = handle_key_of(handle_key)
         self.name = check_bucket(name)
         self.layout = Layout(check_prefix(prefix), self.key)
+        self.layouts = (self.layout, *(Layout(self.layout.prefix, k) for k in self.key.ring[1:]))
+        """One layout per key of the ring, newest first: where each key's objects are."""
         self.sse = check_sse(sse, kms_key_id)
         self.classes = check_day_classes(ttl_day_classes)
         self.retry = retry or RetryPolicy()
@@ -146,6 +149,14 @@ class Bucket:
             ttl_day_classes=settings.ttl_day_classes,
             retry=retry,
         )
+
+    def layouts_for(self, handle: str) -> tuple[Layout, ...]:
+        """The layouts a well-formed handle may be found under, most likely first: the
+        newest's alone with one key; else by the key digits of the handle (`makers`)."""
+        if len(self.layouts) == 1:
+            return self.layouts
+        by_key = {id(layout.key): layout for layout in self.layouts}
+        return tuple(by_key[id(k)] for k in self.key.makers(handle))
 
     @property
     def max_ttl_seconds(self) -> int:

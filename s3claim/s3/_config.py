@@ -156,9 +156,23 @@ def handle_key_of(
     value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
     if not isinstance(value, str | bytes) or not value:
         raise ConfigurationError(_KEY_MISSING.format(name=name))
+    entries: list[str | bytes] = [value]  # a key given as a string or bytes is one key
+    if isinstance(value, str) and isinstance(secret, SecretStr) and "," in value:
+        # The settings' (S3CLAIM_HANDLE_KEY's): a ring, newest first, each entry a key.
+        entries = list(value.split(","))
+        for at, entry in enumerate(entries):
+            if not entry:
+                raise ConfigurationError(
+                    f"{name}: entry {at + 1} is empty (a ring is keys, newest first, "
+                    "separated by single commas)"
+                )
+            try:
+                HandleKey(entry)
+            except ValueError as exc:  # the message gives lengths, never the secret
+                raise ConfigurationError(f"{name}: entry {at + 1}: {exc}") from None
     try:
-        return HandleKey(value)
-    except ValueError as exc:  # the message gives lengths, never the secret
+        return HandleKey(*entries)
+    except ValueError as exc:  # lengths or positions, never the secret
         raise ConfigurationError(f"{name}: {exc}") from None
 
 

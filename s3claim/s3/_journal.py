@@ -13,6 +13,12 @@ and times, so `runs` lists without reading a body, and is sealed (`s3claim.s3._s
 the body's SHA-256. A journal whose seal does not hold, or whose body is not a format-2 record
 of this run, is a `ClaimStoreError` naming the run's tag, checked before the body is parsed;
 nothing is resumed from it or overwrites it. `runs` lists it as `unreadable`.
+
+Under a ring of keys (`S3CLAIM_HANDLE_KEY=new,old`), a journal is saved under the newest key
+and found under any: a load or `exists` asks each key's place in turn, newest first (one
+request more per key for a run the newest does not hold), and the first save of a journal
+loaded from an older key's place writes it under the newest (`If-None-Match: *`) and deletes
+the old object, so one journal per run stands and `s3claim doctor` sees the older key freed.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any, Literal, Unpack, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -34,7 +41,7 @@ from s3claim.errors import (
 from s3claim.journal import DEFAULT_JOURNAL_TTL_SECONDS, JournalEntry, RunInfo, RunRecord, RunStatus
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._errors import MISSING, Refused
-from s3claim.s3._layout import JOURNAL_NAME
+from s3claim.s3._layout import JOURNAL_NAME, Layout
 from s3claim.s3._lifecycle import day_class
 from s3claim.s3._retry import RetryPolicy
 from s3claim.s3._seal import Seal
@@ -59,6 +66,8 @@ _PRECONDITION = frozenset({"PreconditionFailed"})
 _STATUSES = frozenset(get_args(RunStatus))
 _CONFLICT = "run conflict: another writer recorded this run since it was loaded"
 _TAKEN = "run id taken: a run with this id is already recorded"
+_MOVED = "moved:"
+"""Before an ETag, with the older key's run tag: a journal loaded from an older key's place."""
 
 
 class _Stored(BaseModel):
@@ -127,12 +136,28 @@ class S3RunJournal:
     # -- the protocol ---------------------------------------------------------------------
 
     def exists(self, scope: Scope) -> bool:
-        return self._bucket.head(self._bucket.layout.journal_key(scope)) is not None
+        bucket = self._bucket
+        return any(bucket.head(layout.journal_key(scope)) is not None for layout in bucket.layouts)
 
     @traced_journal_load
     def load(self, scope: Scope) -> JournalEntry:
+        layouts = self._bucket.layouts
+        for at, layout in enumerate(layouts):
+            try:
+                entry = self._load(scope, layout)
+            except RunNotFoundError:
+                if at == len(layouts) - 1:
+                    raise
+                continue
+            if at:  # an older key's: the next save moves it under the newest (`save`)
+                moved = f"{_MOVED}{layout.run_tag(scope)}{entry.version}"
+                return JournalEntry(entry.record, moved)
+            return entry
+        raise RunNotFoundError  # never: a ring holds one key at least
+
+    def _load(self, scope: Scope, layout: Layout) -> JournalEntry:
         bucket = self._bucket
-        key, run_tag = bucket.layout.journal_key(scope), bucket.layout.run_tag(scope)
+        key, run_tag = layout.journal_key(scope), layout.run_tag(scope)
 
         def get() -> tuple[Mapping[str, str], bytes, str]:
             response = bucket.client.get_object(Bucket=bucket.name, Key=key)
@@ -147,7 +172,7 @@ class S3RunJournal:
             meta, data, etag = bucket.request("GetObject", get, expect=MISSING)
         except Refused:
             raise RunNotFoundError from None
-        stored = _decode(meta, data, run_tag, bucket.layout.seal(key))
+        stored = _decode(meta, data, run_tag, layout.seal(key))
         if stored.run != run_tag or stored.expires_at <= self._clock.now():
             raise RunNotFoundError
         return JournalEntry(stored.record, etag)
@@ -158,6 +183,13 @@ class S3RunJournal:
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
         bucket = self._bucket
         key, run_tag = bucket.layout.journal_key(scope), bucket.layout.run_tag(scope)
+        moved_from = None
+        if replaces is not None and replaces.startswith(_MOVED):  # loaded under an older key
+            tag = replaces[len(_MOVED) : len(_MOVED) + 32]
+            moved_from = next((o for o in bucket.layouts[1:] if o.run_tag(scope) == tag), None)
+            if moved_from is None:
+                raise RunConflictError(_CONFLICT)  # its key has left the ring since
+            replaces = None  # where no journal is yet, under the newest key
         now = self._clock.now()
         stored = _Stored(
             format=FORMAT,
@@ -186,26 +218,38 @@ class S3RunJournal:
             return bucket.client.put_object(**arguments)["ETag"]
 
         try:
-            return bucket.request("PutObject", put, expect=_PRECONDITION | MISSING)
+            etag = bucket.request("PutObject", put, expect=_PRECONDITION | MISSING)
         except Refused as refused:
-            if attempts > 1:  # an earlier attempt may have landed, its answer lost
-                current = bucket.head(key)
-                if (
-                    current is not None
-                    and current.get("Metadata", {}).get(_META_WRITE) == stored.write
-                ):
-                    return current["ETag"]
-            if refused.code in MISSING:  # If-Match on no object: forgotten while it ran
-                raise RunNotFoundError from None
-            raise RunConflictError(_TAKEN if replaces is None else _CONFLICT) from None
+            # An earlier attempt may have landed, its answer lost.
+            landed = self._landed(key, stored.write) if attempts > 1 else None
+            if landed is None:
+                if refused.code in MISSING:  # If-Match on no object: forgotten while it ran
+                    raise RunNotFoundError from None
+                taken = replaces is None and moved_from is None
+                raise RunConflictError(_TAKEN if taken else _CONFLICT) from None
+            etag = landed
+        if moved_from is not None:  # one journal per run: the older key's copy goes
+            old = partial(bucket.client.delete_object, Bucket=bucket.name)
+            bucket.request("DeleteObject", partial(old, Key=moved_from.journal_key(scope)))
+        return etag
+
+    def _landed(self, key: str, write: str) -> str | None:
+        """The ETag of the journal at `key` when it is this save's (its nonce), else None."""
+        current = self._bucket.head(key)
+        if current is not None and current.get("Metadata", {}).get(_META_WRITE) == write:
+            return current["ETag"]
+        return None
 
     # -- operations (not part of the protocol) ---------------------------------------------
 
     def runs(self, *, tenant: str, run: str | None = None) -> Iterator[RunInfo]:
         """Every run of a tenant with a journal (or the one named `run`, if it has one), by
         tag, expired ones included: one HEAD each, and no body (which holds tool results) is
-        ever read."""
-        layout = self._bucket.layout
+        ever read. Under a ring, each key's place in turn, newest first."""
+        for layout in self._bucket.layouts:
+            yield from self._runs_under(layout, tenant=tenant, run=run)
+
+    def _runs_under(self, layout: Layout, *, tenant: str, run: str | None) -> Iterator[RunInfo]:
         tenant_prefix = layout.tenant_prefix(tenant)
         under = tenant_prefix if run is None else layout.run_prefix(Scope(tenant, run))
         for key in self._bucket.keys(under):

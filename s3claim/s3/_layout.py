@@ -108,6 +108,11 @@ class Layout:
         self.prefix = prefix
         self._key = key
 
+    @property
+    def key(self) -> HandleKey:
+        """The key whose tags and seals this layout places (one key of a ring, or its newest)."""
+        return self._key
+
     def tenant_prefix(self, tenant: str) -> str:
         return f"{self.prefix}{self._key.tenant_tag(tenant)}/"
 

@@ -12,11 +12,11 @@ its retry policy; an expected refusal (missing, out of range) is `Refused`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from botocore.exceptions import BotoCoreError
 
@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from botocore.response import StreamingBody
     from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = ["Ranges", "Sealed", "head"]
+__all__ = ["FirstFound", "Ranges", "Sealed", "head"]
 
 _GET_EXPECTS = MISSING | {"InvalidRange"}
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,8 @@ class Sealed:
 
     def blocks_seal(self, meta: ObjectMeta) -> Seal:
         """The seal of the body's blocks: the object's own, or (a claim handed off by copy)
-        the one of the key its sealed metadata names."""
+        the one of the key its sealed metadata names (a copy is made under its original's
+        key of the ring: `S3ClaimCheckStore.hand_off`)."""
         return self.layout.seal(meta.blocks_key or self.key)
 
 
@@ -277,6 +279,46 @@ class Ranges:
                 lambda: bucket.client.get_object(Bucket=bucket.name, Key=key, **ranged),  # type: ignore[arg-type]
                 expect=MISSING,
             )
+
+
+class FirstFound:
+    """A claim that may stand under any of several keys of a ring (`Bucket.layouts_for`), most
+    likely first: a read that finds it unavailable under one asks the next, and the first to
+    answer is the only one asked from then on. The key digits of a handle put its maker
+    first, so this costs a request more only for a handle no key's digits name (one made
+    before handles named their key, or under a key the ring does not hold: refused)."""
+
+    __slots__ = ("_candidates",)
+
+    def __init__(self, candidates: Sequence[Ranges]) -> None:
+        self._candidates = list(candidates)
+
+    def _first(self, read: Callable[[Ranges], _T]) -> _T:
+        while True:
+            try:
+                answer = read(self._candidates[0])
+            except ClaimUnavailableError:
+                if len(self._candidates) == 1:
+                    raise
+                del self._candidates[0]
+                continue
+            del self._candidates[1:]
+            return answer
+
+    def text(self, start: int, end: int) -> TextPart:
+        return self._first(lambda r: r.text(start, end))
+
+    def tail(self, chars: int) -> TextPart:
+        return self._first(lambda r: r.tail(chars))
+
+    def index(self, start: int, end: int) -> IndexPart:
+        return self._first(lambda r: r.index(start, end))
+
+    def index_tail(self, size: int) -> IndexPart:
+        return self._first(lambda r: r.index_tail(size))
+
+    def stream(self) -> Iterator[str]:
+        return self._first(Ranges.stream)
 
 
 # -- a whole claim, streamed (what `scan` reads) --------------------------------------------

@@ -46,9 +46,10 @@ from s3claim.handles import (
 from s3claim.s3._bucket import Bucket, BucketOptions
 from s3claim.s3._erase import Eraser
 from s3claim.s3._errors import MISSING, Refused
+from s3claim.s3._format import ObjectMeta
 from s3claim.s3._layout import HAND_OFF_SUFFIX, Layout
 from s3claim.s3._lifecycle import day_class
-from s3claim.s3._reads import Ranges, Sealed, head
+from s3claim.s3._reads import FirstFound, Ranges, Sealed, head
 from s3claim.s3._retry import RetryPolicy
 from s3claim.s3.settings import S3ClaimSettings
 from s3claim.scope import Scope
@@ -204,10 +205,34 @@ class S3ClaimCheckStore(RangedStore):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def ranges(self, scope: Scope, handle: str, *, check_in_id: str | None = None) -> Ranges:
-        layout = self._bucket.layout
-        objects = claim_objects(layout, scope, handle, self._clock, check_in_id=check_in_id)
-        return Ranges(self._bucket, *objects)
+    def ranges(
+        self, scope: Scope, handle: str, *, check_in_id: str | None = None
+    ) -> Ranges | FirstFound:
+        found = [Ranges(self._bucket, *o) for o in self._objects(scope, handle, check_in_id)]
+        return found[0] if len(found) == 1 else FirstFound(found)
+
+    def _objects(
+        self, scope: Scope, handle: str, check_in_id: str | None = None
+    ) -> list[tuple[Sealed, Sealed]]:
+        """The claim's objects under each key of the ring that may have made it, most likely
+        first (`Bucket.layouts_for`): one pair with one key."""
+        return [
+            claim_objects(layout, scope, handle, self._clock, check_in_id=check_in_id)
+            for layout in self._bucket.layouts_for(handle)
+        ]
+
+    def _standing(self, scope: Scope, handle: str) -> tuple[Sealed, ObjectMeta, Layout]:
+        """The claim's own object, its metadata from one HeadObject checked as a read checks
+        it, and the layout (the key) it stands under; one HEAD more for each key of the ring
+        that does not hold it."""
+        candidates = self._objects(scope, handle)
+        for at, (claim, _) in enumerate(candidates):
+            try:
+                return claim, head(self._bucket, claim), claim.layout
+            except ClaimUnavailableError:
+                if at == len(candidates) - 1:
+                    raise
+        raise ClaimUnavailableError  # no candidate at all: never, a ring holds one key
 
     def checked_in(self, scope: Scope, handle: str) -> CheckIn:
         """Until when the claim reads (epoch seconds) and which check-in it is: one
@@ -215,8 +240,7 @@ class S3ClaimCheckStore(RangedStore):
         `fetch` refuses)."""
         if not is_handle(handle):
             raise ClaimUnavailableError
-        claim, _ = claim_objects(self._bucket.layout, scope, handle, self._clock)
-        meta = head(self._bucket, claim)
+        _, meta, _ = self._standing(scope, handle)
         return CheckIn(meta.expires_at, meta.check_in_id)
 
     @property
@@ -273,10 +297,11 @@ class S3ClaimCheckStore(RangedStore):
             raise ValueError("a claim is handed off within its tenant only")
         if not is_handle(handle):
             raise ClaimUnavailableError
-        bucket, layout = self._bucket, self._bucket.layout
-        claim, _ = claim_objects(layout, scope, handle, self._clock)
-        meta = head(bucket, claim)
-        child = bucket.key.handed_off(handle, to)
+        bucket = self._bucket
+        # Under the key of the ring that made the claim: its blocks are sealed under that key,
+        # so the copy hangs on it too, and `s3claim doctor` counts it there.
+        claim, meta, layout = self._standing(scope, handle)
+        child = layout.key.handed_off(handle, to)
         days = day_class(ttl_seconds, bucket.classes)
         expires_at = math.ceil(self._clock.now() + ttl_seconds)
         original = meta.blocks_key or claim.key  # a hand-off of a hand-off: still the original
@@ -329,8 +354,8 @@ class S3ClaimCheckStore(RangedStore):
         """
         if not isinstance(tenant, str) or not tenant:
             raise ValueError(f"tenant must be a non-empty string, got {type(tenant).__name__}")
-        bucket, layout = self._bucket, self._bucket.layout
-        swept = layout.erased_prefixes(tenant, run)
+        bucket = self._bucket
+        swept = tuple(p for layout in bucket.layouts for p in layout.erased_prefixes(tenant, run))
         started = self._clock.now()
         try:
             erased = self._eraser.erase(swept, progress=progress)
@@ -379,8 +404,13 @@ class S3ClaimCheckStore(RangedStore):
         Keys give the handles; each claim's size and expiry cost one HEAD, and no body
         (tool content) is ever read. Objects under the prefix that are not claims are skipped;
         a claim whose metadata seal fails (or of an older format) is listed as `damaged`.
+        Under a ring, each key's prefix is listed in turn, newest first.
         """
-        bucket, layout = self._bucket, self._bucket.layout
+        for layout in self._bucket.layouts:
+            yield from self._claims_under(layout, tenant=tenant, run=run)
+
+    def _claims_under(self, layout: Layout, *, tenant: str, run: str | None) -> Iterator[ClaimInfo]:
+        bucket = self._bucket
         if run is not None:
             under, depth = layout.run_prefix(Scope(tenant=tenant, run=run)), 1
         else:
@@ -549,8 +579,8 @@ class _Objects:
 def claim_objects(
     layout: Layout, scope: Scope, handle: str, clock: Clock, *, check_in_id: str | None = None
 ) -> tuple[Sealed, Sealed]:
-    """The claim's two objects (its text, its index) as a reader in `scope` checks them; with
-    `check_in_id`, only that check-in of the claim reads."""
+    """The claim's two objects (its text, its index) as a reader in `scope` checks them under
+    `layout` (one key's of the ring); with `check_in_id`, only that check-in of the claim reads."""
     run_tag, width = layout.run_tag(scope), handle_width(handle)
     return (
         Sealed(layout.object_key(scope, handle), run_tag, width, layout, clock.now, check_in_id),

@@ -23,6 +23,7 @@ from s3claim.s3._errors import explain, is_fixable
 from s3claim.s3._journal import S3RunJournal
 from s3claim.s3._lifecycle import lifecycle_rules
 from s3claim.s3._provision import provision_bucket
+from s3claim.s3._rotation import KeyCount, RingCount, count_by_key, keyring_checks
 from s3claim.s3._store import S3ClaimCheckStore
 from s3claim.s3.settings import S3ClaimSettings
 
@@ -32,15 +33,20 @@ if TYPE_CHECKING:
 __all__ = [
     "Check",
     "ClaimStoreError",
+    "KeyCount",
+    "RingCount",
     "Status",
     "Target",
     "check_bucket",
+    "count_by_key",
     "explain",
     "handle_key",
     "is_fixable",
+    "keyring_checks",
     "lifecycle_rules",
     "load_settings",
     "make_client",
+    "open_bucket",
     "open_journal",
     "open_store",
     "probe",

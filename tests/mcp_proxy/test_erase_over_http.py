@@ -64,7 +64,7 @@ def test_forget_through_the_proxy_erases_its_memory_store_and_signs_a_receipt(
     handle = _checked_in(proxy, 6_000)
     path = tmp_path / "receipt.json"
 
-    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "another key, of 32 characters too")
+    monkeypatch.setenv("S3CLAIM_HANDLE_KEY", "another key of 32 characters too")
     refused = _forget(proxy, "--receipt", str(path))
     assert refused.exit_code == 2, refused.output  # type: ignore[attr-defined]
     assert refused.output.strip().endswith(  # type: ignore[attr-defined]

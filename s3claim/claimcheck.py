@@ -152,12 +152,14 @@ class ClaimCheck:
         self, content: str, policy: ClaimCheckPolicy, *, handle: str, searchable: bool
     ) -> str:
         """What a stored result leaves in the conversation: head, marker, notes, tail."""
-        head = extract_head(content, policy.head_chars)
+        head, listing = _head_and_listing(content, policy)
         tail = extract_tail(content, policy.tail_chars, after=len(head))
         if tail and policy.pick_lines is not None:  # a log's tail: only an end that tells
             pattern = compile_pick_pattern(policy.pick_lines)
             tail = content[telling_end(content, len(content) - len(tail), pattern) :]
         notes = _preview_notes(content, policy, head=head, tail=tail, searchable=searchable)
+        if listing is not None:
+            notes.insert(0, listing)
         line = marker(
             total_chars=len(content),
             shown_chars=len(head),
@@ -227,14 +229,10 @@ class ClaimCheck:
 def _preview_notes(
     content: str, policy: ClaimCheckPolicy, *, head: str, tail: str, searchable: bool = False
 ) -> list[str]:
-    """The paragraphs a policy puts between the marker and the tail, in this order: the JSON
-    root's members (`json_root`), the lines picked by a pattern (`pick_lines`). None with
-    every knob off; a pure function of its arguments (docs/reading.md, "Picking lines")."""
-    notes = []
-    if policy.json_root:
-        listing = _root_listing(content, shown=len(head))
-        if listing is not None:
-            notes.append(listing)
+    """The lines picked by a pattern (`pick_lines`), the paragraph a policy puts between the
+    marker and the tail after the root listing (`_head_and_listing`). None with every knob
+    off; a pure function of its arguments (docs/reading.md, "Picking lines")."""
+    notes: list[str] = []
     if policy.pick_lines is not None:
         picks = pick_lines(
             content,
@@ -268,7 +266,24 @@ def _preview_notes(
     return notes
 
 
-def _root_listing(content: str, *, shown: int) -> str | None:
+def _head_and_listing(content: str, policy: ClaimCheckPolicy) -> tuple[str, str | None]:
+    """The head, and the root listing (`json_root`) where one is written: the listing takes
+    its place within the head's characters, never beside them, and only where the whole head
+    would leave a member unshown that a listing stands for. The head is cut at half of
+    `head_chars` and the listing has the rest of what the whole head would have shown (at
+    most `ROOT_LISTING_CHARS`), so a preview with a listing is no longer than the same
+    preview without (docs/reading.md)."""
+    head = extract_head(content, policy.head_chars)
+    if policy.json_root and _root_listing(content, shown=len(head), most_chars=None):
+        short = extract_head(content, policy.head_chars // 2)
+        room = min(ROOT_LISTING_CHARS, len(head) - len(short) - 2)  # 2: the blank line
+        listing = _root_listing(content, shown=len(short), most_chars=room)
+        if listing is not None:
+            return short, listing
+    return head, None
+
+
+def _root_listing(content: str, *, shown: int, most_chars: int | None) -> str | None:
     """The root's members the head does not show whole, listed as a page of a read by path
     lists them; None unless the root is an object (its keys are what a question names: an
     array's positions, `path="/N"` reaches without a listing) and the listing is shorter
@@ -288,17 +303,16 @@ def _root_listing(content: str, *, shown: int) -> str | None:
         page = read_root(content, first=first + inside)
         assert page is not None  # the same text, read again
         root = page
-    listing, rows = fitted_members(root, most_chars=ROOT_LISTING_CHARS)
+    listing, rows = fitted_members(root, most_chars=most_chars)
     replaced = sum(m.end - m.start for m in root.members[:rows])
-    return listing if len(listing) < replaced else None
+    fits = most_chars is None or len(listing) <= most_chars
+    return listing if fits and len(listing) < replaced else None
 
 
 def most_notes_chars(policy: ClaimCheckPolicy) -> int:
     """The most the notes of `policy` add to a preview, the blank lines before them included
     (0 with every knob off): what a turn's plan counts beside the head, tail and marker."""
     most = 0
-    if policy.json_root:
-        most += 2 + ROOT_LISTING_CHARS
     if policy.pick_lines is not None:
         big = 10**12  # a line number or offset no result reaches
         note = max(

@@ -159,10 +159,12 @@ def picks_note(
     searchable: bool = False,
     stopped: bool = False,
 ) -> str:
-    """The paragraph before the lines a preview picks (`pick_lines`): which pattern, how many
-    lines it matched beyond what the preview shows, which of them follow, how to read on.
+    """The paragraph before the lines a preview picks (`pick_lines`): how many lines the
+    pattern matched beyond what the preview shows, which of them follow, how to read on.
     Never written for a pattern that matched nothing and ran to the end: that note would
-    carry nothing (`ClaimCheck` leaves it out)."""
+    carry nothing (`ClaimCheck` leaves it out). The regex is quoted only where the note
+    sends the model to search for the lines it does not show (a preset's runs to 200
+    characters, in every later request)."""
     where = "outside the head and tail" if tail else "outside the head"
     if stopped:
         found = f"{matched:,} before the regex used up its CPU time, part of the way through" + (
@@ -181,8 +183,9 @@ def picks_note(
         if searchable and (shown < matched or stopped)
         else ""
     )
+    matching = f"the regex `{pattern}`" if others else "the pick pattern"
     return (
-        f"[Lines {where} matching the regex `{pattern}`: {found}. Read on from one with "
+        f"[Lines {where} matching {matching}: {found}. Read on from one with "
         f"fetch_result and line=N{others}.]"
     )
 

@@ -148,10 +148,19 @@ def findings(got: dict[tuple[str, str], dict[str, Any]]) -> tuple[list[str], lis
             if r is None or not s.startswith("s3claim (") or s == DEFAULTS:
                 continue
             if r["conversation"] > ours["conversation"]:
+                paid = (
+                    f": its previews carried what {ours['reads'] - r['reads']} of the defaults' "
+                    f"reads fetched (reads {r['reads']} to {ours['reads']}, model turns "
+                    f"{r['turns']} to {ours['turns']}), and its whole requests came to "
+                    f"{fmt_int(r['whole'])} against {fmt_int(ours['whole'])} "
+                    f"({r['whole'] / ours['whole'] - 1:+.0%})"
+                    if r["whole"] < ours["whole"] and r["reads"] < ours["reads"]
+                    else ""
+                )
                 notes.append(
                     f"{session.name}: {s} sent more conversation characters than the defaults "
                     f"({fmt_int(r['conversation'])} against {fmt_int(ours['conversation'])}, "
-                    f"{r['conversation'] / ours['conversation'] - 1:+.0%})."
+                    f"{r['conversation'] / ours['conversation'] - 1:+.0%}){paid}."
                 )
         unexact = [
             f"{s} {here[s]['answered']}/{here[s]['questions']}"

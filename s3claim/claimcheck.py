@@ -276,7 +276,9 @@ def _head_and_listing(content: str, policy: ClaimCheckPolicy) -> tuple[str, str 
     head = extract_head(content, policy.head_chars)
     if policy.json_root and _root_listing(content, shown=len(head), most_chars=None):
         short = extract_head(content, policy.head_chars // 2)
-        room = min(ROOT_LISTING_CHARS, len(head) - len(short) - 2)  # 2: the blank line
+        # 2: the blank line; and a digit more in the marker's "N not shown", if it gains one
+        grown = len(str(len(content) - len(short))) - len(str(len(content) - len(head)))
+        room = min(ROOT_LISTING_CHARS, len(head) - len(short) - 2 - grown)
         listing = _root_listing(content, shown=len(short), most_chars=room)
         if listing is not None:
             return short, listing

@@ -236,13 +236,16 @@ class Host:
         turn: Hashable = None,
         read_only: bool | None = None,
         call_id: str | None = None,
+        whole: bool = False,
     ) -> Call:
         """Before the tool runs: a claim tool's answer, a repeat read's, or a refusal of the
         call's references (then `answer` is set and the tool does not run); else the call,
         its references resolved. `turn` names the model response that made the call (for a
         turn budget's running total; None: a turn of its own). `read_only` overrides what
         the host knows of the tool (an MCP upstream's listing says it). `call_id`: the call's
-        id in the conversation, where the host has one, so a repeat of it can name it."""
+        id in the conversation, where the host has one, so a repeat of it can name it.
+        `whole`: the call's run may span conversations (the host cannot tell one from
+        another), so a repeat gets the earlier text again, not a reference to it."""
         context = replace(context, emit=observing(context.emit))  # one observation an event
         spec = tool if isinstance(tool, Tool) else None
         name = tool.name if isinstance(tool, Tool) else tool
@@ -262,6 +265,7 @@ class Host:
             recall = reads.recall(
                 context.scope, call.tool, arguments, reuse_seconds=seconds,
                 agent=context.agent, emit=context.emit, call_id=call_id, called=name,
+                whole=whole,
             )  # fmt: skip
             if recall.answer is not None:  # the earlier result: the tool does not run
                 return self._answered(call, ToolAnswer(recall.answer))

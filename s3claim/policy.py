@@ -121,8 +121,6 @@ class ClaimCheckPolicy(BaseModel):
             kept.append(("tail_chars", self.tail_chars))
         if self.pick_lines is not None:
             kept.append((f"pick_max * {LINE_CHARS}", self.pick_max * LINE_CHARS))
-        if self.json_root:
-            kept.append(("the root listing", ROOT_LISTING_CHARS))
         if sum(size for _, size in kept) >= self.threshold_chars:
             names = " + ".join(name for name, _ in kept)
             sizes = " + ".join(str(size) for _, size in kept)

@@ -17,9 +17,10 @@ The decisions, each the simplest honest one:
   it (`Host.left_conversation`); a repeat of one of those gets the earlier text whole, after
   one line (`REUSED_LINE`), and the next repeat names that call. The runner never removes or
   replaces a message it placed (a turn's check-ins are decided before its results enter), so
-  it never says so. The adapters and the MCP proxy cannot see their client's history: they
-  answer by reference, and the handle reads on with `fetch_result` for the claim's TTL, which
-  a reuse requires anyway.
+  it never says so. The adapters cannot see their framework's history: they answer by
+  reference, and the handle reads on with `fetch_result` for the claim's TTL, which a reuse
+  requires anyway. A host whose run may hold several conversations asks for the text whole
+  (`recall(whole=True)`): the MCP proxy, in the tenant's run or a session's.
 - **Only results that were checked in are reused**, since the claim is what answers the
   repeat: its head and marker are what the model saw, `fetch_result` reads the rest. A result
   that passed whole has no claim, and its tool runs again.
@@ -179,10 +180,14 @@ class _Read:
     called: str | None
     shown: bool = True
 
-    def answer(self) -> str:
-        if not self.shown:
+    def answer(self, *, called: str | None, whole: bool) -> str:
+        """By reference, naming the earlier call (by its id, else the tool as this call
+        names it: an endpoint beside a gateway knows it by another name); whole where the
+        host says the earlier one may not be in this conversation."""
+        if whole or not self.shown:
             return reused(self.text)
-        return reused_reference(handle=self.handle, call_id=self.call_id, tool=self.called)
+        tool = called or self.called
+        return reused_reference(handle=self.handle, call_id=self.call_id, tool=tool)
 
 
 class RepeatReads:
@@ -225,11 +230,14 @@ class RepeatReads:
         emit: Callable[[Event], None],
         call_id: str | None = None,
         called: str | None = None,
+        whole: bool = False,
     ) -> Recall:
         """Before a read-only call runs: the answer, if this call may have one (emitting
         `result_reused`); else what `keep` needs. One request (the run's mark). `call_id`:
         the call's id, where the host has one; `called`: the tool as the call named it (by
-        default `tool`), for a later repeat to name this call by."""
+        default `tool`), for a later repeat to name this call by. `whole`: the run may span
+        conversations (an MCP client that names none), so the earlier text is given again
+        rather than referred to."""
         key = arguments_key(tool, arguments) if reuse_seconds > 0 else None
         if key is None:
             return Recall()
@@ -245,7 +253,7 @@ class RepeatReads:
         with self._lock:
             kept = self._reads(scope).get(key)
             if kept is not None and mark == kept.mark and self._clock.now() < kept.until:
-                answer = kept.answer()
+                answer = kept.answer(called=called, whole=whole)
                 if not kept.shown:  # whole again: in the conversation now, at this call
                     kept.shown, kept.call_id, kept.called = True, call_id, called
         if kept is not None and answer is not None:

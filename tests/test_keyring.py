@@ -21,7 +21,7 @@ from devkit.servers import Wire
 from s3claim._reading._address import Address
 from s3claim.cli import app
 from s3claim.erasure import verify_receipt
-from s3claim.errors import ClaimUnavailableError, ConfigurationError
+from s3claim.errors import ClaimUnavailableError, ConfigurationError, RunConflictError
 from s3claim.handles import HandleKey, is_handle
 from s3claim.journal import RunRecord
 from s3claim.links import LinkKey, link
@@ -76,6 +76,8 @@ def test_a_comma_separated_key_is_a_ring_newest_first() -> None:
         (f"{NEW},", "entry 2 is empty"),
         (f"{NEW},short", "entry 2: a handle key needs at least 16 bytes"),
         (f"{NEW},{OLD},{NEW}", "entry 3 repeats entry 1"),
+        (f"{NEW}, {OLD}", "entry 2 has spaces or a line break around it"),
+        (f"{NEW},{OLD}\n", "entry 2 has spaces or a line break around it"),
     ],
 )
 def test_a_malformed_ring_is_refused_by_the_variables_name(value: str, said: str) -> None:
@@ -192,6 +194,27 @@ def test_a_journal_saved_under_an_older_key_resumes_and_moves_to_the_newest(
     assert not old_journal.exists(SCOPE)  # moved: one journal per run, under the newest key
     assert S3RunJournal(_store_alone(after, NEW).bucket).exists(SCOPE)
     assert [r.status for r in journal.runs(tenant="acme")] == ["running"]
+
+
+def test_moving_a_journal_loses_no_turn_an_older_keys_process_saved_meanwhile(
+    s3: Any, bucket: str, rotated: tuple[S3ClaimCheckStore, S3ClaimCheckStore]
+) -> None:
+    """A rolling rotation: a process on the ring loads the run's journal (under the older
+    key), a process still on the older key alone saves a turn over it, then the ring's save
+    would move its stale record under the newest key. It is refused, and taken back: the
+    next load is the other process's turn."""
+    before, after = rotated
+    old_journal, journal = S3RunJournal(before.bucket), S3RunJournal(after.bucket)
+    first = old_journal.save(
+        SCOPE, RunRecord(status="running", turns=1, messages=()), replaces=None
+    )
+    stale = journal.load(SCOPE)
+    old_journal.save(SCOPE, RunRecord(status="running", turns=2, messages=()), replaces=first)
+    with pytest.raises(RunConflictError):
+        journal.save(SCOPE, stale.record, replaces=stale.version)
+    assert journal.load(SCOPE).record.turns == 2  # the other process's turn stands
+    assert not S3RunJournal(_store_alone(after, NEW).bucket).exists(SCOPE)  # taken back
+    assert old_journal.exists(SCOPE)
 
 
 def test_a_link_and_a_receipt_made_under_an_older_key_verify_under_the_ring(

@@ -194,8 +194,8 @@ def test_a_long_line_is_cut_where_it_pauses_around_the_match_and_says_its_span()
             "head_chars + pick_max * 200 (512 + 3600) must be smaller than threshold_chars (4096)",
         ),
         (
-            {"json_root": True, "tail_chars": 2_600},
-            "head_chars + tail_chars + the root listing (512 + 2600 + 1024) must be smaller",
+            {"json_root": True, "tail_chars": 3_600},  # the listing is inside the head
+            "head_chars + tail_chars (512 + 3600) must be smaller",
         ),
     ],
 )
@@ -358,6 +358,7 @@ def test_the_json_preset_is_never_longer_than_the_default(name: str) -> None:
 def test_the_presets_keep_to_the_threshold_they_are_given() -> None:
     assert ClaimCheckPolicy.for_logs(threshold_chars=8_192).threshold_chars == 8_192
     assert ClaimCheckPolicy.for_json(ttl_seconds=60).json_root
+    assert ClaimCheckPolicy.for_json(threshold_chars=1_500).threshold_chars == 1_500
     with pytest.raises(ValidationError, match=r"\(512 \+ 1024 \+ 1600\) must be smaller"):
         ClaimCheckPolicy.for_logs(threshold_chars=3_000)
 
@@ -449,3 +450,31 @@ def test_the_mcp_proxy_shows_the_picks_and_the_listing() -> None:
         assert "\n/rows array, characters " in listing
 
     anyio.run(scenario)
+
+
+def test_a_crlf_logs_final_block_is_its_tail_as_an_lf_logs_is() -> None:
+    """The blank line before a summary ends in \r\n\r\n in a Windows log: found all the same."""
+    lines = [f"Setting up package-{n} (1.{n}) ..." for n in range(400)]
+    summary = ["Summary:", *(f"  {n} packages set up" for n in range(30))]  # most of a tail
+    lf = "\n".join([*lines, "", *summary]) + "\n"
+    crlf = lf.replace("\n", "\r\n")
+    tails = []
+    for text in (lf, crlf):
+        preview = check(ClaimCheckPolicy.for_logs()).check_in(text, tool="ci", scope=SCOPE).text
+        tails.append(preview.split("\n\n")[-1])  # the parts of a preview: blank lines
+    assert tails[0].startswith("Summary:") and tails[1].startswith("Summary:")
+    assert tails[1] == tails[0].replace("\n", "\r\n")
+
+
+def test_a_listing_never_lengthens_the_preview_by_a_markers_digit() -> None:
+    """A shorter head can add a digit to the marker's count of what is not shown: the
+    listing's room gives it back (10,312 characters: 9,821 not shown by the default head,
+    10,161 by the half head)."""
+    members = {f"key{n:02d}": "v" * 200 for n in range(40)}
+    for size in range(10_200, 10_400, 7):
+        text = json.dumps(members | {"pad": "p" * (size - len(json.dumps(members)) - 10)})
+        bare, preset = (
+            check(policy).check_in(text, tool="ci", scope=SCOPE).text
+            for policy in (ClaimCheckPolicy(), ClaimCheckPolicy.for_json())
+        )
+        assert len(preset) <= len(bare), size

@@ -187,7 +187,9 @@ def telling_end(text: str, start: int, pattern: regex.Pattern[str]) -> int:
     if first <= 0:  # no line starts in reach: one line going on
         return len(text)
     found = []
-    blank = _AFTER_BLANK.search(text, max(first - 2, 0))
+    # From the line break before the line that ends at `first`: a blank line just before it
+    # is then found whether lines end in \n or \r\n.
+    blank = _AFTER_BLANK.search(text, max(text.rfind("\n", 0, first - 1), 0))
     if blank is not None and text[blank.end() :].strip():
         found.append(blank.end())
     picks = pick_lines(text, pattern, most=1, shown_until=first, shown_from=len(text))

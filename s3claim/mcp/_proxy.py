@@ -310,7 +310,10 @@ class ClaimCheckProxy:
             return error_result(ToolError("unknown_tool", _UNLISTED).render())
         listed = self._listed.get(name)  # read-only is what the tool's last listing says
         read_only = listed is not None and _read_only(listed)
-        begin = partial(host.begin, name, arguments, context, read_only=read_only)
+        # A repeat in a run that may hold several conversations gets the text again: the
+        # earlier result may be in another one (`Scoping.spans_conversations`).
+        whole = Scoping.spans_conversations(scope)
+        begin = partial(host.begin, name, arguments, context, read_only=read_only, whole=whole)
         begun = await anyio.to_thread.run_sync(begin, limiter=workers)
         if begun.answer is not None:  # a claim tool's, a repeat's, a refusal: not forwarded
             return self._answered(name, begun.answer)

@@ -22,6 +22,10 @@ from s3claim.scope import Scope
 __all__ = ["RUN_META_KEY", "Scoping"]
 
 RUN_META_KEY = "s3claim/run"
+NAMED_RUN = "meta:"
+"""The namespace of a run the client named (`_meta` s3claim/run)."""
+SESSION_RUN = "session:"
+"""The namespace of a transport session's run."""
 TENANT_RUN = "tenant:shared"
 """The run of a client that names none and has no session: one per tenant."""
 
@@ -57,6 +61,14 @@ class Scoping:
     def for_http(cls, tenant: str | None, *, tenant_header: str | None = None) -> Scoping:
         return cls(tenant=tenant, tenant_header=tenant_header, fallback_run=TENANT_RUN)
 
+    @staticmethod
+    def spans_conversations(scope: Scope) -> bool:
+        """Whether the run may hold several of the client's conversations: the tenant's one
+        run (a desktop client's chats, one stdio process) and a transport session's (a
+        client clears or compacts its history and keeps its session). A run the client
+        names is the one conversation it names."""
+        return scope.run == TENANT_RUN or scope.run.startswith(SESSION_RUN)
+
     def scope(
         self,
         *,
@@ -73,9 +85,9 @@ class Scoping:
         if named is not None and not isinstance(named, str):
             raise ToolError("invalid_scope", f"_meta {RUN_META_KEY} must be a string")
         if named is not None:
-            run = f"meta:{named}"
+            run = f"{NAMED_RUN}{named}"
         elif session_id is not None:
-            run = f"session:{session_id}"
+            run = f"{SESSION_RUN}{session_id}"
         else:
             run = self.fallback_run
         given = {  # what the client gave each name by: the words it reads

@@ -166,6 +166,11 @@ def handle_key_of(
                     f"{name}: entry {at + 1} is empty (a ring is keys, newest first, "
                     "separated by single commas)"
                 )
+            if entry != entry.strip():  # "new, old" would make " old" a key of its own
+                raise ConfigurationError(
+                    f"{name}: entry {at + 1} has spaces or a line break around it (a ring "
+                    "is keys, newest first, separated by single commas, nothing else)"
+                )
             try:
                 HandleKey(entry)
             except ValueError as exc:  # the message gives lengths, never the secret

@@ -183,9 +183,10 @@ class S3RunJournal:
             raise TypeError(f"save takes a RunRecord, got {type(record).__name__}")
         bucket = self._bucket
         key, run_tag = bucket.layout.journal_key(scope), bucket.layout.run_tag(scope)
-        moved_from = None
+        moved_from, moved_etag = None, None
         if replaces is not None and replaces.startswith(_MOVED):  # loaded under an older key
             tag = replaces[len(_MOVED) : len(_MOVED) + 32]
+            moved_etag = replaces[len(_MOVED) + 32 :]
             moved_from = next((o for o in bucket.layouts[1:] if o.run_tag(scope) == tag), None)
             if moved_from is None:
                 raise RunConflictError(_CONFLICT)  # its key has left the ring since
@@ -229,8 +230,17 @@ class S3RunJournal:
                 raise RunConflictError(_TAKEN if taken else _CONFLICT) from None
             etag = landed
         if moved_from is not None:  # one journal per run: the older key's copy goes
-            old = partial(bucket.client.delete_object, Bucket=bucket.name)
-            bucket.request("DeleteObject", partial(old, Key=moved_from.journal_key(scope)))
+            # ...only as it was loaded (a conditional delete): a process still on the older
+            # key alone may have saved over it since, and its turn must not be lost. Then
+            # this save is the stale one: it is taken back, and the caller told to reload.
+            delete = partial(bucket.client.delete_object, Bucket=bucket.name)
+            old = partial(delete, Key=moved_from.journal_key(scope), IfMatch=moved_etag)
+            try:
+                bucket.request("DeleteObject", old, expect=_PRECONDITION | MISSING)
+            except Refused:
+                mine = partial(delete, Key=key, IfMatch=etag)
+                bucket.request("DeleteObject", mine, expect=_PRECONDITION | MISSING)
+                raise RunConflictError(_CONFLICT) from None
         return etag
 
     def _landed(self, key: str, write: str) -> str | None:

@@ -26,7 +26,7 @@ from s3claim.mcp import (
     read_gateway_file,
     read_gateway_reuse,
 )
-from s3claim.wording import reused_reference
+from s3claim.wording import REUSED_LINE, reused_reference
 from tests.mcp_proxy._support import handle_of, read_all, text_of
 
 WINDOW = 300
@@ -47,7 +47,7 @@ def _texts(result: CallToolResult) -> str:
 
 def naming(first: CallToolResult, tool: str) -> str:
     """A repeat's answer on MCP, whose client's call ids the proxy never sees: the tool as the
-    first call named it, and the handle of what it read."""
+    repeat names it, and the handle of what it read."""
     return reused_reference(handle=handle_of(_texts(first)), call_id=None, tool=tool)
 
 
@@ -135,10 +135,16 @@ def test_the_gateway_reads_reuse_per_upstream_and_refuses_a_tool_that_writes(
             await proxy.check_names()
             async with Client(proxy.server()) as client:
                 args = {"path": str(path)}
-                first = await client.call_tool("fs__read_text_file", args)
+                first = await client.call_tool("fs__read_text_file", args, meta=_run("a"))
                 path.write_text("changed", encoding="utf-8")
-                again = await client.call_tool("fs__read_text_file", args)
+                again = await client.call_tool("fs__read_text_file", args, meta=_run("a"))
                 assert _texts(again) == naming(first, "fs__read_text_file")
+                # The tenant's one run may hold several conversations (a desktop client's
+                # chats): a repeat there is the earlier text again, never a reference to it.
+                path.write_text(document(20_000, seed=3), encoding="utf-8")
+                shared = await client.call_tool("fs__read_text_file", args)
+                whole = await client.call_tool("fs__read_text_file", args)
+                assert _texts(whole) == f"{REUSED_LINE}\n\n{_texts(shared)}"
 
     anyio.run(scenario)
 
@@ -183,17 +189,18 @@ def test_two_upstreams_read_tools_of_one_name_are_each_answered_by_their_own(
             async with Client(fs.server()) as at_fs, Client(docs.server()) as at_docs:
                 for endpoint in (at_fs, at_docs):  # a client lists first: readOnlyHint is read
                     assert (await endpoint.list_tools()).tools
-                first = await at_fs.call_tool("read_text_file", args)
+                run = _run("a")  # one conversation's, through both endpoints
+                first = await at_fs.call_tool("read_text_file", args, meta=run)
                 assert _texts(first).startswith("1/0: ")
                 path.write_text(document(20_000, seed=2), encoding="utf-8")
-                theirs = await at_docs.call_tool("read_text_file", args)
+                theirs = await at_docs.call_tool("read_text_file", args, meta=run)
                 assert _texts(theirs).startswith("2/0: ")  # docs was asked: the file as it is
-                again = await at_fs.call_tool("read_text_file", args)
+                again = await at_fs.call_tool("read_text_file", args, meta=run)
                 own = naming(first, "read_text_file")
                 assert _texts(again) == own  # fs's own repeat, its own answer
-                through = await ClientCall(proxy).call("docs__read_text_file", args)
-                # The gateway's name: docs' own read, named as the first call named it.
-                assert _texts(through) == naming(theirs, "read_text_file") != own
+                through = await ClientCall(proxy).call("docs__read_text_file", args, meta=run)
+                # docs' own read, named as this endpoint lists it (the gateway's name).
+                assert _texts(through) == naming(theirs, "docs__read_text_file") != own
 
     anyio.run(scenario)
 
@@ -204,9 +211,11 @@ class ClientCall:
     def __init__(self, proxy: ClaimCheckProxy) -> None:
         self.proxy = proxy
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
+    ) -> CallToolResult:
         async with Client(self.proxy.server()) as client:
-            return await client.call_tool(name, arguments)
+            return await client.call_tool(name, arguments, meta=meta)
 
 
 def test_a_write_through_another_instance_ends_reuse_on_this_one(

@@ -328,3 +328,18 @@ def test_reads_cost_the_same_under_a_ring_whichever_key_made_the_claim(
     wire.clear()
     journal.load(SCOPE)
     assert dict(wire.requests) == {"GetObject": 1}
+
+
+def test_a_write_under_a_ring_ends_reuse_for_a_process_whose_ring_has_the_other_key_first(
+    s3: Any, bucket: str
+) -> None:
+    """Mid-rotation, `OLD,NEW` and `NEW,OLD` processes run side by side: a write through
+    either changes the run's mark the other reads (one PUT per key of the ring)."""
+    first_old, first_new = _store(s3, bucket, f"{OLD},{NEW}"), _store(s3, bucket, RING)
+    for writer, reader in ((first_new, first_old), (first_old, first_new)):
+        before = reader.run_mark(SCOPE)
+        writer.mark_written(SCOPE)
+        assert reader.run_mark(SCOPE) != before
+    wire = Wire.attach(s3)
+    _store(s3, bucket, NEW).mark_written(SCOPE)  # one key: one PUT, as before the ring
+    assert dict(wire.requests) == {"PutObject": 1}

@@ -266,15 +266,20 @@ class S3ClaimCheckStore(RangedStore):
         return token if self._put_mark(scope, token, exclusive=True) else None
 
     def mark_written(self, scope: Scope) -> None:
-        """A new mark for the run: one PutObject."""
-        self._put_mark(scope, secrets.token_hex(16), exclusive=False)
+        """A new mark for the run: one PutObject for each key of the ring, so a process
+        whose ring has another key first (a rotation rolling out) sees the write too."""
+        token = secrets.token_hex(16)
+        for layout in self._bucket.layouts:
+            self._put_mark(scope, token, exclusive=False, layout=layout)
 
-    def _put_mark(self, scope: Scope, token: str, *, exclusive: bool) -> bool:
+    def _put_mark(
+        self, scope: Scope, token: str, *, exclusive: bool, layout: Layout | None = None
+    ) -> bool:
         # Tagged for the longest day class: a mark outlives none of its run's claims.
         bucket = self._bucket
         return bucket.put(
-            bucket.layout.mark_key(scope), token.encode("ascii"), content_type=_MARK, meta={},
-            days=bucket.classes[-1], exclusive=exclusive,
+            (layout or bucket.layout).mark_key(scope), token.encode("ascii"), content_type=_MARK,
+            meta={}, days=bucket.classes[-1], exclusive=exclusive,
         )  # fmt: skip
 
     # -- hand-off --------------------------------------------------------------------------

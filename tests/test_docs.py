@@ -218,7 +218,7 @@ def test_every_terraform_apply_shown_follows_its_init() -> None:
 
 def test_the_readme_says_what_make_test_needs_and_how_long_it_takes() -> None:
     said = " ".join(prose_of(README).split("## What it is", 1)[0].split())
-    assert "`make test` needs more, and takes about eight minutes" in said
+    assert "`make test` needs more, and takes about seven minutes" in said
     for need in ("Terraform on PATH", "npm", "`S3CLAIM_TF_PLUGIN_DIR`, default `/opt/tf-plugins`"):
         assert need in said, need
     terraform_tests = (ROOT / "tests" / "test_terraform.py").read_text(encoding="utf-8")
